@@ -1,0 +1,72 @@
+/*
+ * config: command-line flags and the JSON config file, merged into one
+ * validated, immutable struct config.
+ *
+ * Precedence: built-in defaults < --config FILE < command-line flags. A
+ * repeatable flag given on the command line replaces the file's list rather
+ * than appending to it, so an operator can always override the file.
+ *
+ * Every error message names the flag (or config-file key) and the value and
+ * says what is wrong, in one line, so that `oidc-discovery` can print it and
+ * exit with status 2.
+ */
+#ifndef OIDC_CONFIG_H
+#define OIDC_CONFIG_H
+
+#include <stddef.h>
+
+#define CONFIG_ERR_MAX 512
+
+/* One listen address. host is a numeric IPv4/IPv6 address or a name;
+ * IPv6 is written "[::1]:8080" on the command line and stored without
+ * brackets. */
+struct config_listen {
+    char *host;
+    unsigned short port;
+};
+
+struct config_strlist {
+    char **items;
+    size_t count;
+};
+
+struct config {
+    struct config_strlist issuers;   /* --service-account-issuer, >= 1 */
+    char *jwks_uri;                  /* --service-account-jwks-uri, or derived */
+    struct config_strlist key_files; /* --service-account-key-file, >= 1 */
+    struct config_listen *listens;   /* --listen, >= 1 */
+    size_t listen_count;
+    unsigned threads;          /* --threads, >= 1 (default: online CPUs) */
+    unsigned long max_age;     /* --max-age seconds (default 3600) */
+    char *jwks_content_type;   /* --jwks-content-type */
+    int cors;                  /* --cors / --no-cors (default 1) */
+    int allow_insecure_issuer; /* --allow-insecure-issuer */
+};
+
+enum config_command {
+    CONFIG_CMD_SERVE,   /* "serve" or no subcommand */
+    CONFIG_CMD_DEV,     /* "dev": serve a generated development key pair */
+    CONFIG_CMD_HELP,    /* --help was asked for: print config_usage() */
+    CONFIG_CMD_VERSION, /* --version */
+};
+
+/* Parses argv (argv[0] is the program name; an optional subcommand may follow)
+ * plus the --config file it names, validates everything and fills *out.
+ * Returns 0 on success. On failure returns -1, leaves *out empty (nothing to
+ * free) and writes a one-line message into err. For CONFIG_CMD_HELP and
+ * CONFIG_CMD_VERSION *out holds defaults only and is not validated. */
+int config_parse(int argc, char **argv, enum config_command *cmd, struct config *out, char *err, size_t errlen);
+
+/* Usage text for the subcommand (every flag with its default). */
+const char *config_usage(enum config_command cmd);
+
+/* Frees everything config_parse allocated; safe on a zeroed struct. */
+void config_free(struct config *cfg);
+
+/* Validates an issuer or jwks URL: https (or http when allow_http), a host,
+ * no query, no fragment, no characters outside RFC 3986. Returns NULL when
+ * valid or a static string saying what is wrong. Exposed for tests and for
+ * the `dev` command. */
+const char *config_check_url(const char *url, int allow_http);
+
+#endif

@@ -1,0 +1,160 @@
+#include "key.h"
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b64url.h"
+#include "jsonw.h"
+
+/* The curves kube-apiserver accepts, with their JOSE names and the fixed
+ * coordinate size a JWK pads x and y to (RFC 7518 section 6.2.1.2). */
+static const struct key_curve {
+    const char *openssl_name;
+    const char *jose_name;
+    const char *alg;
+    int bits;
+    size_t coord_len;
+} key_curves[] = {
+    {"prime256v1", "P-256", "ES256", 256, 32},
+    {"secp384r1", "P-384", "ES384", 384, 48},
+    {"secp521r1", "P-521", "ES512", 521, 66},
+};
+
+int key_kid(EVP_PKEY *pub, char kid[KEY_KID_LEN + 1])
+{
+    unsigned char *der = NULL, digest[SHA256_DIGEST_LENGTH];
+    int len = i2d_PUBKEY(pub, &der);
+
+    if (len <= 0)
+        return -1;
+    SHA256(der, (size_t)len, digest);
+    OPENSSL_free(der);
+    b64url_encode(digest, sizeof(digest), kid);
+    return 0;
+}
+
+/* Appends "name":"<base64url of bn>" where bn is written big-endian in
+ * exactly width bytes, or in its minimal length when width is 0. */
+static int key_put_bn(struct jsonw *w, const char *name, const BIGNUM *bn, size_t width)
+{
+    unsigned char raw[1024];
+    char enc[B64URL_ENCODED_LEN(sizeof(raw)) + 1];
+    size_t len = width ? width : (size_t)BN_num_bytes(bn);
+
+    if (len > sizeof(raw) || BN_bn2binpad(bn, raw, (int)len) < 0)
+        return -1;
+    b64url_encode(raw, len, enc);
+    jsonw_raw(w, ",", 1);
+    jsonw_key(w, name);
+    jsonw_str(w, enc);
+    return 0;
+}
+
+/* Fetches a BIGNUM parameter of pub and appends it as a JWK member. */
+static int key_put_param(struct jsonw *w, EVP_PKEY *pub, const char *param, const char *name, size_t width)
+{
+    BIGNUM *bn = NULL;
+    int rc = -1;
+
+    if (EVP_PKEY_get_bn_param(pub, param, &bn) == 1)
+        rc = key_put_bn(w, name, bn, width);
+    BN_free(bn);
+    return rc;
+}
+
+/* The JWK members and their order are kube-apiserver's (Go's jose library):
+ * RSA use,kty,kid,alg,n,e and EC use,kty,kid,crv,alg,x,y. */
+static int key_render_jwk(struct key *k, const struct key_curve *curve)
+{
+    struct jsonw w = {0};
+    int rc;
+
+    jsonw_lit(&w, "{\"use\":\"sig\",\"kty\":");
+    jsonw_str(&w, curve ? "EC" : "RSA");
+    jsonw_lit(&w, ",\"kid\":");
+    jsonw_str(&w, k->kid);
+    if (curve) {
+        jsonw_lit(&w, ",\"crv\":");
+        jsonw_str(&w, curve->jose_name);
+    }
+    jsonw_lit(&w, ",\"alg\":");
+    jsonw_str(&w, k->alg);
+    if (curve)
+        rc = key_put_param(&w, k->pub, OSSL_PKEY_PARAM_EC_PUB_X, "x", curve->coord_len) |
+             key_put_param(&w, k->pub, OSSL_PKEY_PARAM_EC_PUB_Y, "y", curve->coord_len);
+    else
+        rc = key_put_param(&w, k->pub, OSSL_PKEY_PARAM_RSA_N, "n", 0) |
+             key_put_param(&w, k->pub, OSSL_PKEY_PARAM_RSA_E, "e", 0);
+    jsonw_raw(&w, "}", 1);
+    if (jsonw_finish(&w, &k->jwk, &k->jwk_len) != 0)
+        return -1;
+    return rc;
+}
+
+/* Finds the supported curve of an EC key; NULL with a message otherwise. */
+static const struct key_curve *key_find_curve(EVP_PKEY *pub, char *err, size_t errlen)
+{
+    char name[64] = "unknown";
+
+    EVP_PKEY_get_utf8_string_param(pub, OSSL_PKEY_PARAM_GROUP_NAME, name, sizeof(name), NULL);
+    for (size_t i = 0; i < sizeof(key_curves) / sizeof(key_curves[0]); i++)
+        if (strcmp(name, key_curves[i].openssl_name) == 0)
+            return &key_curves[i];
+    snprintf(err, errlen, "unsupported ECDSA curve %s (supported: P-256, P-384, P-521)", name);
+    return NULL;
+}
+
+int key_check_type(EVP_PKEY *pub, char *err, size_t errlen)
+{
+    switch (EVP_PKEY_get_base_id(pub)) {
+    case EVP_PKEY_RSA:
+        return 0;
+    case EVP_PKEY_EC:
+        return key_find_curve(pub, err, errlen) != NULL ? 0 : -1;
+    default:
+        snprintf(err, errlen, "unsupported key type %s (supported: RSA, ECDSA P-256, P-384, P-521)",
+                 EVP_PKEY_get0_type_name(pub) ? EVP_PKEY_get0_type_name(pub) : "unknown");
+        return -1;
+    }
+}
+
+int key_init(struct key *k, EVP_PKEY *pub, const char *source, char *err, size_t errlen)
+{
+    const struct key_curve *curve = NULL;
+
+    memset(k, 0, sizeof(*k));
+    k->pub = pub;
+    if (key_check_type(pub, err, errlen) != 0)
+        goto fail;
+    if (EVP_PKEY_get_base_id(pub) == EVP_PKEY_EC) {
+        curve = key_find_curve(pub, err, errlen);
+        k->alg = curve->alg;
+        k->curve = curve->jose_name;
+        k->bits = curve->bits;
+    } else {
+        k->alg = "RS256";
+        k->bits = EVP_PKEY_get_bits(pub);
+    }
+    if ((k->source = strdup(source)) == NULL || key_kid(pub, k->kid) != 0 || key_render_jwk(k, curve) != 0) {
+        snprintf(err, errlen, "cannot encode the public key");
+        goto fail;
+    }
+    return 0;
+
+fail:
+    key_clear(k);
+    return -1;
+}
+
+void key_clear(struct key *k)
+{
+    EVP_PKEY_free(k->pub);
+    free(k->source);
+    free(k->jwk);
+    memset(k, 0, sizeof(*k));
+}

@@ -1,0 +1,44 @@
+/*
+ * key: one public signing key as it is published — the OpenSSL public key,
+ * its kid, its JOSE algorithm and its pre-rendered JWK object.
+ *
+ * A struct key never holds private material: the loader derives the public
+ * key and frees the private one before a struct key exists.
+ */
+#ifndef OIDC_KEY_H
+#define OIDC_KEY_H
+
+#include <stddef.h>
+#include <openssl/evp.h>
+
+/* base64url(SHA-256) is 43 characters. */
+#define KEY_KID_LEN 43
+
+struct key {
+    EVP_PKEY *pub;             /* public-only key, owned */
+    char kid[KEY_KID_LEN + 1]; /* as kube-apiserver derives it */
+    const char *alg;           /* "RS256", "ES256", "ES384" or "ES512" (static) */
+    const char *curve;         /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
+    int bits;                  /* RSA modulus bits, or EC field bits */
+    char *source;              /* "path" or "path (block N)", owned */
+    char *jwk;                 /* the JWK object as published, owned, NUL-terminated */
+    size_t jwk_len;
+};
+
+/* Builds a struct key from a public key. Takes ownership of pub on success
+ * and on failure (it is freed then). source is copied. Returns 0, or -1 with
+ * a message in err (unsupported type or curve). */
+int key_init(struct key *k, EVP_PKEY *pub, const char *source, char *err, size_t errlen);
+
+/* Checks that pub is a type kube-apiserver publishes: RSA, or ECDSA on
+ * P-256, P-384 or P-521. Returns 0, or -1 with the reason in err. */
+int key_check_type(EVP_PKEY *pub, char *err, size_t errlen);
+
+/* Frees what key_init allocated; safe on a zeroed struct. */
+void key_clear(struct key *k);
+
+/* Writes the kid of pub (base64url without padding of SHA-256 over the DER
+ * SubjectPublicKeyInfo) into kid. Returns 0 or -1. */
+int key_kid(EVP_PKEY *pub, char kid[KEY_KID_LEN + 1]);
+
+#endif

@@ -1,0 +1,171 @@
+#include "keyset.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pem.h"
+
+/* Loading state shared with the per-key callback. */
+struct keyset_loader {
+    struct keyset *ks;
+    size_t cap;
+    keyset_warn_cb warn;
+    void *warn_ctx;
+};
+
+__attribute__((format(printf, 2, 3))) static void keyset_warn(struct keyset_loader *l, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    if (l->warn == NULL)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    l->warn(l->warn_ctx, msg);
+}
+
+static int keyset_append(struct keyset_loader *l, struct key *k)
+{
+    if (l->ks->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        struct key *keys = realloc(l->ks->keys, cap * sizeof(*keys));
+        if (keys == NULL)
+            return -1;
+        l->ks->keys = keys;
+        l->cap = cap;
+    }
+    l->ks->keys[l->ks->count++] = *k;
+    return 0;
+}
+
+/* pem_key_cb: turns one public key into a struct key and appends it, unless
+ * the same key is already in the set: two JWKs with one kid make clients
+ * such as panva/jose refuse the whole set, so a duplicate is published once
+ * (with a warning, since it is usually sa.key and sa.pub given together). */
+static int keyset_add(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err, size_t errlen)
+{
+    struct keyset_loader *l = ctx;
+    char source[4096], why[256];
+    struct key k;
+    const struct key *dup;
+
+    (void)was_private;
+    snprintf(source, sizeof(source), "%s (block %d)", path, block);
+    if (key_init(&k, pub, source, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s: block %d: %s", path, block, why);
+        return -1;
+    }
+    if ((dup = keyset_find(l->ks, k.kid)) != NULL) {
+        keyset_warn(l, "%s: same public key as %s (kid %s); published once", source, dup->source, k.kid);
+        key_clear(&k);
+        return 0;
+    }
+    if (k.curve == NULL && k.bits < 2048)
+        keyset_warn(l, "%s: RSA key of %d bits is below 2048 bits (kid %s); published anyway, as kube-apiserver does",
+                    source, k.bits, k.kid);
+    if (keyset_append(l, &k) != 0) {
+        key_clear(&k);
+        snprintf(err, errlen, "%s: out of memory", source);
+        return -1;
+    }
+    return 0;
+}
+
+/* Directory entries worth reading: not hidden. This skips the kubelet's
+ * "..data" and "..<timestamp>" entries of a Secret or ConfigMap volume,
+ * whose visible names are symlinks through "..data". */
+static int keyset_visible(const struct dirent *e)
+{
+    return e->d_name[0] != '.';
+}
+
+static int keyset_by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Reads every regular file of dir (symlinks followed), sorted by name, so a
+ * directory gives the same order on every host. */
+static int keyset_load_dir(struct keyset_loader *l, const char *dir, char *err, size_t errlen)
+{
+    struct dirent **names = NULL;
+    char path[4096];
+    struct stat st;
+    int n = scandir(dir, &names, keyset_visible, keyset_by_name), rc = 0, files = 0;
+
+    if (n < 0) {
+        snprintf(err, errlen, "%s: cannot read directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+        if (rc == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            files++;
+            rc = pem_read_file(path, keyset_add, l, err, errlen) < 0 ? -1 : 0;
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (rc == 0 && files == 0) {
+        snprintf(err, errlen, "%s: directory holds no key files", dir);
+        rc = -1;
+    }
+    return rc;
+}
+
+static int keyset_load_path(struct keyset_loader *l, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return keyset_load_dir(l, path, err, errlen);
+    return pem_read_file(path, keyset_add, l, err, errlen) < 0 ? -1 : 0;
+}
+
+struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,
+                           size_t errlen)
+{
+    struct keyset_loader l = {.warn = warn, .warn_ctx = warn_ctx};
+
+    if ((l.ks = calloc(1, sizeof(*l.ks))) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < npaths; i++) {
+        if (keyset_load_path(&l, paths[i], err, errlen) != 0) {
+            keyset_free(l.ks);
+            return NULL;
+        }
+    }
+    if (l.ks->count == 0) {
+        snprintf(err, errlen, "no key files given");
+        keyset_free(l.ks);
+        return NULL;
+    }
+    return l.ks;
+}
+
+const struct key *keyset_find(const struct keyset *ks, const char *kid)
+{
+    for (size_t i = 0; i < ks->count; i++)
+        if (strcmp(ks->keys[i].kid, kid) == 0)
+            return &ks->keys[i];
+    return NULL;
+}
+
+void keyset_free(struct keyset *ks)
+{
+    if (ks == NULL)
+        return;
+    for (size_t i = 0; i < ks->count; i++)
+        key_clear(&ks->keys[i]);
+    free(ks->keys);
+    free(ks);
+}

@@ -1,0 +1,34 @@
+/*
+ * keyset: the ordered, de-duplicated set of public keys read from the
+ * configured key files. Order is the order of the files, then of the PEM
+ * blocks inside each file, exactly as kube-apiserver publishes them.
+ */
+#ifndef OIDC_KEYSET_H
+#define OIDC_KEYSET_H
+
+#include <stddef.h>
+#include "key.h"
+
+struct keyset {
+    struct key *keys;
+    size_t count;
+};
+
+/* Receives non-fatal findings (an RSA key below 2048 bits, the same public
+ * key given twice) as one-line messages. May be NULL. */
+typedef void (*keyset_warn_cb)(void *ctx, const char *msg);
+
+/* Loads every path in order. A path is a PEM file or a directory, which
+ * contributes each regular, non-hidden file in it, sorted by name (the
+ * layout of a Kubernetes Secret or ConfigMap volume works). Returns a new keyset with at least one key, or
+ * NULL with a message in err naming the file. Nothing is returned partially:
+ * one bad file fails the whole load. */
+struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,
+                           size_t errlen);
+
+/* Looks a key up by kid; NULL when absent. */
+const struct key *keyset_find(const struct keyset *ks, const char *kid);
+
+void keyset_free(struct keyset *ks);
+
+#endif

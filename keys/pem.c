@@ -1,0 +1,230 @@
+#include "pem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "key.h"
+
+/* A key file is a handful of PEM blocks; anything bigger is a mistake (a
+ * wrong path, a log file) and is refused before it is read into memory. */
+#define PEM_MAX_FILE_SIZE (1024 * 1024)
+
+/* How a PEM block type is decoded into a key. */
+enum pem_kind { PEM_SKIP, PEM_RSA_PRIVATE, PEM_EC_PRIVATE, PEM_PKCS8, PEM_SPKI, PEM_RSA_PUBLIC, PEM_CERT };
+
+static const struct {
+    const char *name;
+    enum pem_kind kind;
+} pem_kinds[] = {
+    {"RSA PRIVATE KEY", PEM_RSA_PRIVATE}, {"EC PRIVATE KEY", PEM_EC_PRIVATE},
+    {"PRIVATE KEY", PEM_PKCS8},           {"PUBLIC KEY", PEM_SPKI},
+    {"RSA PUBLIC KEY", PEM_RSA_PUBLIC},   {"CERTIFICATE", PEM_CERT},
+};
+
+static enum pem_kind pem_kind_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof(pem_kinds) / sizeof(pem_kinds[0]); i++)
+        if (strcmp(name, pem_kinds[i].name) == 0)
+            return pem_kinds[i].kind;
+    return PEM_SKIP;
+}
+
+/* Decodes the DER body of one block. The whole body must be consumed: like
+ * Go's parsers (kube-apiserver), trailing bytes make the block malformed. */
+static EVP_PKEY *pem_decode(enum pem_kind kind, const unsigned char *der, long len)
+{
+    const unsigned char *p = der;
+    EVP_PKEY *pkey = NULL;
+
+    switch (kind) {
+    case PEM_RSA_PRIVATE:
+        pkey = d2i_PrivateKey(EVP_PKEY_RSA, NULL, &p, len);
+        break;
+    case PEM_EC_PRIVATE:
+        pkey = d2i_PrivateKey(EVP_PKEY_EC, NULL, &p, len);
+        break;
+    case PEM_PKCS8: {
+        PKCS8_PRIV_KEY_INFO *p8 = d2i_PKCS8_PRIV_KEY_INFO(NULL, &p, len);
+        if (p8 != NULL)
+            pkey = EVP_PKCS82PKEY(p8);
+        PKCS8_PRIV_KEY_INFO_free(p8);
+        break;
+    }
+    case PEM_SPKI:
+        pkey = d2i_PUBKEY(NULL, &p, len);
+        break;
+    case PEM_RSA_PUBLIC:
+        pkey = d2i_PublicKey(EVP_PKEY_RSA, NULL, &p, len);
+        break;
+    case PEM_CERT: {
+        X509 *cert = d2i_X509(NULL, &p, len);
+        if (cert != NULL)
+            pkey = X509_get_pubkey(cert);
+        X509_free(cert);
+        break;
+    }
+    case PEM_SKIP:
+        break;
+    }
+    if (pkey != NULL && p != der + len) {
+        EVP_PKEY_free(pkey);
+        pkey = NULL;
+    }
+    return pkey;
+}
+
+/* Re-creates key as a public-only object, so that no private material
+ * outlives the loader whatever the input was. */
+static EVP_PKEY *pem_public_only(EVP_PKEY *key)
+{
+    unsigned char *der = NULL;
+    const unsigned char *p;
+    EVP_PKEY *pub = NULL;
+    int len = i2d_PUBKEY(key, &der);
+
+    if (len > 0) {
+        p = der;
+        pub = d2i_PUBKEY(NULL, &p, len);
+    }
+    OPENSSL_free(der);
+    return pub;
+}
+
+static int pem_is_encrypted(const char *name, const char *header)
+{
+    return strcmp(name, "ENCRYPTED PRIVATE KEY") == 0 || strstr(header, "ENCRYPTED") != NULL;
+}
+
+/* Handles one block: skip it, or decode it and hand its public key to cb.
+ * Returns 1 when a key was delivered, 0 when skipped, -1 on error. */
+static int pem_handle_block(const char *path, int block, const char *name, const char *header, unsigned char *der,
+                            long len, pem_key_cb cb, void *ctx, char *err, size_t errlen)
+{
+    enum pem_kind kind = pem_kind_of(name);
+    EVP_PKEY *key, *pub;
+    char why[256];
+    int was_private = kind == PEM_RSA_PRIVATE || kind == PEM_EC_PRIVATE || kind == PEM_PKCS8;
+
+    if (pem_is_encrypted(name, header)) {
+        snprintf(err, errlen, "%s: block %d: encrypted PEM (%s) is not supported", path, block, name);
+        return -1;
+    }
+    if (kind == PEM_SKIP)
+        return 0;
+    key = pem_decode(kind, der, len);
+    if (key == NULL) {
+        snprintf(err, errlen, "%s: block %d: malformed %s (invalid DER)", path, block, name);
+        return -1;
+    }
+    pub = pem_public_only(key);
+    EVP_PKEY_free(key);
+    if (pub == NULL) {
+        snprintf(err, errlen, "%s: block %d: cannot derive the public key of %s", path, block, name);
+        return -1;
+    }
+    if (key_check_type(pub, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s: block %d: %s", path, block, why);
+        EVP_PKEY_free(pub);
+        return -1;
+    }
+    return cb(ctx, pub, path, block, was_private, err, errlen) == 0 ? 1 : -1;
+}
+
+/* PEM_read_bio reports the end of input as a "no start line" error; any
+ * other error means the block itself is broken (bad base64, no end line). */
+static int pem_at_end(void)
+{
+    unsigned long e = ERR_peek_last_error();
+    return ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
+}
+
+int pem_read_mem(const char *path, const char *pem, size_t len, pem_key_cb cb, void *ctx, char *err, size_t errlen)
+{
+    BIO *bio = BIO_new_mem_buf(pem, (int)len);
+    int keys = 0, block = 0, rc = 0;
+
+    if (bio == NULL || len > PEM_MAX_FILE_SIZE) {
+        snprintf(err, errlen, "%s: cannot read (too large or out of memory)", path);
+        BIO_free(bio);
+        return -1;
+    }
+    ERR_clear_error();
+    while (rc >= 0) {
+        char *name = NULL, *header = NULL;
+        unsigned char *der = NULL;
+        long derlen = 0;
+
+        if (!PEM_read_bio(bio, &name, &header, &der, &derlen)) {
+            if (!pem_at_end()) {
+                snprintf(err, errlen, "%s: block %d: malformed PEM (bad base64 or missing END line)", path, block + 1);
+                rc = -1;
+            }
+            break;
+        }
+        rc = pem_handle_block(path, ++block, name, header, der, derlen, cb, ctx, err, errlen);
+        keys += rc > 0;
+        OPENSSL_cleanse(der, (size_t)derlen);
+        OPENSSL_free(name);
+        OPENSSL_free(header);
+        OPENSSL_free(der);
+    }
+    ERR_clear_error();
+    BIO_free(bio);
+    if (rc >= 0 && keys == 0) {
+        snprintf(err, errlen, "%s: data does not contain any valid RSA or ECDSA public keys", path);
+        rc = -1;
+    }
+    return rc < 0 ? -1 : keys;
+}
+
+/* Reads a whole regular file of bounded size. Returns a malloc'ed buffer or
+ * NULL with a message. */
+static char *pem_slurp(const char *path, size_t *len, char *err, size_t errlen)
+{
+    struct stat st;
+    char *buf = NULL;
+    ssize_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: cannot read: not a regular file", path);
+    } else if (st.st_size > PEM_MAX_FILE_SIZE) {
+        snprintf(err, errlen, "%s: cannot read: larger than %d bytes", path, PEM_MAX_FILE_SIZE);
+    } else if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
+        snprintf(err, errlen, "%s: cannot read: out of memory", path);
+    } else if ((got = read(fd, buf, (size_t)st.st_size)) < 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    } else {
+        *len = (size_t)got;
+    }
+    if (fd >= 0)
+        close(fd);
+    return buf;
+}
+
+int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *text = pem_slurp(path, &len, err, errlen);
+    int rc;
+
+    if (text == NULL)
+        return -1;
+    rc = pem_read_mem(path, text, len, cb, ctx, err, errlen);
+    /* The text may have held a private key. */
+    OPENSSL_cleanse(text, len);
+    free(text);
+    return rc;
+}

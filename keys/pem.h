@@ -1,0 +1,34 @@
+/*
+ * pem: reads the PEM files kube-apiserver accepts as
+ * --service-account-key-file and turns every usable block into a public key.
+ *
+ * Accepted blocks: RSA PRIVATE KEY (PKCS#1), PRIVATE KEY (PKCS#8, RSA or EC),
+ * EC PRIVATE KEY (SEC1), PUBLIC KEY (PKIX), RSA PUBLIC KEY (PKCS#1) and
+ * CERTIFICATE. Other blocks (EC PARAMETERS, ...) are skipped silently, as
+ * kube-apiserver does. Encrypted PEM is an error.
+ */
+#ifndef OIDC_PEM_H
+#define OIDC_PEM_H
+
+#include <stddef.h>
+#include <openssl/evp.h>
+
+/* Called once for every public key found, in file order. block is the
+ * 1-based index of the PEM block in the file. was_private is 1 when the
+ * block held a private key. The callback takes ownership of pub. Returning
+ * non-zero stops the read; pem_read_file then fails with the message the
+ * callback wrote into err. */
+typedef int (*pem_key_cb)(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err,
+                          size_t errlen);
+
+/* Reads path and calls cb for each key. Returns the number of keys found
+ * (>= 1) or -1 with a message naming the file (and block) in err: missing or
+ * unreadable file, encrypted PEM, malformed base64 or DER, an unsupported key
+ * type, or no usable key at all. */
+int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen);
+
+/* Same, for PEM text already in memory (used by tests and fuzzers). name is
+ * used in messages only. */
+int pem_read_mem(const char *name, const char *pem, size_t len, pem_key_cb cb, void *ctx, char *err, size_t errlen);
+
+#endif

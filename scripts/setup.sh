@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing oidc-discovery needs on Debian 12, and
+# nothing that is already there. Safe to run again. Needs root (or sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+packages=(build-essential cmake pkg-config openssl curl
+          libh2o-dev libh2o-evloop-dev libssl-dev libyajl-dev libcriterion-dev
+          python3 python3-cryptography python3-jwt)
+# Node.js runs the independent relying-party tests (panva/jose); keep an
+# existing installation (it may not come from Debian) and add Debian's
+# otherwise.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The node test dependencies, pinned by package-lock.json.
+if [ -f tests/node/package-lock.json ] && [ ! -d tests/node/node_modules ]; then
+    (cd tests/node && npm ci --silent --no-audit --no-fund)
+fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds oidc-discovery and runs every test (criterion unit tests and the
+# end-to-end tests against the real binary), twice: a release build, then a
+# build with AddressSanitizer and UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+jobs=$(nproc)
+run_suite() {
+    local dir=$1; shift
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+    ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+}
+
+echo "== release build"
+run_suite build
+echo "== ASan + UBSan build"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    run_suite build-asan -DOIDC_SANITIZE=ON

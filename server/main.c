@@ -1,0 +1,123 @@
+/*
+ * oidc-discovery: publishes a Kubernetes cluster's service-account signing
+ * keys as the OIDC discovery document and JWKS, byte for byte as
+ * kube-apiserver does. main() turns the command line into a config and a
+ * key-set snapshot, then hands both to the server.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "keys/devkeys.h"
+#include "keys/keyset.h"
+#include "keys/snapshot.h"
+#include "log.h"
+#include "server.h"
+
+/* Where `oidc-discovery dev` keeps its generated key pair (git-ignored). */
+#define DEV_KEYS_DIR "dev-keys"
+
+static void main_log_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    log_msg(LOG_WARN, "%s", msg);
+}
+
+static void main_log_keys(const struct keyset *ks)
+{
+    for (size_t i = 0; i < ks->count; i++) {
+        const struct key *k = &ks->keys[i];
+        if (k->curve != NULL)
+            log_msg(LOG_INFO, "key kid=%s alg=%s curve=%s source=%s", k->kid, k->alg, k->curve, k->source);
+        else
+            log_msg(LOG_INFO, "key kid=%s alg=%s bits=%d source=%s", k->kid, k->alg, k->bits, k->source);
+    }
+}
+
+/* Loads the keys and renders the first snapshot. NULL when the keys are
+ * unusable: the server refuses to start without a key to publish. */
+static struct snapshot *main_load(const struct config *cfg)
+{
+    struct snapshot_params params = {
+        .issuer = cfg->issuers.items[0],
+        .jwks_uri = cfg->jwks_uri,
+        .jwks_content_type = cfg->jwks_content_type,
+        .max_age = cfg->max_age,
+    };
+    char err[1024];
+    struct keyset *ks =
+        keyset_load(cfg->key_files.items, cfg->key_files.count, main_log_warning, NULL, err, sizeof(err));
+    struct snapshot *snap;
+
+    if (ks == NULL) {
+        log_msg(LOG_ERROR, "%s", err);
+        return NULL;
+    }
+    main_log_keys(ks);
+    if ((snap = snapshot_build(&params, ks, time(NULL))) == NULL)
+        log_msg(LOG_ERROR, "out of memory rendering the documents");
+    return snap;
+}
+
+/* `dev` without key files: generate a key pair once and serve its public
+ * half, so a fresh checkout runs with no cluster at hand. The path joins
+ * cfg's own list, which config_free releases. */
+static int main_dev_keys(struct config *cfg)
+{
+    char err[1024], pub_path[4096];
+    char **items;
+    int rc;
+
+    if ((rc = devkeys_ensure(DEV_KEYS_DIR, pub_path, sizeof(pub_path), err, sizeof(err))) < 0) {
+        log_msg(LOG_ERROR, "%s", err);
+        return -1;
+    }
+    if ((items = malloc(sizeof(*items))) == NULL || (items[0] = strdup(pub_path)) == NULL) {
+        free(items);
+        log_msg(LOG_ERROR, "out of memory");
+        return -1;
+    }
+    free(cfg->key_files.items);
+    cfg->key_files.items = items;
+    cfg->key_files.count = 1;
+    log_msg(LOG_INFO, "%s development key pair in %s/ (sa.key, sa.pub)", rc ? "generated a" : "using the",
+            DEV_KEYS_DIR);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum config_command cmd;
+    struct config cfg;
+    struct snapshot *snap = NULL;
+    char err[CONFIG_ERR_MAX];
+    int rc = 2;
+
+    if (config_parse(argc, argv, &cmd, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "oidc-discovery: %s\n", err);
+        return 2;
+    }
+    if (cmd == CONFIG_CMD_HELP || cmd == CONFIG_CMD_VERSION) {
+        fputs(cmd == CONFIG_CMD_HELP ? config_usage(cmd) : "oidc-discovery " OIDC_VERSION "\n", stdout);
+        config_free(&cfg);
+        return 0;
+    }
+    log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);
+    if (cmd == CONFIG_CMD_DEV && cfg.key_files.count == 0 && main_dev_keys(&cfg) != 0) {
+        rc = 1;
+        goto out;
+    }
+    if (cfg.allow_insecure_issuer)
+        log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
+    log_msg(LOG_INFO, "issuer %s", cfg.issuers.items[0]);
+    log_msg(LOG_INFO, "jwks_uri %s", cfg.jwks_uri);
+    if ((snap = main_load(&cfg)) != NULL)
+        rc = server_run(&cfg, snap);
+
+out:
+    snapshot_release(snap);
+    config_free(&cfg);
+    return rc;
+}

@@ -1,0 +1,15 @@
+/*
+ * server: runs the HTTP server until SIGTERM or SIGINT — h2o's global
+ * configuration, one worker per --threads, the signal loop and the drain.
+ */
+#ifndef OIDC_SERVER_H
+#define OIDC_SERVER_H
+
+#include "config/config.h"
+#include "keys/snapshot.h"
+
+/* Serves snap (the caller keeps its reference) with cfg. Returns the process
+ * exit status: 0 after a clean shutdown, 1 when it could not start. */
+int server_run(const struct config *cfg, struct snapshot *snap);
+
+#endif

@@ -1,0 +1,629 @@
+"""Shared helpers for the end-to-end tests of oidc-discovery.
+
+Everything here talks only to loopback addresses, bounds every wait, and uses
+the Python standard library plus the `openssl` command-line tool (keys are
+generated at run time in a temporary directory; the expected documents are
+built independently of the server from the DER encodings openssl prints).
+
+Environment:
+  OIDC_BIN       path to the oidc-discovery binary (default: <repo>/build/oidc-discovery)
+  OIDC_NODE_DIR  tests/node (default: <repo>/tests/node)
+"""
+
+import base64
+import email.utils
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+BIN = os.environ.get("OIDC_BIN") or os.path.join(REPO, "build", "oidc-discovery")
+NODE_DIR = os.environ.get("OIDC_NODE_DIR") or os.path.join(REPO, "tests", "node")
+
+SOCK_TIMEOUT = 5.0      # every socket operation
+START_TIMEOUT = 10.0    # server must accept connections within this
+STOP_TIMEOUT = 10.0     # server must exit within this after a signal
+RUN_TIMEOUT = 10.0      # one-shot invocations (--help, bad flags)
+
+DISCOVERY = "/.well-known/openid-configuration"
+JWKS = "/openid/v1/jwks"
+
+
+# --------------------------------------------------------------------------
+# small utilities
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def read_bytes(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def int_to_min_bytes(n: int) -> bytes:
+    if n == 0:
+        return b"\x00"
+    return n.to_bytes((n.bit_length() + 7) // 8, "big")
+
+
+def free_port(host="127.0.0.1"):
+    """Binds port 0 on host, closes the socket and returns the port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def ipv6_loopback_available():
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def require_binary(testcase):
+    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
+        testcase.fail(f"server binary not found or not executable: {BIN} (set OIDC_BIN)")
+
+
+IMF_FIXDATE = re.compile(
+    r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} "
+    r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} "
+    r"[0-9]{2}:[0-9]{2}:[0-9]{2} GMT$")
+
+
+def http_date(ts: float) -> str:
+    return email.utils.formatdate(ts, usegmt=True)
+
+
+def parse_http_date(s: str) -> float:
+    return email.utils.parsedate_to_datetime(s).timestamp()
+
+
+def json_str(s: str) -> str:
+    """A JSON string literal as Go's encoding/json writes it for plain ASCII
+    URLs (the tests only use such values)."""
+    assert all(0x20 <= ord(c) < 0x7f and c not in '<>&' for c in s), s
+    return json.dumps(s)
+
+
+def expected_discovery(issuer, jwks_uri, algs):
+    return ('{"issuer":%s,"jwks_uri":%s,"response_types_supported":["id_token"],'
+            '"subject_types_supported":["public"],'
+            '"id_token_signing_alg_values_supported":[%s]}'
+            % (json_str(issuer), json_str(jwks_uri),
+               ",".join(json_str(a) for a in sorted(set(algs))))).encode()
+
+
+def default_jwks_uri(issuer):
+    return issuer.rstrip("/") + "/openid/v1/jwks"
+
+
+def expected_jwks(keys):
+    return ('{"keys":[' + ",".join(k.jwk_json for k in keys) + "]}").encode()
+
+
+# --------------------------------------------------------------------------
+# a minimal DER reader (enough for SPKI, PKCS#8, PKCS#1 and SEC1)
+
+def der_read(buf, pos=0):
+    """Returns (tag, content_bytes, next_pos)."""
+    tag = buf[pos]
+    pos += 1
+    length = buf[pos]
+    pos += 1
+    if length & 0x80:
+        nbytes = length & 0x7f
+        length = int.from_bytes(buf[pos:pos + nbytes], "big")
+        pos += nbytes
+    return tag, buf[pos:pos + length], pos + length
+
+
+def der_children(content):
+    out = []
+    pos = 0
+    while pos < len(content):
+        tag, val, pos = der_read(content, pos)
+        out.append((tag, val))
+    return out
+
+
+def der_int(val: bytes) -> int:
+    return int.from_bytes(val, "big", signed=False)
+
+
+OID_RSA = bytes.fromhex("2a864886f70d010101")
+OID_EC = bytes.fromhex("2a8648ce3d0201")
+CURVES = {
+    bytes.fromhex("2a8648ce3d030107"): ("P-256", "ES256", 32),
+    bytes.fromhex("2b81040022"): ("P-384", "ES384", 48),
+    bytes.fromhex("2b81040023"): ("P-521", "ES512", 66),
+}
+OPENSSL_CURVE = {"P-256": "P-256", "P-384": "P-384", "P-521": "P-521"}
+
+
+def parse_spki(der):
+    """Returns dict describing the public key in a DER SubjectPublicKeyInfo."""
+    tag, seq, _ = der_read(der)
+    assert tag == 0x30
+    (t1, algid), (t2, bits) = der_children(seq)
+    assert t1 == 0x30 and t2 == 0x03
+    alg_children = der_children(algid)
+    oid = alg_children[0][1]
+    key_bytes = bits[1:]  # skip "unused bits" byte
+    if oid == OID_RSA:
+        _, rsaseq, _ = der_read(key_bytes)
+        (_, n), (_, e) = der_children(rsaseq)
+        return {"kty": "RSA", "n": der_int(n), "e": der_int(e), "alg": "RS256"}
+    if oid == OID_EC:
+        crv, alg, size = CURVES[alg_children[1][1]]
+        assert key_bytes[0] == 4 and len(key_bytes) == 1 + 2 * size
+        return {"kty": "EC", "crv": crv, "alg": alg, "size": size,
+                "x": key_bytes[1:1 + size], "y": key_bytes[1 + size:]}
+    raise ValueError("unsupported SPKI algorithm")
+
+
+def parse_private_pkcs8(der):
+    """Returns the list of private integers (as big-endian minimal bytes) of
+    a DER PKCS#8 PrivateKeyInfo: d,p,q,dp,dq,qi for RSA; the scalar for EC."""
+    _, seq, _ = der_read(der)
+    children = der_children(seq)
+    algid = der_children(children[1][1])
+    inner = children[2][1]
+    _, iseq, _ = der_read(inner)
+    ic = der_children(iseq)
+    if algid[0][1] == OID_RSA:
+        # version, n, e, d, p, q, dp, dq, qi
+        return {name: int_to_min_bytes(der_int(ic[i][1]))
+                for i, name in zip(range(3, 9), ("d", "p", "q", "dp", "dq", "qi"))}
+    if algid[0][1] == OID_EC:
+        return {"d": ic[1][1]}
+    raise ValueError("unsupported PKCS#8 algorithm")
+
+
+# --------------------------------------------------------------------------
+# key generation with the openssl CLI
+
+def pem_body(pem: bytes, label: str) -> bytes:
+    """The DER bytes of the first PEM block with the given label."""
+    m = re.search(rb"-----BEGIN " + label.encode() + rb"-----\r?\n(.*?)-----END " + label.encode() + rb"-----",
+                  pem, re.S)
+    if not m:
+        raise ValueError("no %s block" % label)
+    return base64.b64decode(b"".join(m.group(1).split()))
+
+
+def openssl(*args, input=None):
+    r = subprocess.run(["openssl", *args], input=input, capture_output=True, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError("openssl %s failed: %s" % (" ".join(args), r.stderr.decode(errors="replace")))
+    return r.stdout
+
+
+class Key:
+    """A freshly generated key pair with every encoding the tests need.
+
+    Attributes: priv (PKCS#8 PEM path), pub (PKIX PEM path), spki (DER bytes),
+    kid, alg, kty, jwk (dict), jwk_json (exact expected bytes as str),
+    secrets (dict name -> bytes of private integers)."""
+
+    def __init__(self, dirpath, name, priv_path):
+        self.dir = dirpath
+        self.name = name
+        self.priv = priv_path
+        self.pub = os.path.join(dirpath, name + ".pub")
+        openssl("pkey", "-in", self.priv, "-pubout", "-out", self.pub)
+        self.spki = openssl("pkey", "-in", self.priv, "-pubout", "-outform", "DER")
+        # the documented check: sha256 over the DER SPKI, base64url, no padding
+        self.kid = b64url(hashlib.sha256(self.spki).digest())
+        info = parse_spki(self.spki)
+        self.kty = info["kty"]
+        self.alg = info["alg"]
+        if self.kty == "RSA":
+            n = b64url(int_to_min_bytes(info["n"]))
+            e = b64url(int_to_min_bytes(info["e"]))
+            self.jwk = {"use": "sig", "kty": "RSA", "kid": self.kid, "alg": "RS256", "n": n, "e": e}
+            self.jwk_json = ('{"use":"sig","kty":"RSA","kid":"%s","alg":"RS256","n":"%s","e":"%s"}'
+                             % (self.kid, n, e))
+        else:
+            x = b64url(info["x"])
+            y = b64url(info["y"])
+            self.x_raw, self.y_raw = info["x"], info["y"]
+            self.crv = info["crv"]
+            self.jwk = {"use": "sig", "kty": "EC", "kid": self.kid, "crv": info["crv"],
+                        "alg": info["alg"], "x": x, "y": y}
+            self.jwk_json = ('{"use":"sig","kty":"EC","kid":"%s","crv":"%s","alg":"%s","x":"%s","y":"%s"}'
+                             % (self.kid, info["crv"], info["alg"], x, y))
+        self.secrets = parse_private_pkcs8(pem_body(read_bytes(self.priv), "PRIVATE KEY"))
+
+    # other encodings of the same key ---------------------------------
+    def pkcs1(self):
+        """RSA: 'RSA PRIVATE KEY' (PKCS#1) PEM path."""
+        path = os.path.join(self.dir, self.name + ".pkcs1.pem")
+        openssl("rsa", "-in", self.priv, "-traditional", "-out", path)
+        assert b"BEGIN RSA PRIVATE KEY" in read_bytes(path)
+        return path
+
+    def sec1(self, with_params=False):
+        """EC: 'EC PRIVATE KEY' (SEC1) PEM path, optionally preceded by an
+        'EC PARAMETERS' block (as `openssl ecparam -genkey` writes)."""
+        path = os.path.join(self.dir, self.name + (".sec1p.pem" if with_params else ".sec1.pem"))
+        body = openssl("ec", "-in", self.priv)
+        if with_params:
+            params = openssl("ecparam", "-name", {"P-256": "prime256v1", "P-384": "secp384r1",
+                                                  "P-521": "secp521r1"}[self.crv])
+            body = params + body
+        with open(path, "wb") as f:
+            f.write(body)
+        assert b"BEGIN EC PRIVATE KEY" in body
+        return path
+
+    def certificate(self):
+        path = os.path.join(self.dir, self.name + ".crt")
+        openssl("req", "-x509", "-new", "-key", self.priv, "-subj", "/CN=oidc-e2e", "-days", "1",
+                "-out", path)
+        return path
+
+
+class KeyFactory:
+    def __init__(self, dirpath):
+        self.dir = dirpath
+        self.count = 0
+
+    def _name(self, prefix):
+        self.count += 1
+        return "%s%d" % (prefix, self.count)
+
+    def rsa(self, bits=2048, pubexp=None):
+        name = self._name("rsa")
+        path = os.path.join(self.dir, name + ".key")
+        args = ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:%d" % bits]
+        if pubexp is not None:
+            args += ["-pkeyopt", "rsa_keygen_pubexp:%d" % pubexp]
+        openssl(*args, "-out", path)
+        return Key(self.dir, name, path)
+
+    def ec(self, curve="P-256"):
+        name = self._name("ec")
+        path = os.path.join(self.dir, name + ".key")
+        openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:" + curve,
+                "-pkeyopt", "ec_param_enc:named_curve", "-out", path)
+        return Key(self.dir, name, path)
+
+    def ec_with_short_coordinate(self, curve="P-256", tries=3000):
+        """An EC key whose x or y has a leading zero byte (so that padding to
+        the curve size matters). Returns None if none was found in time."""
+        deadline = time.monotonic() + 20
+        for _ in range(tries):
+            if time.monotonic() > deadline:
+                return None
+            path = os.path.join(self.dir, "short.key")
+            openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:" + curve,
+                    "-pkeyopt", "ec_param_enc:named_curve", "-out", path)
+            der = openssl("pkey", "-in", path, "-pubout", "-outform", "DER")
+            info = parse_spki(der)
+            if info["x"][0] == 0 or info["y"][0] == 0:
+                name = self._name("ecshort")
+                final = os.path.join(self.dir, name + ".key")
+                os.rename(path, final)
+                return Key(self.dir, name, final)
+        return None
+
+    def ed25519(self):
+        name = self._name("ed")
+        path = os.path.join(self.dir, name + ".key")
+        openssl("genpkey", "-algorithm", "ED25519", "-out", path)
+        pub = os.path.join(self.dir, name + ".pub")
+        openssl("pkey", "-in", path, "-pubout", "-out", pub)
+        return path, pub
+
+    def concat(self, name, *paths):
+        out = os.path.join(self.dir, name)
+        with open(out, "wb") as f:
+            for p in paths:
+                f.write(read_bytes(p))
+        return out
+
+    def write(self, name, data: bytes):
+        out = os.path.join(self.dir, name)
+        with open(out, "wb") as f:
+            f.write(data)
+        return out
+
+
+# --------------------------------------------------------------------------
+# running the binary
+
+def run_once(args, timeout=RUN_TIMEOUT):
+    """Runs the binary to completion (for --help, bad flags, ...). Returns
+    (returncode, stdout, stderr) as str. A process still alive at the
+    timeout is killed and reported as returncode None."""
+    p = subprocess.Popen([BIN, *args], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate(timeout=5)
+        return None, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class Server:
+    """The binary running as a server.
+
+    args: arguments after the program name. Unless listen=False, the
+    harness appends `--listen 127.0.0.1:<free port>`; with listen=False the
+    caller passes its own --listen (or a config file) and sets port/host."""
+
+    def __init__(self, args, listen=True, host="127.0.0.1", port=None, command="serve"):
+        self.host = host
+        self.port = port if port is not None else free_port(host)
+        argv = [BIN]
+        if command:
+            argv.append(command)
+        argv += list(args)
+        if listen:
+            h = "[%s]" % host if ":" in host else host
+            argv += ["--listen", "%s:%d" % (h, self.port)]
+        self.argv = argv
+        self.errdir = tempfile.mkdtemp(prefix="oidc-e2e-stderr-")
+        self.errpath = os.path.join(self.errdir, "stderr.log")
+        self.outpath = os.path.join(self.errdir, "stdout.log")
+        self.proc = None
+        self.returncode = None
+
+    # lifecycle --------------------------------------------------------
+    def start(self):
+        self._err = open(self.errpath, "wb")
+        self._out = open(self.outpath, "wb")
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+                                     stdout=self._out, stderr=self._err)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("server exited with status %s before accepting connections;"
+                                     " argv=%r stderr:\n%s" % (self.proc.returncode, self.argv, self.stderr()))
+            try:
+                family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+                with socket.socket(family, socket.SOCK_STREAM) as s:
+                    s.settimeout(1.0)
+                    s.connect((self.host, self.port))
+                return self
+            except OSError:
+                time.sleep(0.05)
+        self.kill()
+        raise AssertionError("server did not accept connections on %s:%d within %.0fs; stderr:\n%s"
+                             % (self.host, self.port, START_TIMEOUT, self.stderr()))
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        """Sends sig and waits; returns the exit status (None if it had to
+        be killed)."""
+        if self.proc is None:
+            return self.returncode
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+                self.returncode = None
+                self._close_files()
+                self.proc = None
+                return None
+        self.returncode = self.proc.returncode
+        self._close_files()
+        self.proc = None
+        return self.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc is not None:
+            self.returncode = self.proc.returncode
+        self._close_files()
+        self.proc = None
+
+    def _close_files(self):
+        for f in (getattr(self, "_err", None), getattr(self, "_out", None)):
+            if f is not None and not f.closed:
+                f.close()
+
+    def cleanup(self):
+        self.kill()
+        shutil.rmtree(self.errdir, ignore_errors=True)
+
+    def stderr(self):
+        try:
+            with open(self.errpath, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    # HTTP -------------------------------------------------------------
+    def conn(self):
+        return http.client.HTTPConnection(self.host, self.port, timeout=SOCK_TIMEOUT)
+
+    def request(self, method, path, headers=None, body=None):
+        """One request on a fresh connection: (status, headers, body).
+        headers: dict of lower-case name -> list of values."""
+        c = self.conn()
+        try:
+            return do_request(c, method, path, headers, body)
+        finally:
+            c.close()
+
+    def get(self, path, headers=None):
+        return self.request("GET", path, headers)
+
+    def url(self, path):
+        h = "[%s]" % self.host if ":" in self.host else self.host
+        return "http://%s:%d%s" % (h, self.port, path)
+
+    def raw_socket(self):
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.settimeout(SOCK_TIMEOUT)
+        s.connect((self.host, self.port))
+        return s
+
+
+def do_request(c, method, path, headers=None, body=None):
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    hdrs = {}
+    for k, v in r.getheaders():
+        hdrs.setdefault(k.lower(), []).append(v)
+    return r.status, hdrs, data
+
+
+def one(headers, name):
+    """The single value of a header (fails on zero or several)."""
+    vals = headers.get(name.lower(), [])
+    if len(vals) != 1:
+        raise AssertionError("expected exactly one %s header, got %r (all headers: %r)" % (name, vals, headers))
+    return vals[0]
+
+
+# --------------------------------------------------------------------------
+# raw HTTP/1.1 response reader (for pipelining and HTTP/1.0)
+
+class RawReader:
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+        self.eof = False
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            self.eof = True
+            raise EOFError("connection closed by server")
+        self.buf += chunk
+
+    def read_response(self, method="GET"):
+        """Returns (status, headers dict lower->list, body bytes)."""
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status_line = lines[0]
+        m = re.match(r"^HTTP/1\.[01] ([0-9]{3})( .*)?$", status_line)
+        if not m:
+            raise AssertionError("bad status line %r" % status_line)
+        status = int(m.group(1))
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers.setdefault(k.strip().lower(), []).append(v.strip())
+        if "transfer-encoding" in headers:
+            raise AssertionError("unexpected Transfer-Encoding in %r" % headers)
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            return status, headers, b""
+        if "content-length" not in headers:
+            raise AssertionError("response without Content-Length: %r" % headers)
+        n = int(headers["content-length"][0])
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return status, headers, body
+
+    def wait_closed(self, timeout=SOCK_TIMEOUT):
+        """True if the server closes the connection (after any remaining
+        bytes) within timeout."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return True
+                self.buf += chunk
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+
+
+# --------------------------------------------------------------------------
+# base test case
+
+class ServerTestCase(unittest.TestCase):
+    """Gives each test a temporary directory, a KeyFactory and a way to
+    start servers that are always killed in teardown."""
+
+    def setUp(self):
+        require_binary(self)
+        self.tmp = tempfile.mkdtemp(prefix="oidc-e2e-")
+        self.keys = KeyFactory(self.tmp)
+        self._servers = []
+
+    def tearDown(self):
+        for s in self._servers:
+            s.cleanup()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def start_server(self, args, **kw):
+        s = Server(args, **kw)
+        self._servers.append(s)
+        s.start()
+        return s
+
+    def stop_ok(self, server, sig=signal.SIGTERM):
+        rc = server.stop(sig)
+        self.assertEqual(rc, 0, "server exit status after %s was %r; stderr:\n%s"
+                         % (signal.Signals(sig).name, rc, server.stderr()))
+
+    # assertions shared by several files -------------------------------
+    def assert_doc(self, status, headers, body, expected_body, content_type,
+                   max_age=3600, cors=True, method="GET"):
+        self.assertEqual(status, 200, body)
+        self.assertEqual(one(headers, "content-type"), content_type)
+        self.assertEqual(one(headers, "cache-control"), "public, max-age=%d" % max_age)
+        self.assertEqual(int(one(headers, "content-length")), len(expected_body))
+        self.assertNotIn("transfer-encoding", headers)
+        etag = one(headers, "etag")
+        self.assertRegex(etag, r'^"[\x21\x23-\x7e]*"$', "ETag must be strong")
+        lm = one(headers, "last-modified")
+        self.assertRegex(lm, IMF_FIXDATE)
+        self.assertLessEqual(parse_http_date(lm), time.time() + 2, "Last-Modified in the future")
+        if cors:
+            self.assertEqual(one(headers, "access-control-allow-origin"), "*")
+        else:
+            self.assertNotIn("access-control-allow-origin", headers)
+        if method == "GET":
+            self.assertEqual(body, expected_body)
+        else:
+            self.assertEqual(body, b"")
+        return etag, lm
+
+    def check_both(self, server, issuer, keys, jwks_uri=None, content_type="application/jwk-set+json",
+                   max_age=3600, cors=True):
+        jwks_uri = jwks_uri or default_jwks_uri(issuer)
+        st, h, b = server.get(DISCOVERY)
+        self.assert_doc(st, h, b, expected_discovery(issuer, jwks_uri, [k.alg for k in keys]),
+                        "application/json", max_age, cors)
+        st, h, b = server.get(JWKS)
+        self.assert_doc(st, h, b, expected_jwks(keys), content_type, max_age, cors)
+        return b

@@ -1,0 +1,309 @@
+"""End-to-end: command line (help, version, flag errors), the config file,
+signals, startup log, listeners (several, IPv6)."""
+
+import json
+import os
+import re
+import signal
+import socket
+import time
+import unittest
+
+import oidc_harness as H
+from oidc_harness import DISCOVERY, JWKS, one
+
+ISSUER = "https://issuer.example.com"
+
+
+def project_version():
+    try:
+        with open(os.path.join(H.REPO, "CMakeLists.txt")) as f:
+            m = re.search(r"project\(\s*oidc-discovery\s+VERSION\s+([0-9][0-9.]*)", f.read())
+            return m.group(1) if m else None
+    except OSError:
+        return None
+
+
+class HelpVersion(H.ServerTestCase):
+
+    def test_help(self):
+        rc, out, err = H.run_once(["--help"])
+        self.assertEqual(rc, 0, err)
+        text = out + err
+        for flag in ("--service-account-issuer", "--service-account-key-file", "--listen",
+                     "--service-account-jwks-uri", "--max-age", "--jwks-content-type", "--no-cors",
+                     "--allow-insecure-issuer", "--config", "--threads"):
+            self.assertIn(flag, text)
+        self.assertTrue(out.strip(), "usage should go to stdout")
+
+    def test_serve_help(self):
+        rc, out, err = H.run_once(["serve", "--help"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("--service-account-issuer", out + err)
+
+    def test_version(self):
+        rc, out, err = H.run_once(["--version"])
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"[0-9]+\.[0-9]+\.[0-9]+")
+        v = project_version()
+        if v:
+            self.assertIn(v, out)
+
+
+class FlagErrors(H.ServerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.key = self.keys.ec("P-256")
+        self.port = H.free_port()
+
+    def base(self, issuer=ISSUER, key=True, listen=True):
+        a = ["serve"]
+        if issuer is not None:
+            a += ["--service-account-issuer", issuer]
+        if key:
+            a += ["--service-account-key-file", self.key.pub]
+        if listen:
+            a += ["--listen", "127.0.0.1:%d" % self.port]
+        return a
+
+    def assert_config_error(self, args, flag, value=None):
+        rc, out, err = H.run_once(args)
+        self.assertIsNotNone(rc, "did not exit for %r; stderr:\n%s" % (args, err))
+        self.assertEqual(rc, 2, "exit status for %r; stderr:\n%s" % (args, err))
+        lines = [line for line in err.splitlines() if line.strip()]
+        self.assertEqual(len(lines), 1, "expected one line on stderr, got:\n" + err)
+        self.assertIn(flag, lines[0])
+        if value is not None:
+            self.assertIn(value, lines[0])
+        return lines[0]
+
+    def test_http_issuer_rejected(self):
+        line = self.assert_config_error(self.base(issuer="http://x"), "--service-account-issuer", "http://x")
+        self.assertIn("https", line)
+
+    def test_issuer_with_query_or_fragment(self):
+        for bad in ("https://a.example/?x=1", "https://a.example/#frag", "not a url", "https://"):
+            with self.subTest(issuer=bad):
+                self.assert_config_error(self.base(issuer=bad), "--service-account-issuer")
+
+    def test_missing_issuer(self):
+        self.assert_config_error(self.base(issuer=None), "--service-account-issuer")
+
+    def test_missing_key_file_flag(self):
+        self.assert_config_error(self.base(key=False), "--service-account-key-file")
+
+    def test_bad_jwks_uri(self):
+        for bad in ("http://cdn.example/jwks", "https://cdn.example/jwks?x=1", "jwks"):
+            with self.subTest(jwks_uri=bad):
+                self.assert_config_error(self.base() + ["--service-account-jwks-uri", bad],
+                                         "--service-account-jwks-uri")
+
+    def test_bad_numbers(self):
+        for flag, bad in (("--threads", "0"), ("--threads", "abc"), ("--threads", "-1"),
+                          ("--max-age", "abc"), ("--max-age", "-5"), ("--max-age", "1x")):
+            with self.subTest(flag=flag, value=bad):
+                self.assert_config_error(self.base() + [flag, bad], flag)
+
+    def test_bad_listen(self):
+        for bad in ("nonsense", "127.0.0.1:99999", "127.0.0.1:", "[::1:80"):
+            with self.subTest(listen=bad):
+                self.assert_config_error(self.base(listen=False) + ["--listen", bad], "--listen")
+
+    def test_unknown_flag(self):
+        rc, _, err = H.run_once(self.base() + ["--no-such-flag"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--no-such-flag", err)
+
+    def test_flag_missing_value(self):
+        rc, _, err = H.run_once(self.base() + ["--max-age"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--max-age", err)
+
+    def test_insecure_issuer_allowed_with_flag(self):
+        port = H.free_port()
+        issuer = "http://127.0.0.1:%d" % port
+        srv = self.start_server(["--service-account-issuer", issuer,
+                                 "--service-account-key-file", self.key.pub,
+                                 "--allow-insecure-issuer"], port=port)
+        self.assertIn("warn", srv.stderr().lower(), "no warning for an http issuer:\n" + srv.stderr())
+        self.check_both(srv, issuer, [self.key])
+        self.stop_ok(srv)
+
+    def test_port_in_use(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(1)
+            port = s.getsockname()[1]
+            rc, _, err = H.run_once(self.base(listen=False) + ["--listen", "127.0.0.1:%d" % port])
+            self.assertIsNotNone(rc, "server did not exit although the port is taken")
+            self.assertNotEqual(rc, 0, err)
+            self.assertTrue(err.strip())
+
+
+class ConfigFile(H.ServerTestCase):
+
+    def write_config(self, doc):
+        path = os.path.join(self.tmp, "config.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        return path
+
+    def test_config_file(self):
+        k = self.keys.rsa()
+        port = H.free_port()
+        cfg = self.write_config({"service-account-issuer": ["https://a.example"],
+                                 "service-account-key-file": [k.pub],
+                                 "listen": ["127.0.0.1:%d" % port],
+                                 "max-age": 600})
+        srv = self.start_server(["--config", cfg], listen=False, port=port)
+        self.check_both(srv, "https://a.example", [k], max_age=600)
+        self.stop_ok(srv)
+
+    def test_flag_overrides_config(self):
+        k = self.keys.rsa()
+        k2 = self.keys.ec("P-256")
+        port = H.free_port()
+        cfg = self.write_config({"service-account-issuer": ["https://a.example"],
+                                 "service-account-key-file": [k.pub],
+                                 "listen": ["127.0.0.1:%d" % port],
+                                 "max-age": 600})
+        srv = self.start_server(["--config", cfg, "--max-age", "60",
+                                 "--service-account-issuer", "https://b.example",
+                                 "--service-account-key-file", k2.pub], listen=False, port=port)
+        # repeatable flags on the command line replace the file's lists
+        self.check_both(srv, "https://b.example", [k2], max_age=60)
+        self.stop_ok(srv)
+
+    def test_config_other_keys(self):
+        k = self.keys.ec("P-384")
+        port = H.free_port()
+        cfg = self.write_config({"service-account-issuer": ["https://a.example/"],
+                                 "service-account-jwks-uri": "https://cdn.example/keys",
+                                 "service-account-key-file": [k.pub],
+                                 "listen": ["127.0.0.1:%d" % port],
+                                 "jwks-content-type": "application/json",
+                                 "threads": 2})
+        srv = self.start_server(["--config", cfg], listen=False, port=port)
+        self.check_both(srv, "https://a.example/", [k], jwks_uri="https://cdn.example/keys",
+                        content_type="application/json")
+        self.stop_ok(srv)
+
+    def test_config_validated_like_flags(self):
+        k = self.keys.rsa()
+        cfg = self.write_config({"service-account-issuer": ["http://insecure.example"],
+                                 "service-account-key-file": [k.pub],
+                                 "listen": ["127.0.0.1:%d" % H.free_port()]})
+        rc, _, err = H.run_once(["serve", "--config", cfg])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("service-account-issuer", err)
+
+    def test_config_errors(self):
+        bad_json = os.path.join(self.tmp, "bad.json")
+        with open(bad_json, "w") as f:
+            f.write('{"service-account-issuer": ["https://a.example"],')
+        for path in (bad_json, os.path.join(self.tmp, "missing.json")):
+            with self.subTest(path=path):
+                rc, _, err = H.run_once(["serve", "--config", path])
+                self.assertEqual(rc, 2, err)
+                self.assertTrue(path in err or "--config" in err, err)
+
+
+class Lifecycle(H.ServerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.key = self.keys.rsa()
+        self.args = ["--service-account-issuer", ISSUER, "--service-account-key-file", self.key.pub]
+
+    def test_sigterm(self):
+        srv = self.start_server(self.args)
+        self.assertEqual(srv.get(JWKS)[0], 200)
+        self.stop_ok(srv, signal.SIGTERM)
+
+    def test_sigint(self):
+        srv = self.start_server(self.args)
+        self.assertEqual(srv.get(JWKS)[0], 200)
+        self.stop_ok(srv, signal.SIGINT)
+
+    def test_sigterm_with_idle_keepalive_connection(self):
+        srv = self.start_server(self.args)
+        c = srv.conn()
+        try:
+            st, _, _ = H.do_request(c, "GET", JWKS)
+            self.assertEqual(st, 200)
+            t0 = time.monotonic()
+            self.stop_ok(srv, signal.SIGTERM)
+            self.assertLess(time.monotonic() - t0, H.STOP_TIMEOUT)
+        finally:
+            c.close()
+
+    def test_sigterm_with_partial_request_and_stalled_reader(self):
+        srv = self.start_server(self.args)
+        partial = srv.raw_socket()
+        stalled = srv.raw_socket()
+        try:
+            partial.sendall(b"GET /openid/v1/jw")
+            # a client that pipelines many requests and never reads the answers
+            stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            try:
+                stalled.sendall(b"GET /openid/v1/jwks HTTP/1.1\r\nHost: x\r\n\r\n" * 2000)
+            except socket.timeout:
+                pass
+            # the server still answers others
+            st, _, b = srv.get(JWKS)
+            self.assertEqual(st, 200)
+            t0 = time.monotonic()
+            self.stop_ok(srv, signal.SIGTERM)
+            self.assertLess(time.monotonic() - t0, H.STOP_TIMEOUT)
+        finally:
+            partial.close()
+            stalled.close()
+
+    def test_sigterm_before_any_request(self):
+        srv = self.start_server(self.args)
+        self.stop_ok(srv, signal.SIGTERM)
+
+    def test_default_command_is_serve(self):
+        srv = self.start_server(self.args, command=None)
+        self.check_both(srv, ISSUER, [self.key])
+        self.stop_ok(srv)
+
+    def test_startup_log(self):
+        e = self.keys.ec("P-521")
+        srv = self.start_server(self.args + ["--service-account-key-file", e.pub])
+        err = srv.stderr()
+        v = project_version()
+        if v:
+            self.assertIn(v, err)
+        self.assertIn(ISSUER, err)
+        self.assertIn(H.default_jwks_uri(ISSUER), err)
+        for k in (self.key, e):
+            self.assertIn(k.kid, err)
+            self.assertIn(k.alg, err)
+        self.assertIn(str(srv.port), err)
+        self.stop_ok(srv)
+
+    def test_two_listeners(self):
+        p2 = H.free_port()
+        srv = self.start_server(self.args + ["--listen", "127.0.0.1:%d" % p2])
+        a = srv.get(JWKS)
+        srv2 = H.Server([], listen=False, port=p2)  # only for its HTTP helpers
+        b = srv2.request("GET", JWKS)
+        srv2.cleanup()
+        self.assertEqual(a[0], 200)
+        self.assertEqual(b[0], 200)
+        self.assertEqual(a[2], b[2])
+        self.assertEqual(one(a[1], "etag"), one(b[1], "etag"))
+        self.stop_ok(srv)
+
+    def test_ipv6_listener(self):
+        if not H.ipv6_loopback_available():
+            self.skipTest("IPv6 loopback not available")
+        srv = self.start_server(self.args, host="::1")
+        self.check_both(srv, ISSUER, [self.key])
+        self.stop_ok(srv)
+
+
+if __name__ == "__main__":
+    unittest.main()

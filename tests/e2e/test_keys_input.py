@@ -1,0 +1,211 @@
+"""End-to-end: what the server accepts in --service-account-key-file and what
+it publishes from it (public parts only, each key once)."""
+
+import json
+import unittest
+
+import oidc_harness as H
+from oidc_harness import JWKS, DISCOVERY
+
+ISSUER = "https://issuer.example.com"
+PRIVATE_MEMBERS = {"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
+
+
+class PrivateKeyInputs(H.ServerTestCase):
+
+    def assert_public_only(self, srv, keys):
+        """The JWKS holds exactly the public members, and no private integer
+        appears anywhere in the raw bytes on the wire."""
+        body = self.check_both(srv, ISSUER, keys)
+        for jwk in json.loads(body)["keys"]:
+            self.assertFalse(PRIVATE_MEMBERS & set(jwk), jwk.keys())
+        raw = b""
+        for path in (JWKS, DISCOVERY):
+            s = srv.raw_socket()
+            try:
+                s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    raw += chunk
+            finally:
+                s.close()
+        self.assertIn(body, raw)
+        for k in keys:
+            for name, value in k.secrets.items():
+                enc = H.b64url(value).encode()
+                self.assertNotIn(enc, raw, "private %s of %s leaked" % (name, k.name))
+                self.assertNotIn(H.base64.b64encode(value).rstrip(b"="), raw,
+                                 "private %s of %s leaked (std base64)" % (name, k.name))
+        # and not in the log either
+        err = srv.stderr()
+        for k in keys:
+            for name, value in k.secrets.items():
+                self.assertNotIn(H.b64url(value), err)
+                self.assertNotIn(value.hex(), err.lower().replace(":", ""))
+
+    def test_rsa_pkcs1_private(self):
+        k = self.keys.rsa()
+        path = k.pkcs1()
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", path])
+        self.assert_public_only(srv, [k])
+        self.stop_ok(srv)
+
+    def test_rsa_pkcs8_private(self):
+        k = self.keys.rsa()
+        self.assertIn(b"BEGIN PRIVATE KEY", H.read_bytes(k.priv))
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", k.priv])
+        self.assert_public_only(srv, [k])
+        self.stop_ok(srv)
+
+    def test_ec_sec1_private_all_curves(self):
+        ks = [self.keys.ec("P-256"), self.keys.ec("P-384"), self.keys.ec("P-521")]
+        args = ["--service-account-issuer", ISSUER]
+        for k in ks:
+            args += ["--service-account-key-file", k.sec1()]
+        srv = self.start_server(args)
+        self.assert_public_only(srv, ks)
+        self.stop_ok(srv)
+
+    def test_ec_sec1_with_ec_parameters_block(self):
+        k = self.keys.ec("P-256")
+        path = k.sec1(with_params=True)
+        self.assertIn(b"BEGIN EC PARAMETERS", H.read_bytes(path))
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", path])
+        self.assert_public_only(srv, [k])
+        self.stop_ok(srv)
+
+    def test_ec_pkcs8_private(self):
+        ks = [self.keys.ec("P-256"), self.keys.ec("P-521")]
+        args = ["--service-account-issuer", ISSUER]
+        for k in ks:
+            args += ["--service-account-key-file", k.priv]
+        srv = self.start_server(args)
+        self.assert_public_only(srv, ks)
+        self.stop_ok(srv)
+
+    def test_certificate(self):
+        k = self.keys.rsa()
+        e = self.keys.ec("P-384")
+        srv = self.start_server(["--service-account-issuer", ISSUER,
+                                 "--service-account-key-file", k.certificate(),
+                                 "--service-account-key-file", e.certificate()])
+        self.assert_public_only(srv, [k, e])
+        self.stop_ok(srv)
+
+    def test_mixed_public_files(self):
+        # PKIX public keys of both kinds, several blocks in one file, mixed
+        # with a private-key file.
+        r = self.keys.rsa()
+        e = self.keys.ec("P-256")
+        p = self.keys.ec("P-384")
+        multi = self.keys.concat("multi.pem", r.pub, e.pub)
+        srv = self.start_server(["--service-account-issuer", ISSUER,
+                                 "--service-account-key-file", multi,
+                                 "--service-account-key-file", p.sec1()])
+        self.assert_public_only(srv, [r, e, p])
+        self.stop_ok(srv)
+
+
+class Duplicates(H.ServerTestCase):
+
+    def test_same_key_private_and_public(self):
+        k = self.keys.rsa()
+        sa_key = k.pkcs1()
+        srv = self.start_server(["--service-account-issuer", ISSUER,
+                                 "--service-account-key-file", sa_key,
+                                 "--service-account-key-file", k.pub])
+        body = self.check_both(srv, ISSUER, [k])
+        self.assertEqual(body.count(k.kid.encode()), 1)
+        self.assertIn("warn", srv.stderr().lower(), "no warning about the duplicate key:\n" + srv.stderr())
+        self.stop_ok(srv)
+
+    def test_duplicate_keeps_first_position(self):
+        a = self.keys.ec("P-256")
+        b = self.keys.rsa()
+        # a, b, then a again (as a SEC1 private key): published a, b
+        srv = self.start_server(["--service-account-issuer", ISSUER,
+                                 "--service-account-key-file", a.pub,
+                                 "--service-account-key-file", b.pub,
+                                 "--service-account-key-file", a.sec1()])
+        self.check_both(srv, ISSUER, [a, b])
+        self.assertIn("warn", srv.stderr().lower())
+        self.stop_ok(srv)
+
+    def test_duplicate_block_in_one_file(self):
+        a = self.keys.ec("P-384")
+        path = self.keys.concat("twice.pem", a.pub, a.pub)
+        srv = self.start_server(["--service-account-issuer", ISSUER,
+                                 "--service-account-key-file", path])
+        self.check_both(srv, ISSUER, [a])
+        self.stop_ok(srv)
+
+
+class Rejected(H.ServerTestCase):
+
+    def assert_exit2_naming(self, path, extra_args=()):
+        rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER,
+                                   "--service-account-key-file", path,
+                                   "--listen", "127.0.0.1:%d" % H.free_port(), *extra_args])
+        self.assertIsNotNone(rc, "server started (did not exit) for key file %s; stderr:\n%s" % (path, err))
+        self.assertEqual(rc, 2, "exit status for key file %s; stderr:\n%s" % (path, err))
+        self.assertIn(path, err)
+
+    def test_ed25519_private(self):
+        priv, _ = self.keys.ed25519()
+        self.assert_exit2_naming(priv)
+
+    def test_ed25519_public(self):
+        _, pub = self.keys.ed25519()
+        self.assert_exit2_naming(pub)
+
+    def test_unsupported_curves(self):
+        # only P-256/384/521 have a JWS alg (ES256/384/512)
+        for curve in ("P-224", "secp256k1"):
+            with self.subTest(curve=curve):
+                path = H.os.path.join(self.tmp, curve + ".key")
+                H.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:" + curve,
+                          "-pkeyopt", "ec_param_enc:named_curve", "-out", path)
+                self.assert_exit2_naming(path)
+                pub = path + ".pub"
+                H.openssl("pkey", "-in", path, "-pubout", "-out", pub)
+                self.assert_exit2_naming(pub)
+
+    def test_missing_file(self):
+        self.assert_exit2_naming(H.os.path.join(self.tmp, "does-not-exist.pub"))
+
+    def test_missing_second_file(self):
+        k = self.keys.rsa()
+        missing = H.os.path.join(self.tmp, "missing-2.pub")
+        rc, _, err = H.run_once(["serve", "--service-account-issuer", ISSUER,
+                                 "--service-account-key-file", k.pub,
+                                 "--service-account-key-file", missing,
+                                 "--listen", "127.0.0.1:%d" % H.free_port()])
+        self.assertEqual(rc, 2, err)
+        self.assertIn(missing, err)
+
+    def test_empty_file(self):
+        self.assert_exit2_naming(self.keys.write("empty.pem", b""))
+
+    def test_garbage_file(self):
+        self.assert_exit2_naming(self.keys.write("garbage.pem", b"this is not a PEM file\n" * 10))
+
+    def test_ec_parameters_only(self):
+        params = H.openssl("ecparam", "-name", "prime256v1")
+        self.assert_exit2_naming(self.keys.write("params.pem", params))
+
+    def test_encrypted_private_key(self):
+        k = self.keys.rsa()
+        enc = H.os.path.join(self.tmp, "enc.pem")
+        H.openssl("pkcs8", "-topk8", "-in", k.priv, "-out", enc, "-passout", "pass:secret",
+                  "-v2", "aes-256-cbc")
+        self.assertIn(b"ENCRYPTED PRIVATE KEY", H.read_bytes(enc))
+        self.assert_exit2_naming(enc)
+
+    def test_directory_as_key_file(self):
+        self.assert_exit2_naming(self.tmp)
+
+
+if __name__ == "__main__":
+    unittest.main()

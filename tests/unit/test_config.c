@@ -1,0 +1,826 @@
+/*
+ * Unit tests for config/: flags, the config file, defaults and every error
+ * message, asserted word for word since operators read them.
+ */
+#include <criterion/criterion.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+
+#define MAX_ARGS 32
+
+static struct config cfg;
+static enum config_command cmd;
+static char err[CONFIG_ERR_MAX];
+static char path[64]; /* the config file written by write_file() */
+
+static void teardown(void)
+{
+    config_free(&cfg);
+    if (path[0])
+        unlink(path);
+}
+
+TestSuite(config, .fini = teardown);
+
+/* Runs config_parse on "oidc-discovery" followed by the NULL-terminated
+ * arguments, into the globals. */
+static int parse_va(const char *first, va_list ap)
+{
+    char *argv[MAX_ARGS + 1] = {"oidc-discovery"};
+    int argc = 1;
+
+    for (const char *a = first; a; a = va_arg(ap, const char *)) {
+        cr_assert_lt(argc, MAX_ARGS);
+        argv[argc++] = (char *)a;
+    }
+    config_free(&cfg);
+    err[0] = '\0';
+    return config_parse(argc, argv, &cmd, &cfg, err, sizeof err);
+}
+
+/* Parses and requires success. */
+static void ok(const char *first, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, first);
+    rc = parse_va(first, ap);
+    va_end(ap);
+    cr_assert_eq(rc, 0, "config_parse failed: %s", err);
+}
+
+/* Parses, requires failure with exactly this message and an empty config. */
+static void fails(const char *want, const char *first, ...)
+{
+    static const struct config zero;
+    va_list ap;
+    int rc;
+
+    va_start(ap, first);
+    rc = parse_va(first, ap);
+    va_end(ap);
+    cr_assert_eq(rc, -1, "config_parse succeeded, wanted: %s", want);
+    cr_assert_str_eq(err, want);
+    cr_assert(memcmp(&cfg, &zero, sizeof cfg) == 0, "config not left empty on error");
+}
+
+/* Parses serve with an issuer and a key plus one more flag and value, and
+ * requires failure with exactly this message. */
+static void flag_fails(const char *want, const char *flag, const char *value)
+{
+    fails(want, "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", flag, value,
+          NULL);
+}
+
+/* Like ok() with the required issuer and key in front. */
+#define OK_WITH(...)                                                                                                   \
+    ok("--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", __VA_ARGS__)
+
+/* Writes a config file under /tmp, remembered in path (replacing the file
+ * a previous call wrote) for teardown to remove. */
+static void write_file(const char *content)
+{
+    int fd;
+
+    if (path[0])
+        unlink(path);
+    snprintf(path, sizeof path, "/tmp/test_config_XXXXXX");
+    fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+}
+
+/* Requires that --config with this content fails with
+ * "config file PATH: <want>". */
+static void file_fails(const char *content, const char *want)
+{
+    char full[CONFIG_ERR_MAX];
+
+    write_file(content);
+    snprintf(full, sizeof full, "config file %s: %s", path, want);
+    fails(full, "--config", path, NULL);
+}
+
+static unsigned expected_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+}
+
+/* ---- defaults and each flag ---- */
+
+Test(config, defaults)
+{
+    ok("--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_SERVE);
+    cr_assert_eq(cfg.issuers.count, 1);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example");
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_assert_eq(cfg.key_files.count, 1);
+    cr_assert_str_eq(cfg.key_files.items[0], "/k.pub");
+    cr_assert_eq(cfg.listen_count, 1);
+    cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.listens[0].port, 8080);
+    cr_assert_eq(cfg.threads, expected_threads());
+    cr_assert_eq(cfg.max_age, 3600);
+    cr_assert_str_eq(cfg.jwks_content_type, "application/jwk-set+json");
+    cr_assert_eq(cfg.cors, 1);
+    cr_assert_eq(cfg.allow_insecure_issuer, 0);
+}
+
+Test(config, explicit_serve_command)
+{
+    ok("serve", "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_SERVE);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example");
+}
+
+Test(config, every_flag)
+{
+    OK_WITH("--service-account-jwks-uri", "https://cdn.example/keys", "--listen", "10.0.0.1:443", "--threads", "7",
+            "--max-age", "60", "--jwks-content-type", "application/json", "--no-cors", "--allow-insecure-issuer", NULL);
+    cr_assert_str_eq(cfg.jwks_uri, "https://cdn.example/keys");
+    cr_assert_eq(cfg.listen_count, 1);
+    cr_assert_str_eq(cfg.listens[0].host, "10.0.0.1");
+    cr_assert_eq(cfg.listens[0].port, 443);
+    cr_assert_eq(cfg.threads, 7);
+    cr_assert_eq(cfg.max_age, 60);
+    cr_assert_str_eq(cfg.jwks_content_type, "application/json");
+    cr_assert_eq(cfg.cors, 0);
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+}
+
+Test(config, equals_form)
+{
+    ok("--service-account-issuer=https://a.example", "--service-account-key-file=/k.pub", "--listen=[::1]:9000",
+       "--threads=3", "--max-age=0", "--jwks-content-type=application/json; charset=utf-8",
+       "--service-account-jwks-uri=https://a.example/jwks", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example");
+    cr_assert_str_eq(cfg.key_files.items[0], "/k.pub");
+    cr_assert_str_eq(cfg.listens[0].host, "::1");
+    cr_assert_eq(cfg.listens[0].port, 9000);
+    cr_assert_eq(cfg.threads, 3);
+    cr_assert_eq(cfg.max_age, 0);
+    cr_assert_str_eq(cfg.jwks_content_type, "application/json; charset=utf-8");
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/jwks");
+}
+
+Test(config, cors_last_flag_wins)
+{
+    OK_WITH("--no-cors", "--cors", NULL);
+    cr_assert_eq(cfg.cors, 1);
+    OK_WITH("--cors", "--no-cors", NULL);
+    cr_assert_eq(cfg.cors, 0);
+}
+
+Test(config, scalar_flag_last_wins)
+{
+    OK_WITH("--max-age", "10", "--max-age", "20", NULL);
+    cr_assert_eq(cfg.max_age, 20);
+}
+
+Test(config, number_limits)
+{
+    OK_WITH("--threads", "256", "--max-age", "31536000", NULL);
+    cr_assert_eq(cfg.threads, 256);
+    cr_assert_eq(cfg.max_age, 31536000);
+    OK_WITH("--threads", "1", "--max-age", "007", NULL);
+    cr_assert_eq(cfg.threads, 1);
+    cr_assert_eq(cfg.max_age, 7);
+}
+
+Test(config, repeatable_flags_keep_order)
+{
+    ok("--service-account-issuer", "https://a.example", "--service-account-issuer", "https://b.example/x",
+       "--service-account-key-file", "/k1.pub", "--service-account-key-file", "/k2.key", "--listen", "1.2.3.4:80",
+       "--listen", "[::1]:8080", "--listen", "localhost:80", NULL);
+    cr_assert_eq(cfg.issuers.count, 2);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example");
+    cr_assert_str_eq(cfg.issuers.items[1], "https://b.example/x");
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_assert_eq(cfg.key_files.count, 2);
+    cr_assert_str_eq(cfg.key_files.items[0], "/k1.pub");
+    cr_assert_str_eq(cfg.key_files.items[1], "/k2.key");
+    cr_assert_eq(cfg.listen_count, 3);
+    cr_assert_str_eq(cfg.listens[0].host, "1.2.3.4");
+    cr_assert_eq(cfg.listens[0].port, 80);
+    cr_assert_str_eq(cfg.listens[1].host, "::1");
+    cr_assert_eq(cfg.listens[1].port, 8080);
+    cr_assert_str_eq(cfg.listens[2].host, "localhost");
+    cr_assert_eq(cfg.listens[2].port, 80);
+}
+
+Test(config, listen_forms)
+{
+    OK_WITH("--listen", "0.0.0.0:8080", "--listen", "[::]:65535", "--listen", "[::ffff:1.2.3.4]:1", NULL);
+    cr_assert_eq(cfg.listen_count, 3);
+    cr_assert_str_eq(cfg.listens[0].host, "0.0.0.0");
+    cr_assert_eq(cfg.listens[0].port, 8080);
+    cr_assert_str_eq(cfg.listens[1].host, "::");
+    cr_assert_eq(cfg.listens[1].port, 65535);
+    cr_assert_str_eq(cfg.listens[2].host, "::ffff:1.2.3.4");
+    cr_assert_eq(cfg.listens[2].port, 1);
+}
+
+Test(config, jwks_uri_derivation)
+{
+    ok("--service-account-issuer", "https://a.example/", "--service-account-key-file", "/k", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example/");
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    ok("--service-account-issuer", "https://a.example/tenant//", "--service-account-key-file", "/k", NULL);
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/tenant/openid/v1/jwks");
+    ok("--service-account-issuer", "https://a.example:8443/t", "--service-account-key-file", "/k", NULL);
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example:8443/t/openid/v1/jwks");
+}
+
+Test(config, insecure_issuer_allowed_with_flag)
+{
+    ok("--allow-insecure-issuer", "--service-account-issuer", "http://127.0.0.1:8080", "--service-account-key-file",
+       "/k", "--service-account-jwks-uri", "http://127.0.0.1:8080/jwks", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:8080");
+    cr_assert_str_eq(cfg.jwks_uri, "http://127.0.0.1:8080/jwks");
+}
+
+Test(config, flags_after_config_flag_order_irrelevant)
+{
+    /* --allow-insecure-issuer after the issuer still applies to it */
+    ok("--service-account-issuer", "http://a.example", "--service-account-key-file", "/k", "--allow-insecure-issuer",
+       NULL);
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+}
+
+Test(config, parse_twice_in_one_process)
+{
+    OK_WITH("--threads", "2", NULL);
+    cr_assert_eq(cfg.threads, 2);
+    OK_WITH("--threads", "5", NULL);
+    cr_assert_eq(cfg.threads, 5);
+    fails("unknown flag \"--bogus\" (see --help)", "--bogus", NULL);
+    OK_WITH("--threads", "9", NULL);
+    cr_assert_eq(cfg.threads, 9);
+}
+
+Test(config, double_dash_ends_flags)
+{
+    OK_WITH("--", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example");
+}
+
+/* ---- dev ---- */
+
+Test(config, dev_defaults)
+{
+    ok("dev", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_DEV);
+    cr_assert_eq(cfg.issuers.count, 1);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:8080");
+    cr_assert_str_eq(cfg.jwks_uri, "http://127.0.0.1:8080/openid/v1/jwks");
+    cr_assert_eq(cfg.key_files.count, 0);
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+    cr_assert_eq(cfg.listen_count, 1);
+    cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.listens[0].port, 8080);
+    cr_assert_eq(cfg.max_age, 3600);
+}
+
+Test(config, dev_issuer_follows_first_listen)
+{
+    ok("dev", "--listen", "localhost:9000", "--listen", "127.0.0.1:9001", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://localhost:9000");
+    ok("dev", "--listen", "[::1]:9443", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://[::1]:9443");
+    cr_assert_str_eq(cfg.jwks_uri, "http://[::1]:9443/openid/v1/jwks");
+}
+
+Test(config, dev_with_issuer_and_keys)
+{
+    ok("dev", "--service-account-issuer", "http://x.example", "--service-account-key-file", "/k", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_DEV);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://x.example");
+    cr_assert_eq(cfg.key_files.count, 1);
+}
+
+Test(config, dev_validates_like_serve)
+{
+    fails("--max-age \"x\": must be an integer between 0 and 31536000", "dev", "--max-age", "x", NULL);
+    fails("--service-account-issuer \"ftp://x\": must be an https URL", "dev", "--service-account-issuer", "ftp://x",
+          NULL);
+    fails("--listen \"nope\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "dev", "--listen", "nope", NULL);
+}
+
+/* ---- help and version ---- */
+
+Test(config, help)
+{
+    ok("--help", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    ok("-h", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    ok("dev", "--help", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    ok("serve", "--help", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+}
+
+Test(config, help_ignores_everything_else)
+{
+    ok("--threads", "0", "--config", "/nonexistent/c.json", "--help", "--max-age", "x", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    /* defaults only */
+    cr_assert_eq(cfg.issuers.count, 0);
+    cr_assert_null(cfg.jwks_uri);
+    cr_assert_eq(cfg.listen_count, 1);
+    cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.threads, expected_threads());
+    cr_assert_eq(cfg.max_age, 3600);
+    cr_assert_str_eq(cfg.jwks_content_type, "application/jwk-set+json");
+    cr_assert_eq(cfg.cors, 1);
+}
+
+Test(config, version)
+{
+    ok("--version", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERSION);
+    ok("serve", "--service-account-issuer", "http://insecure", "--version", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERSION);
+}
+
+Test(config, usage_lists_commands_and_flags)
+{
+    const char *u = config_usage(CONFIG_CMD_HELP);
+
+    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev] [flags]\n", 42), 0);
+    cr_assert_not_null(strstr(u, "\n  dev "));
+    cr_assert_not_null(strstr(u, "http://127.0.0.1:8080"));
+    cr_assert_not_null(
+        strstr(u, "\n  --max-age SECONDS               Cache-Control max-age of both documents (default 3600)\n"));
+    const char *flags[] = {"--service-account-issuer URL",
+                           "--service-account-jwks-uri URL",
+                           "--service-account-key-file PATH",
+                           "--listen HOST:PORT",
+                           "--threads N",
+                           "--jwks-content-type TYPE",
+                           "--cors, --no-cors",
+                           "--allow-insecure-issuer",
+                           "--config FILE",
+                           "--help",
+                           "--version",
+                           "default 127.0.0.1:8080",
+                           "default application/jwk-set+json"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        cr_assert_not_null(strstr(u, flags[i]), "usage lacks %s", flags[i]);
+    cr_assert_str_eq(config_usage(CONFIG_CMD_DEV), u);
+}
+
+/* ---- command-line errors ---- */
+
+Test(config, unknown_command)
+{
+    fails("unknown command \"x\" (commands: serve, dev)", "x", NULL);
+    fails("unknown command \"servee\" (commands: serve, dev)", "servee", "--help", NULL);
+}
+
+Test(config, unknown_flags)
+{
+    fails("unknown flag \"--foo\" (see --help)", "--foo", NULL);
+    fails("unknown flag \"--foo\" (see --help)", "serve", "--foo=bar", NULL);
+    fails("unknown flag \"-x\" (see --help)", "-x", NULL);
+    /* getopt would take an unambiguous prefix; we want the full name */
+    fails("unknown flag \"--max\" (see --help)", "--max", "5", NULL);
+    fails("unknown flag \"--service-account\" (see --help)", "--service-account", "x", NULL);
+}
+
+Test(config, missing_value)
+{
+    fails("--listen: missing value", "--listen", NULL);
+    fails("--max-age: missing value", "serve", "--service-account-issuer", "https://a.example", "--max-age", NULL);
+}
+
+Test(config, value_for_flag_without_one)
+{
+    fails("--cors: does not take a value", "--cors=yes", NULL);
+}
+
+Test(config, positional_arguments)
+{
+    fails("unexpected argument \"extra\"", "serve", "--cors", "extra", NULL);
+    fails("unexpected argument \"serve\"", "--cors", "serve", NULL);
+    fails("unexpected argument \"x\"", "--cors", "--", "x", NULL);
+}
+
+Test(config, required_flags)
+{
+    fails("--service-account-issuer is required (at least one)", NULL);
+    fails("--service-account-issuer is required (at least one)", "--service-account-key-file", "/k", NULL);
+    fails("--service-account-key-file is required (at least one)", "--service-account-issuer", "https://a.example",
+          NULL);
+}
+
+Test(config, issuer_errors)
+{
+    const char *issuer = "--service-account-issuer";
+    fails("--service-account-issuer \"http://x.example\": must be an https URL (--allow-insecure-issuer permits http "
+          "for development only)",
+          issuer, "http://x.example", "--service-account-key-file", "/k", NULL);
+    fails("--service-account-issuer \"not a url\": must be an https URL", issuer, "not a url", NULL);
+    fails("--service-account-issuer \"HTTPS://a.example\": must be an https URL", issuer, "HTTPS://a.example", NULL);
+    fails("--service-account-issuer \"https://\": has no host", issuer, "https://", NULL);
+    fails("--service-account-issuer \"https://a.example/?x=1\": must not have a query", issuer,
+          "https://a.example/?x=1", NULL);
+    fails("--service-account-issuer \"https://a.example/#f\": must not have a fragment", issuer, "https://a.example/#f",
+          NULL);
+    fails("--service-account-issuer \"https://u@a.example\": must not contain user information", issuer,
+          "https://u@a.example", NULL);
+    fails("--service-account-issuer \"https://a.example/a b\": contains a character not allowed in a URL", issuer,
+          "https://a.example/a b", NULL);
+    /* the second issuer is checked too */
+    fails("--service-account-issuer \"https://b.example?\": must not have a query", issuer, "https://a.example", issuer,
+          "https://b.example?", NULL);
+}
+
+Test(config, jwks_uri_errors)
+{
+    flag_fails("--service-account-jwks-uri \"http://cdn.example/jwks\": must be an https URL "
+               "(--allow-insecure-issuer permits http for development only)",
+               "--service-account-jwks-uri", "http://cdn.example/jwks");
+    flag_fails("--service-account-jwks-uri \"jwks\": must be an https URL", "--service-account-jwks-uri", "jwks");
+    flag_fails("--service-account-jwks-uri \"https://cdn.example/jwks?x=1\": must not have a query",
+               "--service-account-jwks-uri", "https://cdn.example/jwks?x=1");
+}
+
+Test(config, key_file_errors)
+{
+    flag_fails("--service-account-key-file \"\": must not be empty", "--service-account-key-file", "");
+}
+
+Test(config, listen_errors)
+{
+    flag_fails("--listen \"nonsense\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "nonsense");
+    flag_fails("--listen \"[::1]\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "[::1]");
+    flag_fails("--listen \"[::1:80\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "[::1:80");
+    flag_fails("--listen \":80\": has no host", "--listen", ":80");
+    flag_fails("--listen \"[]:80\": has no host", "--listen", "[]:80");
+    flag_fails("--listen \"::1:80\": has an invalid host", "--listen", "::1:80");
+    flag_fails("--listen \"[zz::1]:80\": has an invalid host", "--listen", "[zz::1]:80");
+    flag_fails("--listen \"a b:80\": has an invalid host", "--listen", "a b:80");
+    flag_fails("--listen \"127.0.0.1:0\": must have a port between 1 and 65535", "--listen", "127.0.0.1:0");
+    flag_fails("--listen \"127.0.0.1:65536\": must have a port between 1 and 65535", "--listen", "127.0.0.1:65536");
+    flag_fails("--listen \"127.0.0.1:\": must have a port between 1 and 65535", "--listen", "127.0.0.1:");
+    flag_fails("--listen \"127.0.0.1:8o\": must have a port between 1 and 65535", "--listen", "127.0.0.1:8o");
+}
+
+Test(config, threads_errors)
+{
+    const char *want[][2] = {{"0", "--threads \"0\": must be an integer between 1 and 256"},
+                             {"257", "--threads \"257\": must be an integer between 1 and 256"},
+                             {"abc", "--threads \"abc\": must be an integer between 1 and 256"},
+                             {"-1", "--threads \"-1\": must be an integer between 1 and 256"},
+                             {"+4", "--threads \"+4\": must be an integer between 1 and 256"},
+                             {" 4", "--threads \" 4\": must be an integer between 1 and 256"},
+                             {"0x4", "--threads \"0x4\": must be an integer between 1 and 256"},
+                             {"", "--threads \"\": must be an integer between 1 and 256"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        flag_fails(want[i][1], "--threads", want[i][0]);
+}
+
+Test(config, max_age_errors)
+{
+    flag_fails("--max-age \"12x\": must be an integer between 0 and 31536000", "--max-age", "12x");
+    flag_fails("--max-age \"-5\": must be an integer between 0 and 31536000", "--max-age", "-5");
+    flag_fails("--max-age \"31536001\": must be an integer between 0 and 31536000", "--max-age", "31536001");
+    flag_fails("--max-age \"99999999999999999999999\": must be an integer between 0 and 31536000", "--max-age",
+               "99999999999999999999999");
+    flag_fails("--max-age \"1.5\": must be an integer between 0 and 31536000", "--max-age", "1.5");
+}
+
+Test(config, content_type_errors)
+{
+    static const char problem[] = "must be a media type such as application/json (type/subtype, optionally "
+                                  ";parameters, printable ASCII, at most 100 characters)";
+    char want[CONFIG_ERR_MAX], long_type[128];
+
+    const char *bad[][2] = {{"", "\"\""},
+                            {"json", "\"json\""},
+                            {"application/", "\"application/\""},
+                            {"/json", "\"/json\""},
+                            {"application/json x", "\"application/json x\""},
+                            {"application/json\r\nX-Evil: 1", "\"application/json\\x0d\\x0aX-Evil: 1\""},
+                            {"text/pl\xc3\xa4in", "\"text/pl\\xc3\\xa4in\""}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want, "--jwks-content-type %s: %s", bad[i][1], problem);
+        flag_fails(want, "--jwks-content-type", bad[i][0]);
+    }
+
+    memset(long_type, 'a', sizeof long_type);
+    memcpy(long_type, "application/", 12);
+    long_type[101] = '\0';
+    snprintf(want, sizeof want, "--jwks-content-type \"%s\": %s", long_type, problem);
+    flag_fails(want, "--jwks-content-type", long_type);
+    long_type[100] = '\0';
+    OK_WITH("--jwks-content-type", long_type, NULL);
+    cr_assert_str_eq(cfg.jwks_content_type, long_type);
+}
+
+Test(config, quotes_are_escaped_in_errors)
+{
+    flag_fails("--listen \"a\\\"b\\\\c\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "a\"b\\c");
+}
+
+/* ---- config_check_url ---- */
+
+Test(config, check_url_valid)
+{
+    const char *good[] = {"https://a.example",
+                          "https://a.example/",
+                          "https://a.example:8443/some/path",
+                          "https://1.2.3.4",
+                          "https://[::1]:8443/x",
+                          "https://a.example/p%20q/~user/a-b_c.d!$&'()*+,;=:@",
+                          "https://container.googleapis.com/v1/projects/p/locations/l/clusters/c"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_assert_null(config_check_url(good[i], 0), "%s: %s", good[i], config_check_url(good[i], 0));
+    cr_assert_null(config_check_url("http://127.0.0.1:8080", 1));
+    cr_assert_null(config_check_url("https://a.example", 1));
+}
+
+Test(config, check_url_invalid)
+{
+    const char *bad[][3] = {
+        {"http://a.example", "must be an https URL (--allow-insecure-issuer permits http for development only)"},
+        {"ftp://a.example", "must be an https URL"},
+        {"a.example", "must be an https URL"},
+        {"https:/a.example", "must be an https URL"},
+        {"", "must be an https URL"},
+        {"https://", "has no host"},
+        {"https:///path", "has no host"},
+        {"https://:443", "has no host"},
+        {"https://[]:443", "has no host"},
+        {"https://u:p@a.example", "must not contain user information"},
+        {"https://a.example?", "must not have a query"},
+        {"https://a.example/#x", "must not have a fragment"},
+        {"https://a.example/\"", "contains a character not allowed in a URL"},
+        {"https://a.example/%zz", "contains a character not allowed in a URL"},
+        {"https://a.example/%4", "contains a character not allowed in a URL"},
+        {"https://a.example/\xc3\xa4", "contains a character not allowed in a URL"},
+        {"https://a.example:0", "has an invalid port"},
+        {"https://a.example:65536", "has an invalid port"},
+        {"https://a.example:", "has an invalid port"},
+        {"https://a.example:x/", "has an invalid port"},
+        {"https://[::1", "has an invalid host"},
+        {"https://[::1]x", "has an invalid host"},
+        {"https://[nothex]", "has an invalid host"},
+        {"https://a]b", "has an invalid host"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *got = config_check_url(bad[i][0], 0);
+        cr_assert_not_null(got, "%s accepted", bad[i][0]);
+        cr_assert_str_eq(got, bad[i][1], "%s", bad[i][0]);
+    }
+    cr_assert_str_eq(config_check_url("ftp://a.example", 1), "must be an https URL");
+}
+
+Test(config, check_url_length)
+{
+    char url[2100];
+
+    memset(url, 'a', sizeof url);
+    memcpy(url, "https://a.example/", 18);
+    url[2048] = '\0';
+    cr_assert_null(config_check_url(url, 0));
+    url[2048] = 'a';
+    url[2049] = '\0';
+    cr_assert_str_eq(config_check_url(url, 0), "is longer than 2048 characters");
+}
+
+/* ---- config file ---- */
+
+Test(config, file_every_key)
+{
+    write_file("{\"service-account-issuer\": [\"https://a.example/\", \"https://b.example\"],\n"
+               " \"service-account-jwks-uri\": \"https://cdn.example/keys\",\n"
+               " \"service-account-key-file\": [\"/k1\", \"/k2\"],\n"
+               " \"listen\": [\"0.0.0.0:8080\", \"[::]:8080\"],\n"
+               " \"threads\": 2, \"max-age\": 600,\n"
+               " \"jwks-content-type\": \"application/json\",\n"
+               " \"cors\": false, \"allow-insecure-issuer\": true}\n");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.issuers.count, 2);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example/");
+    cr_assert_str_eq(cfg.issuers.items[1], "https://b.example");
+    cr_assert_str_eq(cfg.jwks_uri, "https://cdn.example/keys");
+    cr_assert_eq(cfg.key_files.count, 2);
+    cr_assert_str_eq(cfg.key_files.items[1], "/k2");
+    cr_assert_eq(cfg.listen_count, 2);
+    cr_assert_str_eq(cfg.listens[0].host, "0.0.0.0");
+    cr_assert_str_eq(cfg.listens[1].host, "::");
+    cr_assert_eq(cfg.listens[1].port, 8080);
+    cr_assert_eq(cfg.threads, 2);
+    cr_assert_eq(cfg.max_age, 600);
+    cr_assert_str_eq(cfg.jwks_content_type, "application/json");
+    cr_assert_eq(cfg.cors, 0);
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+}
+
+Test(config, file_single_strings_for_lists)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"listen\": \"[::1]:9000\"}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.issuers.count, 1);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example");
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_assert_eq(cfg.key_files.count, 1);
+    cr_assert_str_eq(cfg.key_files.items[0], "/k");
+    cr_assert_eq(cfg.listen_count, 1);
+    cr_assert_str_eq(cfg.listens[0].host, "::1");
+    cr_assert_eq(cfg.listens[0].port, 9000);
+}
+
+Test(config, file_values_used_when_flags_absent)
+{
+    write_file("{\"service-account-issuer\": [\"https://file.example\"], \"service-account-key-file\": [\"/f\"],"
+               " \"max-age\": 600, \"listen\": [\"127.0.0.1:1\", \"127.0.0.1:2\"]}");
+    ok("--threads", "3", "--config", path, NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://file.example");
+    cr_assert_eq(cfg.max_age, 600);
+    cr_assert_eq(cfg.threads, 3);
+    cr_assert_eq(cfg.listen_count, 2);
+    cr_assert_eq(cfg.listens[1].port, 2);
+}
+
+Test(config, flags_replace_file_lists)
+{
+    write_file("{\"service-account-issuer\": [\"https://a.example\"], \"service-account-key-file\": [\"/f1\", \"/f2\"],"
+               " \"listen\": [\"127.0.0.1:1\", \"127.0.0.1:2\"], \"max-age\": 600, \"cors\": false}");
+    /* flags before and after --config both win */
+    ok("--max-age", "60", "--service-account-key-file", "/c1", "--config", path, "--service-account-issuer",
+       "https://b.example", "--service-account-key-file", "/c2", "--cors", NULL);
+    cr_assert_eq(cfg.issuers.count, 1);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://b.example");
+    cr_assert_str_eq(cfg.jwks_uri, "https://b.example/openid/v1/jwks");
+    cr_assert_eq(cfg.key_files.count, 2);
+    cr_assert_str_eq(cfg.key_files.items[0], "/c1");
+    cr_assert_str_eq(cfg.key_files.items[1], "/c2");
+    cr_assert_eq(cfg.listen_count, 2, "the file's listens stay when no --listen is given");
+    cr_assert_eq(cfg.max_age, 60);
+    cr_assert_eq(cfg.cors, 1);
+}
+
+Test(config, file_allow_insecure_applies_to_flag_issuer)
+{
+    write_file("{\"allow-insecure-issuer\": true, \"service-account-key-file\": \"/k\"}");
+    ok("--config", path, "--service-account-issuer", "http://a.example", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://a.example");
+}
+
+Test(config, file_empty_object_and_dev)
+{
+    write_file("{}");
+    ok("dev", "--config", path, NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:8080");
+    write_file(" {\"listen\": \"127.0.0.1:9999\"} ");
+    ok("dev", "--config", path, NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:9999");
+}
+
+Test(config, file_empty_list_means_none)
+{
+    write_file("{\"service-account-issuer\": [], \"service-account-key-file\": \"/k\"}");
+    fails("--service-account-issuer is required (at least one)", "--config", path, NULL);
+}
+
+Test(config, file_unreadable)
+{
+    fails("--config \"/nonexistent/c.json\": cannot read: No such file or directory", "--config", "/nonexistent/c.json",
+          NULL);
+    fails("--config \"/tmp\": cannot read: Is a directory", "--config", "/tmp", NULL);
+}
+
+Test(config, file_unknown_keys)
+{
+    file_fails("{\"foo\": 1}", "unknown key \"foo\"");
+    file_fails("{\"config\": \"/x.json\"}", "unknown key \"config\"");
+    file_fails("{\"no-cors\": true}", "unknown key \"no-cors\"");
+    file_fails("{\"--listen\": \"1.2.3.4:80\"}", "unknown key \"--listen\"");
+    file_fails("{\"a\\nb\": 1}", "unknown key \"a\\x0ab\"");
+}
+
+Test(config, file_duplicate_key)
+{
+    file_fails("{\"listen\": \"127.0.0.1:1\", \"listen\": \"127.0.0.1:2\"}", "duplicate key \"listen\"");
+    file_fails("{\"cors\": true, \"max-age\": 1, \"cors\": false}", "duplicate key \"cors\"");
+}
+
+Test(config, file_wrong_types)
+{
+    file_fails("{\"listen\": 80}", "key \"listen\": must be a string or an array of strings");
+    file_fails("{\"listen\": [\"127.0.0.1:1\", 2]}", "key \"listen\": must be a string or an array of strings");
+    file_fails("{\"listen\": [[\"127.0.0.1:1\"]]}", "key \"listen\": must be a string or an array of strings");
+    file_fails("{\"service-account-issuer\": {\"url\": \"https://a.example\"}}",
+               "key \"service-account-issuer\": must be a string or an array of strings");
+    file_fails("{\"service-account-key-file\": null}",
+               "key \"service-account-key-file\": must be a string or an array of strings");
+    file_fails("{\"service-account-jwks-uri\": [\"https://a.example\"]}",
+               "key \"service-account-jwks-uri\": must be a string");
+    file_fails("{\"jwks-content-type\": true}", "key \"jwks-content-type\": must be a string");
+    file_fails("{\"max-age\": \"3600\"}", "key \"max-age\": must be an integer between 0 and 31536000");
+    file_fails("{\"threads\": [2]}", "key \"threads\": must be an integer between 1 and 256");
+    file_fails("{\"cors\": \"yes\"}", "key \"cors\": must be true or false");
+    file_fails("{\"allow-insecure-issuer\": 1}", "key \"allow-insecure-issuer\": must be true or false");
+    file_fails("{\"cors\": {}}", "key \"cors\": must be true or false");
+    file_fails("{\"listen\": \"127.0.0.1:\\u00001\"}", "key \"listen\": must not contain a NUL character");
+}
+
+Test(config, file_invalid_values)
+{
+    file_fails("{\"max-age\": -1}", "key \"max-age\": must be an integer between 0 and 31536000");
+    file_fails("{\"max-age\": 1.5}", "key \"max-age\": must be an integer between 0 and 31536000");
+    file_fails("{\"max-age\": 1e3}", "key \"max-age\": must be an integer between 0 and 31536000");
+    file_fails("{\"max-age\": 99999999999999999999999}", "key \"max-age\": must be an integer between 0 and 31536000");
+    file_fails("{\"threads\": 0}", "key \"threads\": must be an integer between 1 and 256");
+    file_fails("{\"listen\": [\"127.0.0.1:1\", \"nope\"]}",
+               "key \"listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6");
+    file_fails("{\"service-account-key-file\": \"\"}", "key \"service-account-key-file\": must not be empty");
+    file_fails("{\"jwks-content-type\": \"json\"}",
+               "key \"jwks-content-type\": must be a media type such as application/json (type/subtype, optionally "
+               ";parameters, printable ASCII, at most 100 characters)");
+    file_fails("{\"service-account-issuer\": \"http://insecure.example\"}",
+               "key \"service-account-issuer\": must be an https URL (--allow-insecure-issuer permits http for "
+               "development only)");
+    file_fails("{\"service-account-jwks-uri\": \"https://a.example/#x\"}",
+               "key \"service-account-jwks-uri\": must not have a fragment");
+}
+
+Test(config, file_value_replaced_by_flag_is_not_checked)
+{
+    write_file("{\"max-age\": 99999999, \"service-account-key-file\": \"/k\"}");
+    ok("--config", path, "--max-age", "5", "--service-account-issuer", "https://a.example", NULL);
+    cr_assert_eq(cfg.max_age, 5);
+}
+
+Test(config, file_invalid_json)
+{
+    file_fails("{\"service-account-issuer\": [\"https://a.example\"],", "invalid JSON: parse error: premature EOF");
+    file_fails("", "invalid JSON: parse error: premature EOF");
+    file_fails("{\"listen\": \"127.0.0.1:1\",}", "invalid JSON: parse error: invalid object key (must be a string)");
+    file_fails("{\"cors\": tru}", "invalid JSON: lexical error: invalid string in json text.");
+    file_fails("{} {}", "invalid JSON: parse error: trailing garbage");
+    file_fails("{// comment\n}",
+               "invalid JSON: lexical error: probable comment found in input text, comments are not enabled.");
+}
+
+Test(config, file_not_an_object)
+{
+    file_fails("[\"https://a.example\"]", "must contain a JSON object");
+    file_fails("\"https://a.example\"", "must contain a JSON object");
+    file_fails("42", "must contain a JSON object");
+    file_fails("null", "must contain a JSON object");
+}
+
+/* A JSON object of exactly size bytes: braces around blanks. */
+static char *blank_object(size_t size)
+{
+    char *s = malloc(size + 1);
+
+    cr_assert_not_null(s);
+    memset(s, ' ', size);
+    s[0] = '{';
+    s[size - 1] = '}';
+    s[size] = '\0';
+    return s;
+}
+
+Test(config, file_size_limit)
+{
+    char *big = blank_object(1024 * 1024);
+
+    write_file(big);
+    free(big);
+    ok("dev", "--config", path, NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_DEV);
+
+    big = blank_object(1024 * 1024 + 1);
+    file_fails(big, "larger than 1 MiB");
+    free(big);
+}
+
+Test(config, free_is_safe_on_zeroed_and_twice)
+{
+    struct config c;
+
+    memset(&c, 0, sizeof c);
+    config_free(&c);
+    OK_WITH(NULL);
+    config_free(&cfg);
+    config_free(&cfg);
+    cr_assert_eq(cfg.issuers.count, 0);
+    cr_assert_null(cfg.listens);
+}

@@ -1,0 +1,904 @@
+/*
+ * Unit tests for keys/pem, keys/key and keys/keyset.
+ *
+ * Expected values (kid, n, x, y) are computed at test time by the openssl CLI
+ * and coreutils basenc, independently of the code under test.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include <limits.h>
+#include <openssl/core_names.h>
+#include <openssl/pem.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+
+#include "keys/key.h"
+#include "keys/keyset.h"
+#include "keys/pem.h"
+
+#define NOKEYS            "does not contain any valid RSA or ECDSA public keys"
+#define SHA256_OF_NOTHING "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+#define COUNT(a)          (sizeof(a) / sizeof((a)[0]))
+
+/* Under AddressSanitizer a test that leaks crashes in its teardown, which
+ * makes the test binary exit non-zero (a leak report alone would not). A
+ * failed assertion skips the frees after it, so a failing test leaks too. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+static void leak_check(void)
+{
+    if (__lsan_do_recoverable_leak_check()) {
+        cr_log_error("memory leaked, see the LeakSanitizer report");
+        abort();
+    }
+}
+#else
+static void leak_check(void)
+{
+}
+#endif
+
+TestSuite(forms, .fini = leak_check);
+TestSuite(pem, .fini = leak_check);
+TestSuite(errors, .fini = leak_check);
+TestSuite(key, .fini = leak_check);
+TestSuite(keyset, .fini = leak_check);
+
+/* ------------------------------------------------------------------------ */
+/* Helpers: fixture paths, shell, files                                      */
+
+/* Absolute path of a fixture; valid until 8 more calls. */
+static const char *fx(const char *name)
+{
+    static char buf[8][PATH_MAX];
+    static unsigned next;
+    char *p = buf[next++ % 8];
+    snprintf(p, PATH_MAX, "%s/%s", FIXTURES, name);
+    return p;
+}
+
+/* Runs a shell command and stores its stdout, trailing newlines removed.
+ * Fails the test when the command fails or prints nothing. */
+static void sh(char *out, size_t outlen, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen(%s)", cmd);
+    size_t n = fread(out, 1, outlen - 1, p);
+    int rc = pclose(p);
+    cr_assert_lt(n, outlen - 1, "output of %s too long", cmd);
+    while (n > 0 && out[n - 1] == '\n')
+        n--;
+    out[n] = '\0';
+    cr_assert_eq(rc, 0, "command failed (%d): %s", rc, cmd);
+    cr_assert_gt(n, 0, "no output from %s", cmd);
+}
+
+/* Whole file into a malloc'ed buffer of exactly its size (no NUL). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc(n > 0 ? (size_t)n : 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* The texts of the named fixtures one after another (malloc'ed, no NUL). */
+static char *concat(const char *const *names, size_t n, size_t *len)
+{
+    char *out = NULL;
+    *len = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t part;
+        char *text = slurp(fx(names[i]), &part);
+        out = realloc(out, *len + part);
+        cr_assert_not_null(out);
+        memcpy(out + *len, text, part);
+        *len += part;
+        free(text);
+    }
+    return out;
+}
+
+/* Writes data to a new temporary file whose name goes to path. */
+static void write_tmp(const char *data, size_t len, char path[PATH_MAX])
+{
+    snprintf(path, PATH_MAX, "/tmp/test_keys.XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0, "mkstemp");
+    cr_assert_eq(write(fd, data, len), (ssize_t)len);
+    close(fd);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Independent computations with the openssl CLI                             */
+
+enum src { PUB, PRIV, CERT };
+
+/* Shell command writing the DER SubjectPublicKeyInfo of a fixture. */
+static const char *const spki_der_cmd[] = {
+    [PUB] = "openssl pkey -pubin -in '%s' -outform DER",
+    [PRIV] = "openssl pkey -in '%s' -pubout -outform DER",
+    [CERT] = "openssl x509 -in '%s' -pubkey -noout | openssl pkey -pubin -outform DER",
+};
+
+static void openssl_kid(enum src src, const char *path, char kid[KEY_KID_LEN + 1])
+{
+    char der[PATH_MAX + 128], out[128];
+    snprintf(der, sizeof der, spki_der_cmd[src], path);
+    sh(out, sizeof out, "%s | openssl dgst -sha256 -binary | basenc --base64url | tr -d '=\\n'", der);
+    cr_assert_str_neq(out, SHA256_OF_NOTHING, "openssl could not read %s", path);
+    cr_assert_eq(strlen(out), KEY_KID_LEN, "kid of %s: %s", path, out);
+    strcpy(kid, out);
+}
+
+/* base64url (no padding) of n hex digits, through basenc. */
+static void hex_b64url(const char *hex, size_t n, char *out, size_t outlen)
+{
+    sh(out, outlen, "printf %%s '%.*s' | tr a-f A-F | basenc --base16 -d | basenc --base64url -w0 | tr -d =", (int)n,
+       hex);
+}
+
+/* Minimal big-endian modulus of an RSA public key file, as uppercase hex. */
+static void openssl_modulus_hex(const char *pub, char *out, size_t outlen)
+{
+    sh(out, outlen, "openssl rsa -pubin -in '%s' -modulus -noout | cut -d= -f2", pub);
+}
+
+/* 04 || x || y of an EC public key file, as hex; x and y are padded. */
+static void openssl_point_hex(const char *pub, char *out, size_t outlen)
+{
+    sh(out, outlen,
+       "openssl ec -pubin -in '%s' -text -noout 2>/dev/null | sed -n '/^pub:/,/^[A-Z]/p' | grep '^ ' | tr -d ' :\\n'",
+       pub);
+    cr_assert_eq(strncmp(out, "04", 2), 0, "uncompressed point expected for %s: %s", pub, out);
+}
+
+/* Bytes encoded by an unpadded base64url string, or -1 when it is not one. */
+static long b64url_decoded_len(const char *s)
+{
+    size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_");
+    if (s[n] != '\0' || n % 4 == 1)
+        return -1;
+    return (long)(n * 3 / 4);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers: the code under test                                              */
+
+static int has_private(const EVP_PKEY *pk)
+{
+    const char *param = EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA ? OSSL_PKEY_PARAM_RSA_D : OSSL_PKEY_PARAM_PRIV_KEY;
+    BIGNUM *bn = NULL;
+    int r = EVP_PKEY_get_bn_param(pk, param, &bn);
+    BN_free(bn);
+    return r == 1;
+}
+
+#define MAX_FOUND 8
+
+/* What pem_read_* passed to the callback. */
+struct found {
+    int n;
+    int stop_at; /* return non-zero on this call (1-based); 0: never */
+    int block[MAX_FOUND];
+    int was_private[MAX_FOUND];
+    int base_id[MAX_FOUND];
+    int priv_material[MAX_FOUND];
+    char kid[MAX_FOUND][KEY_KID_LEN + 1];
+    char path[MAX_FOUND][PATH_MAX];
+};
+
+static int collect(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err, size_t errlen)
+{
+    struct found *f = ctx;
+    cr_assert_lt(f->n, MAX_FOUND);
+    cr_assert_not_null(pub);
+    int i = f->n++;
+    f->block[i] = block;
+    f->was_private[i] = was_private;
+    f->base_id[i] = EVP_PKEY_get_base_id(pub);
+    f->priv_material[i] = has_private(pub);
+    cr_assert_eq(key_kid(pub, f->kid[i]), 0, "key_kid failed in the callback");
+    snprintf(f->path[i], PATH_MAX, "%s", path);
+    EVP_PKEY_free(pub);
+    if (f->n == f->stop_at) {
+        snprintf(err, errlen, "stopped by the callback");
+        return 1;
+    }
+    return 0;
+}
+
+#define MAX_WARN 8
+
+struct warns {
+    int n;
+    char msg[MAX_WARN][1024];
+};
+
+static void on_warn(void *ctx, const char *msg)
+{
+    struct warns *w = ctx;
+    cr_assert_not_null(msg);
+    cr_assert_lt(w->n, MAX_WARN, "too many warnings, last: %s", msg);
+    snprintf(w->msg[w->n++], sizeof w->msg[0], "%s", msg);
+}
+
+/* keyset_load over fixture names. w may be NULL (no callback). */
+static struct keyset *load(const char *const *names, size_t n, struct warns *w, char *err, size_t errlen)
+{
+    char paths[MAX_FOUND][PATH_MAX];
+    char *argv[MAX_FOUND];
+    cr_assert_leq(n, MAX_FOUND);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(paths[i], PATH_MAX, "%s", fx(names[i]));
+        argv[i] = paths[i];
+    }
+    err[0] = '\0';
+    return keyset_load(argv, n, w ? on_warn : NULL, w, err, errlen);
+}
+
+/* Loads one fixture that must give exactly one key. */
+static struct keyset *load_one(const char *name, struct warns *w)
+{
+    char err[1024];
+    struct keyset *ks = load(&name, 1, w, err, sizeof err);
+    cr_assert_not_null(ks, "keyset_load(%s): %s", name, err);
+    cr_assert_eq(ks->count, 1, "%s: %zu keys", name, ks->count);
+    return ks;
+}
+
+static EVP_PKEY *openssl_read_pub(const char *name)
+{
+    FILE *f = fopen(fx(name), "r");
+    cr_assert_not_null(f, "open %s", name);
+    EVP_PKEY *pk = PEM_read_PUBKEY(f, NULL, NULL, NULL);
+    fclose(f);
+    cr_assert_not_null(pk, "OpenSSL cannot read %s", name);
+    return pk;
+}
+
+/* err names path and, outside the path (a fixture's name may contain the
+ * phrase), says phrase. */
+static void assert_err(const char *err, const char *path, const char *phrase)
+{
+    char rest[2048];
+    snprintf(rest, sizeof rest, "%s", err);
+    char *p = strstr(rest, path);
+    cr_assert_not_null(p, "error does not name %s: \"%s\"", path, err);
+    for (; p != NULL; p = strstr(p, path))
+        memset(p, '_', strlen(path));
+    if (phrase)
+        cr_assert(strcasestr(rest, phrase) != NULL, "error lacks \"%s\": \"%s\"", phrase, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Every accepted form                                                       */
+
+/* Criterion hands parameters to tests in another process: no pointers. */
+struct form {
+    char file[32];
+    enum src src;
+    char alg[8];
+    char curve[8]; /* "" for RSA */
+    int bits;
+    int block; /* PEM block holding the key */
+    int was_private;
+    char pub[32]; /* the PUBLIC KEY fixture of the same key */
+};
+
+static struct form forms[] = {
+    {"rsa2048.pkcs1.key", PRIV, "RS256", "", 2048, 1, 1, "rsa2048.pub"},
+    {"rsa2048.pkcs8.key", PRIV, "RS256", "", 2048, 1, 1, "rsa2048.pub"},
+    {"rsa2048.pub", PUB, "RS256", "", 2048, 1, 0, "rsa2048.pub"},
+    {"rsa2048.pkcs1.pub", PUB, "RS256", "", 2048, 1, 0, "rsa2048.pub"},
+    {"rsa2048.crt", CERT, "RS256", "", 2048, 1, 0, "rsa2048.pub"},
+    {"unknown-block.pem", PUB, "RS256", "", 2048, 2, 0, "rsa2048.pub"},
+    {"rsa1024.pub", PUB, "RS256", "", 1024, 1, 0, "rsa1024.pub"},
+    {"rsa4096.pub", PUB, "RS256", "", 4096, 1, 0, "rsa4096.pub"},
+    {"ec256.params.key", PRIV, "ES256", "P-256", 256, 2, 1, "ec256.pub"},
+    {"ec256.sec1.key", PRIV, "ES256", "P-256", 256, 1, 1, "ec256.pub"},
+    {"ec256.pkcs8.key", PRIV, "ES256", "P-256", 256, 1, 1, "ec256.pub"},
+    {"ec256.pub", PUB, "ES256", "P-256", 256, 1, 0, "ec256.pub"},
+    {"ec384.sec1.key", PRIV, "ES384", "P-384", 384, 1, 1, "ec384.pub"},
+    {"ec384.pub", PUB, "ES384", "P-384", 384, 1, 0, "ec384.pub"},
+    {"ec521.padded.sec1.key", PRIV, "ES512", "P-521", 521, 1, 1, "ec521.padded.pub"},
+    {"ec521.padded.pub", PUB, "ES512", "P-521", 521, 1, 0, "ec521.padded.pub"},
+};
+
+static const char *const rsa_members[] = {"use", "kty", "kid", "alg", "n", "e"};
+static const char *const ec_members[] = {"use", "kty", "kid", "crv", "alg", "x", "y"};
+static const char *const private_members[] = {"d", "p", "q", "dp", "dq", "qi"};
+
+/* The exact JWK of f's key, from openssl's view of its public key. */
+static void expected_jwk(const struct form *f, const char *kid, char *out, size_t outlen)
+{
+    char hex[4096], a[1024], b[1024];
+    if (!*f->curve) {
+        openssl_modulus_hex(fx(f->pub), hex, sizeof hex);
+        cr_assert_eq(strlen(hex), (size_t)f->bits / 4, "modulus of %s: %s", f->pub, hex);
+        hex_b64url(hex, strlen(hex), a, sizeof a);
+        snprintf(out, outlen,
+                 "{\"use\":\"sig\",\"kty\":\"RSA\",\"kid\":\"%s\",\"alg\":\"RS256\",\"n\":\"%s\",\"e\":\"AQAB\"}", kid,
+                 a);
+        return;
+    }
+    openssl_point_hex(fx(f->pub), hex, sizeof hex);
+    size_t coord = (strlen(hex) - 2) / 2;
+    cr_assert_eq(coord, 2 * (((size_t)f->bits + 7) / 8), "point of %s: %s", f->pub, hex);
+    hex_b64url(hex + 2, coord, a, sizeof a);
+    hex_b64url(hex + 2 + coord, coord, b, sizeof b);
+    snprintf(out, outlen,
+             "{\"use\":\"sig\",\"kty\":\"EC\",\"kid\":\"%s\",\"crv\":\"%s\",\"alg\":\"%s\",\"x\":\"%s\",\"y\":\"%s\"}",
+             kid, f->curve, f->alg, a, b);
+}
+
+static yajl_val parse_jwk(const struct key *k)
+{
+    char errbuf[256];
+    cr_assert_eq(strlen(k->jwk), k->jwk_len, "jwk_len %zu for %s", k->jwk_len, k->jwk);
+    yajl_val v = yajl_tree_parse(k->jwk, errbuf, sizeof errbuf);
+    cr_assert_not_null(v, "jwk is not JSON (%s): %s", errbuf, k->jwk);
+    cr_assert(YAJL_IS_OBJECT(v), "jwk is not an object: %s", k->jwk);
+    return v;
+}
+
+static const char *member(yajl_val obj, const char *name)
+{
+    const char *path[] = {name, NULL};
+    yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
+    cr_assert_not_null(v, "member %s missing or not a string", name);
+    return YAJL_GET_STRING(v);
+}
+
+ParameterizedTestParameters(forms, pem)
+{
+    return cr_make_param_array(struct form, forms, COUNT(forms));
+}
+
+ParameterizedTest(struct form *f, forms, pem)
+{
+    struct found found = {0};
+    char err[1024] = "";
+    const char *path = fx(f->file);
+    int n = pem_read_file(path, collect, &found, err, sizeof err);
+    cr_assert_eq(n, 1, "%s: pem_read_file gave %d (%s)", f->file, n, err);
+    cr_assert_eq(found.n, 1, "%s: callback called %d times", f->file, found.n);
+    cr_assert_eq(found.block[0], f->block, "%s: block %d", f->file, found.block[0]);
+    cr_assert_eq(found.was_private[0], f->was_private, "%s: was_private %d", f->file, found.was_private[0]);
+    cr_assert_eq(found.base_id[0], *f->curve ? EVP_PKEY_EC : EVP_PKEY_RSA, "%s: key type", f->file);
+    cr_assert_not(found.priv_material[0], "%s: callback got private material", f->file);
+    cr_assert_str_eq(found.path[0], path);
+}
+
+ParameterizedTestParameters(forms, key)
+{
+    return cr_make_param_array(struct form, forms, COUNT(forms));
+}
+
+ParameterizedTest(struct form *f, forms, key)
+{
+    struct keyset *ks = load_one(f->file, NULL);
+    const struct key *k = &ks->keys[0];
+    cr_assert_str_eq(k->alg, f->alg, "%s", f->file);
+    if (*f->curve)
+        cr_assert_str_eq(k->curve, f->curve, "%s", f->file);
+    else
+        cr_assert_null(k->curve, "%s: curve %s", f->file, k->curve);
+    cr_assert_eq(k->bits, f->bits, "%s: bits %d", f->file, k->bits);
+    cr_assert_not_null(k->pub);
+    cr_assert_eq(EVP_PKEY_get_base_id(k->pub), *f->curve ? EVP_PKEY_EC : EVP_PKEY_RSA, "%s", f->file);
+    cr_assert_not(has_private(k->pub), "%s: struct key holds private material", f->file);
+    cr_assert(strstr(k->source, fx(f->file)) != NULL, "%s: source \"%s\"", f->file, k->source);
+    keyset_free(ks);
+}
+
+ParameterizedTestParameters(forms, kid)
+{
+    return cr_make_param_array(struct form, forms, COUNT(forms));
+}
+
+/* The kid matches openssl's, over this file and over the key's PUBLIC KEY
+ * fixture: all forms of one key share one kid. */
+ParameterizedTest(struct form *f, forms, kid)
+{
+    char own[KEY_KID_LEN + 1], canonical[KEY_KID_LEN + 1];
+    openssl_kid(f->src, fx(f->file), own);
+    openssl_kid(PUB, fx(f->pub), canonical);
+    cr_assert_str_eq(own, canonical, "fixture %s is not the key of %s", f->file, f->pub);
+
+    struct keyset *ks = load_one(f->file, NULL);
+    cr_assert_str_eq(ks->keys[0].kid, canonical, "%s", f->file);
+    keyset_free(ks);
+}
+
+ParameterizedTestParameters(forms, jwk_exact)
+{
+    return cr_make_param_array(struct form, forms, COUNT(forms));
+}
+
+ParameterizedTest(struct form *f, forms, jwk_exact)
+{
+    char kid[KEY_KID_LEN + 1], want[4096];
+    openssl_kid(PUB, fx(f->pub), kid);
+    expected_jwk(f, kid, want, sizeof want);
+
+    struct keyset *ks = load_one(f->file, NULL);
+    const struct key *k = &ks->keys[0];
+    cr_assert_str_eq(k->jwk, want, "%s", f->file);
+    cr_assert_eq(k->jwk_len, strlen(want), "%s: jwk_len", f->file);
+    keyset_free(ks);
+}
+
+ParameterizedTestParameters(forms, jwk_members)
+{
+    return cr_make_param_array(struct form, forms, COUNT(forms));
+}
+
+/* Structure through a JSON parser: member order, values, sizes, no private
+ * members. */
+ParameterizedTest(struct form *f, forms, jwk_members)
+{
+    struct keyset *ks = load_one(f->file, NULL);
+    const struct key *k = &ks->keys[0];
+    yajl_val v = parse_jwk(k);
+
+    const char *const *names = *f->curve ? ec_members : rsa_members;
+    size_t count = *f->curve ? COUNT(ec_members) : COUNT(rsa_members);
+    cr_assert_eq(v->u.object.len, count, "%s: %zu members in %s", f->file, v->u.object.len, k->jwk);
+    for (size_t i = 0; i < count; i++)
+        cr_assert_str_eq(v->u.object.keys[i], names[i], "%s: member %zu", f->file, i);
+    for (size_t i = 0; i < COUNT(private_members); i++) {
+        const char *path[] = {private_members[i], NULL};
+        cr_assert_null(yajl_tree_get(v, path, yajl_t_any), "%s: private member %s", f->file, private_members[i]);
+    }
+
+    cr_assert_str_eq(member(v, "use"), "sig");
+    cr_assert_str_eq(member(v, "kid"), k->kid);
+    cr_assert_str_eq(member(v, "alg"), f->alg);
+    if (*f->curve) {
+        long size = (f->bits + 7) / 8;
+        cr_assert_str_eq(member(v, "kty"), "EC");
+        cr_assert_str_eq(member(v, "crv"), f->curve);
+        cr_assert_eq(b64url_decoded_len(member(v, "x")), size, "%s: x is not %ld bytes", f->file, size);
+        cr_assert_eq(b64url_decoded_len(member(v, "y")), size, "%s: y is not %ld bytes", f->file, size);
+    } else {
+        /* DER puts 0x00 before a modulus with its top bit set; n must not. */
+        cr_assert_str_eq(member(v, "kty"), "RSA");
+        cr_assert_eq(b64url_decoded_len(member(v, "n")), f->bits / 8, "%s: n is not %d bytes", f->file, f->bits / 8);
+        cr_assert_str_eq(member(v, "e"), "AQAB");
+    }
+    yajl_tree_free(v);
+    keyset_free(ks);
+}
+
+/* The fixture really exercises padding, and x and y are padded to 66 bytes. */
+Test(key, p521_coordinates_padded)
+{
+    char hex[1024], x[128], y[128];
+    openssl_point_hex(fx("ec521.padded.pub"), hex, sizeof hex);
+    cr_assert_eq(strlen(hex), 2 + 2 * 132, "%s", hex);
+    const char *hx = hex + 2, *hy = hex + 2 + 132;
+    cr_assert(strncmp(hx, "0000", 4) == 0 || strncmp(hy, "0000", 4) == 0,
+              "fixture needs no padding beyond the top byte: %s", hex);
+    hex_b64url(hx, 132, x, sizeof x);
+    hex_b64url(hy, 132, y, sizeof y);
+
+    struct keyset *ks = load_one("ec521.padded.pub", NULL);
+    yajl_val v = parse_jwk(&ks->keys[0]);
+    cr_assert_eq(b64url_decoded_len(member(v, "x")), 66);
+    cr_assert_eq(b64url_decoded_len(member(v, "y")), 66);
+    cr_assert_str_eq(member(v, "x"), x);
+    cr_assert_str_eq(member(v, "y"), y);
+    yajl_tree_free(v);
+    keyset_free(ks);
+}
+
+/* ------------------------------------------------------------------------ */
+/* pem: several blocks, memory input, callback control                       */
+
+static const char *const multi_pubs[] = {"rsa2048.pub", "ec256.pub", "ec384.pub"};
+
+static void assert_multi(const struct found *found, const char *what)
+{
+    cr_assert_eq(found->n, 3, "%s: %d keys", what, found->n);
+    for (int i = 0; i < 3; i++) {
+        char kid[KEY_KID_LEN + 1];
+        openssl_kid(PUB, fx(multi_pubs[i]), kid);
+        cr_assert_eq(found->block[i], i + 1, "%s: key %d in block %d", what, i, found->block[i]);
+        cr_assert_eq(found->was_private[i], 0);
+        cr_assert_str_eq(found->kid[i], kid, "%s: key %d is not %s", what, i, multi_pubs[i]);
+    }
+}
+
+Test(pem, multi_file_in_order)
+{
+    struct found found = {0};
+    char err[1024] = "";
+    int n = pem_read_file(fx("multi.pem"), collect, &found, err, sizeof err);
+    cr_assert_eq(n, 3, "pem_read_file: %d (%s)", n, err);
+    assert_multi(&found, "multi.pem");
+}
+
+/* The buffer is exactly the file, with no NUL after it (ASan checks reads). */
+Test(pem, multi_from_memory)
+{
+    struct found found = {0};
+    char err[1024] = "";
+    size_t len;
+    char *pem = slurp(fx("multi.pem"), &len);
+    int n = pem_read_mem("inline", pem, len, collect, &found, err, sizeof err);
+    cr_assert_eq(n, 3, "pem_read_mem: %d (%s)", n, err);
+    assert_multi(&found, "memory");
+    free(pem);
+}
+
+/* pem does not de-duplicate; that is the keyset's job. */
+Test(pem, duplicate_reported_twice)
+{
+    struct found found = {0};
+    char err[1024] = "";
+    int n = pem_read_file(fx("dup.pem"), collect, &found, err, sizeof err);
+    cr_assert_eq(n, 2, "pem_read_file: %d (%s)", n, err);
+    cr_assert_str_eq(found.kid[0], found.kid[1]);
+    cr_assert_eq(found.was_private[0], 1);
+    cr_assert_eq(found.was_private[1], 0);
+    cr_assert_eq(found.block[1], 2);
+}
+
+Test(pem, callback_stops_read)
+{
+    struct found found = {.stop_at = 2};
+    char err[1024] = "";
+    int n = pem_read_file(fx("multi.pem"), collect, &found, err, sizeof err);
+    cr_assert_eq(n, -1);
+    cr_assert_eq(found.n, 2, "callback called %d times after asking to stop", found.n);
+    cr_assert(strstr(err, "stopped by the callback") != NULL, "callback message lost: \"%s\"", err);
+}
+
+/* Variants of rsa2048.pub text that still hold exactly that key. */
+static void read_variant(const char *prefix, int crlf, int strip_last_newline)
+{
+    size_t len;
+    char *src = slurp(fx("rsa2048.pub"), &len);
+    size_t plen = strlen(prefix);
+    char *pem = malloc(plen + 2 * len);
+    cr_assert_not_null(pem);
+    memcpy(pem, prefix, plen);
+    size_t n = plen;
+    for (size_t i = 0; i < len; i++) {
+        if (crlf && src[i] == '\n')
+            pem[n++] = '\r';
+        pem[n++] = src[i];
+    }
+    if (strip_last_newline)
+        n -= crlf ? 2 : 1;
+
+    struct found found = {0};
+    char err[1024] = "", kid[KEY_KID_LEN + 1];
+    int r = pem_read_mem("variant", pem, n, collect, &found, err, sizeof err);
+    cr_assert_eq(r, 1, "prefix=\"%s\" crlf=%d strip=%d: %d (%s)", prefix, crlf, strip_last_newline, r, err);
+    openssl_kid(PUB, fx("rsa2048.pub"), kid);
+    cr_assert_str_eq(found.kid[0], kid);
+    free(pem);
+    free(src);
+}
+
+Test(pem, crlf_line_endings)
+{
+    read_variant("", 1, 0);
+}
+
+Test(pem, no_final_newline)
+{
+    read_variant("", 0, 1);
+}
+
+Test(pem, text_before_block)
+{
+    read_variant("Subject: test key\nnot base64 !\n\n", 0, 0);
+}
+
+/* A good block then an unsupported one: the whole read fails, naming block 2. */
+static const char *const good_then_unsupported[] = {"rsa2048.pub", "ed25519.pub"};
+
+Test(pem, unsupported_second_block)
+{
+    size_t len;
+    char *pem = concat(good_then_unsupported, COUNT(good_then_unsupported), &len);
+    struct found found = {0};
+    char err[1024] = "";
+    int n = pem_read_mem("two-blocks", pem, len, collect, &found, err, sizeof err);
+    free(pem);
+    cr_assert_eq(n, -1, "pem_read_mem gave %d", n);
+    assert_err(err, "two-blocks", "block 2");
+    cr_assert(strcasestr(err, "unsupported") != NULL, "\"%s\"", err);
+}
+
+Test(pem, directory_is_an_error)
+{
+    struct found found = {0};
+    char err[1024] = "";
+    cr_assert_eq(pem_read_file(FIXTURES, collect, &found, err, sizeof err), -1);
+    assert_err(err, FIXTURES, NULL);
+}
+
+Test(pem, memory_error_names_source)
+{
+    static const char text[] = "no PEM here\n";
+    struct found found = {0};
+    char err[1024] = "";
+    cr_assert_eq(pem_read_mem("my-name", text, sizeof text - 1, collect, &found, err, sizeof err), -1);
+    assert_err(err, "my-name", NOKEYS);
+    cr_assert_eq(found.n, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors: pem_read_file and keyset_load agree                               */
+
+struct bad {
+    char file[32];
+    char phrase[64];
+};
+
+static struct bad bad_files[] = {
+    {"does-not-exist.pem", "No such file"},
+    {"ed25519.pub", "unsupported"},
+    {"ed25519.key", "unsupported"},
+    {"dsa.pub", "unsupported"},
+    {"secp256k1.pub", "unsupported"},
+    {"x25519.pub", "unsupported"},
+    {"encrypted.pkcs8.key", "encrypted"},
+    {"encrypted.legacy.key", "encrypted"},
+    {"garbage.pem", NOKEYS},
+    {"empty.pem", NOKEYS},
+    {"params-only.pem", NOKEYS},
+    {"badbase64.pem", "block 1"},
+    {"badder.pem", "block 1"},
+};
+
+ParameterizedTestParameters(errors, pem_read_file)
+{
+    return cr_make_param_array(struct bad, bad_files, COUNT(bad_files));
+}
+
+ParameterizedTest(struct bad *b, errors, pem_read_file)
+{
+    struct found found = {0};
+    char err[1024] = "";
+    const char *path = fx(b->file);
+    int n = pem_read_file(path, collect, &found, err, sizeof err);
+    cr_assert_eq(n, -1, "%s: pem_read_file gave %d", b->file, n);
+    assert_err(err, path, b->phrase);
+}
+
+ParameterizedTestParameters(errors, keyset_load)
+{
+    return cr_make_param_array(struct bad, bad_files, COUNT(bad_files));
+}
+
+ParameterizedTest(struct bad *b, errors, keyset_load)
+{
+    char err[1024];
+    struct warns w = {0};
+    const char *name = b->file;
+    struct keyset *ks = load(&name, 1, &w, err, sizeof err);
+    cr_assert_null(ks, "%s: keyset_load succeeded", b->file);
+    assert_err(err, fx(b->file), b->phrase);
+}
+
+/* ------------------------------------------------------------------------ */
+/* key                                                                        */
+
+static const char *const supported_pubs[] = {"rsa1024.pub", "rsa2048.pub", "rsa4096.pub",
+                                             "ec256.pub",   "ec384.pub",   "ec521.padded.pub"};
+
+Test(key, kid_matches_openssl)
+{
+    for (size_t i = 0; i < COUNT(supported_pubs); i++) {
+        char want[KEY_KID_LEN + 1], got[KEY_KID_LEN + 1];
+        openssl_kid(PUB, fx(supported_pubs[i]), want);
+        EVP_PKEY *pk = openssl_read_pub(supported_pubs[i]);
+        memset(got, 'x', sizeof got);
+        cr_assert_eq(key_kid(pk, got), 0, "%s", supported_pubs[i]);
+        cr_assert_str_eq(got, want, "%s", supported_pubs[i]);
+        EVP_PKEY_free(pk);
+    }
+}
+
+Test(key, init_copies_source)
+{
+    char source[] = "somewhere (block 7)";
+    char err[256] = "";
+    struct key k = {0};
+    cr_assert_eq(key_init(&k, openssl_read_pub("ec384.pub"), source, err, sizeof err), 0, "%s", err);
+    memset(source, 'z', sizeof source - 1);
+    cr_assert_str_eq(k.source, "somewhere (block 7)");
+    cr_assert_str_eq(k.alg, "ES384");
+    cr_assert_eq(strlen(k.kid), KEY_KID_LEN);
+    cr_assert_not_null(k.jwk);
+    key_clear(&k);
+}
+
+Test(key, init_rejects_unsupported)
+{
+    static const char *const names[] = {"ed25519.pub", "x25519.pub", "dsa.pub", "secp256k1.pub"};
+    for (size_t i = 0; i < COUNT(names); i++) {
+        char err[256] = "";
+        struct key k = {0};
+        cr_assert_eq(key_init(&k, openssl_read_pub(names[i]), "src", err, sizeof err), -1, "%s accepted", names[i]);
+        cr_assert(strcasestr(err, "unsupported") != NULL, "%s: \"%s\"", names[i], err);
+    }
+}
+
+Test(key, clear_zeroed)
+{
+    struct key k = {0};
+    key_clear(&k);
+}
+
+/* ------------------------------------------------------------------------ */
+/* keyset                                                                     */
+
+/* The warning names the repeated key and where it was repeated. */
+static void assert_mentions_duplicate(const char *msg, const char *kid, const char *path)
+{
+    cr_assert(strcasestr(msg, "duplicate") != NULL || strcasestr(msg, "same public key") != NULL,
+              "warning does not say the key is a duplicate: \"%s\"", msg);
+    cr_assert(strstr(msg, kid) != NULL, "warning does not name kid %s: \"%s\"", kid, msg);
+    cr_assert(strstr(msg, path) != NULL, "warning does not name %s: \"%s\"", path, msg);
+}
+
+Test(keyset, duplicate_in_one_file)
+{
+    struct warns w = {0};
+    char kid[KEY_KID_LEN + 1];
+    struct keyset *ks = load_one("dup.pem", &w);
+    openssl_kid(PUB, fx("rsa2048.pub"), kid);
+    cr_assert_str_eq(ks->keys[0].kid, kid);
+    cr_assert_eq(w.n, 1, "%d warnings", w.n);
+    assert_mentions_duplicate(w.msg[0], kid, fx("dup.pem"));
+    keyset_free(ks);
+}
+
+Test(keyset, duplicate_across_files)
+{
+    static const char *const names[] = {"rsa2048.pub", "ec256.pub", "rsa2048.crt", "rsa2048.pub"};
+    struct warns w = {0};
+    char err[1024], kid[KEY_KID_LEN + 1];
+    struct keyset *ks = load(names, COUNT(names), &w, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    cr_assert_eq(ks->count, 2);
+    openssl_kid(PUB, fx("rsa2048.pub"), kid);
+    cr_assert_str_eq(ks->keys[0].kid, kid, "the first occurrence is kept");
+    cr_assert(strstr(ks->keys[0].source, fx("rsa2048.pub")) != NULL, "source %s", ks->keys[0].source);
+    cr_assert_eq(w.n, 2, "%d warnings", w.n);
+    assert_mentions_duplicate(w.msg[0], kid, fx("rsa2048.crt"));
+    keyset_free(ks);
+}
+
+Test(keyset, duplicate_without_callback)
+{
+    struct keyset *ks = load_one("dup.pem", NULL);
+    keyset_free(ks);
+}
+
+Test(keyset, small_rsa_warns)
+{
+    struct warns w = {0};
+    struct keyset *ks = load_one("rsa1024.pub", &w);
+    cr_assert_eq(ks->keys[0].bits, 1024);
+    cr_assert_eq(w.n, 1, "%d warnings", w.n);
+    cr_assert(strstr(w.msg[0], "2048") != NULL, "warning does not mention 2048: \"%s\"", w.msg[0]);
+    keyset_free(ks);
+}
+
+Test(keyset, no_warning_for_good_keys)
+{
+    static const char *const names[] = {"rsa2048.pub", "rsa4096.pub", "ec256.pub", "ec384.pub", "ec521.padded.pub"};
+    struct warns w = {0};
+    char err[1024];
+    struct keyset *ks = load(names, COUNT(names), &w, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    cr_assert_eq(ks->count, COUNT(names));
+    cr_assert_eq(w.n, 0, "unexpected warning: %s", w.msg[0]);
+    keyset_free(ks);
+}
+
+/* Files in the given order, then blocks in file order. */
+Test(keyset, order_files_then_blocks)
+{
+    static const char *const files[] = {"rsa4096.pub", "multi.pem", "ec521.padded.sec1.key"};
+    static const struct {
+        const char *pub, *file;
+    } want[] = {
+        {"rsa4096.pub", "rsa4096.pub"},
+        {"rsa2048.pub", "multi.pem"},
+        {"ec256.pub", "multi.pem"},
+        {"ec384.pub", "multi.pem"},
+        {"ec521.padded.pub", "ec521.padded.sec1.key"},
+    };
+    char err[1024];
+    struct keyset *ks = load(files, COUNT(files), NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    cr_assert_eq(ks->count, COUNT(want), "%zu keys", ks->count);
+    for (size_t i = 0; i < COUNT(want); i++) {
+        char kid[KEY_KID_LEN + 1];
+        openssl_kid(PUB, fx(want[i].pub), kid);
+        cr_assert_str_eq(ks->keys[i].kid, kid, "key %zu is not %s", i, want[i].pub);
+        cr_assert(strstr(ks->keys[i].source, fx(want[i].file)) != NULL, "key %zu source %s", i, ks->keys[i].source);
+    }
+    keyset_free(ks);
+}
+
+Test(keyset, find_by_kid)
+{
+    char err[1024];
+    static const char *const names[] = {"multi.pem", "rsa4096.pub"};
+    struct keyset *ks = load(names, COUNT(names), NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    cr_assert_eq(ks->count, 4);
+    for (size_t i = 0; i < ks->count; i++) {
+        char kid[KEY_KID_LEN + 1];
+        snprintf(kid, sizeof kid, "%s", ks->keys[i].kid); /* a different pointer */
+        cr_assert_eq(keyset_find(ks, kid), &ks->keys[i], "kid %s", kid);
+        kid[KEY_KID_LEN - 1] = '\0';
+        cr_assert_null(keyset_find(ks, kid), "a kid prefix matched");
+    }
+    char other[KEY_KID_LEN + 1];
+    openssl_kid(PUB, fx("ec384.pub"), other);
+    cr_assert_not_null(keyset_find(ks, other));
+    openssl_kid(PUB, fx("ec521.padded.pub"), other);
+    cr_assert_null(keyset_find(ks, other));
+    cr_assert_null(keyset_find(ks, ""));
+    keyset_free(ks);
+}
+
+/* One bad file fails the whole load, and the message names that file. */
+Test(keyset, one_bad_file_fails_all)
+{
+    static const char *const names[] = {"rsa2048.pub", "multi.pem", "garbage.pem", "ec256.pub"};
+    char err[1024];
+    struct warns w = {0};
+    cr_assert_null(load(names, COUNT(names), &w, err, sizeof err));
+    assert_err(err, fx("garbage.pem"), NOKEYS);
+}
+
+Test(keyset, unsupported_second_block)
+{
+    size_t len;
+    char path[PATH_MAX], err[1024] = "";
+    char *pem = concat(good_then_unsupported, COUNT(good_then_unsupported), &len);
+    write_tmp(pem, len, path);
+    free(pem);
+    char *paths[] = {path};
+    struct keyset *ks = keyset_load(paths, 1, NULL, NULL, err, sizeof err);
+    unlink(path);
+    cr_assert_null(ks);
+    assert_err(err, path, "block 2");
+    cr_assert(strcasestr(err, "unsupported") != NULL, "\"%s\"", err);
+}
+
+Test(keyset, no_paths)
+{
+    char err[1024];
+    cr_assert_null(load(NULL, 0, NULL, err, sizeof err));
+    cr_assert_neq(err[0], '\0', "no error message");
+}
