@@ -105,14 +105,33 @@ static int handler_docs_serve(struct handler_docs *self, h2o_req_t *req, const s
     return handler_docs_send(req, 200, "OK", h2o_iovec_init(doc->body.bytes, doc->body.len), is_head);
 }
 
+/* The request path without its query. RFC 9112 3.2.2 requires servers to
+ * accept the absolute form ("GET http://host/path"), which h2o 2.2 passes
+ * through unparsed; its origin-form part is what is matched. */
+static h2o_iovec_t handler_docs_path(h2o_req_t *req)
+{
+    h2o_iovec_t path = h2o_iovec_init(req->path.base, req->query_at != SIZE_MAX ? req->query_at : req->path.len);
+    const char *slashes, *p;
+
+    if (path.len == 0 || path.base[0] == '/')
+        return path;
+    slashes = memmem(path.base, path.len, "://", 3);
+    if (slashes == NULL)
+        return path;
+    p = memchr(slashes + 3, '/', path.len - (size_t)(slashes + 3 - path.base));
+    if (p == NULL)
+        return h2o_iovec_init("/", 1);
+    return h2o_iovec_init(p, path.len - (size_t)(p - path.base));
+}
+
 static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
     struct handler_docs *self = (struct handler_docs *)super;
-    size_t path_len = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    h2o_iovec_t path = handler_docs_path(req);
     int is_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
     int is_get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
-    int discovery = h2o_memis(req->path.base, path_len, H2O_STRLIT(DISCOVERY_PATH));
-    int jwks = !discovery && h2o_memis(req->path.base, path_len, H2O_STRLIT(JWKS_PATH));
+    int discovery = h2o_memis(path.base, path.len, H2O_STRLIT(DISCOVERY_PATH));
+    int jwks = !discovery && h2o_memis(path.base, path.len, H2O_STRLIT(JWKS_PATH));
     const struct snapshot *snap;
 
     if (!discovery && !jwks)
