@@ -3,7 +3,7 @@
  *
  * config_parse() works in stages, each in its own function:
  *
- *   parse_command()  picks "serve" or "dev" from argv[1];
+ *   parse_command()  picks "serve", "dev" or "keys" from argv[1];
  *   scan_flags()     reads argv with getopt_long into a list of flags without
  *                    applying them, because --config must take effect first
  *                    wherever it appears;
@@ -11,8 +11,8 @@
  *                    "setting" per option: its raw string values plus where
  *                    they came from, so errors can name the flag or file key;
  *   put_defaults()   fills what nobody set, as if it had been a flag;
- *   validate()       checks every value, derives the dev issuer and the
- *                    jwks_uri, and checks the required options;
+ *   validate()       checks --output and every value, derives the dev issuer
+ *                    and the jwks_uri, and checks the required options;
  *   convert()        moves the settings into struct config.
  */
 #include "config/config.h"
@@ -42,6 +42,12 @@
 #define HOSTNAME_MAX         253
 #define CONFIG_FILE_MAX      (1024 * 1024)
 #define FLAG_VAL             256 /* getopt values of long flags start past every short option character */
+#define MINUTE               60UL
+#define HOUR                 (60 * MINUTE)
+#define DAY                  (24 * HOUR)
+#define DURATION_MAX         (36500 * DAY) /* 100 years, which fits even a 32-bit unsigned long */
+#define DEFAULT_RELOAD       60
+#define MAX_RETENTION_DAYS   3650
 
 #define ALNUM      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 #define HEX_DIGITS "0123456789abcdefABCDEF"
@@ -58,6 +64,8 @@
     "must be a media type such as application/json (type/subtype, optionally ;parameters, "                            \
     "printable ASCII, at most " XSTR(CONTENT_TYPE_MAX) " characters)"
 #define RANGE_PROBLEM(lo, hi) "must be an integer between " XSTR(lo) " and " XSTR(hi)
+#define DURATION_PROBLEM(lo, hi)                                                                                       \
+    "must be a duration between " lo " and " hi " (like 90s, 15m, 24h, 7d or plain seconds)"
 
 /* Every flag. The first OPT_KEYS are also the keys of the config file. */
 enum opt {
@@ -70,8 +78,13 @@ enum opt {
     OPT_CONTENT_TYPE,
     OPT_CORS,
     OPT_ALLOW_INSECURE,
+    OPT_KEY_RELOAD_INTERVAL,
+    OPT_KEY_RETENTION,
+    OPT_STATE_DIR,
+    OPT_SIGNING_KEY_FILE,
     OPT_KEYS,
     OPT_NO_CORS = OPT_KEYS,
+    OPT_OUTPUT,
     OPT_CONFIG,
     OPT_HELP,
     OPT_VERSION,
@@ -88,18 +101,24 @@ static const struct option long_options[OPT_COUNT + 1] = {
     [OPT_CONTENT_TYPE] = {"jwks-content-type", required_argument, NULL, FLAG_VAL + OPT_CONTENT_TYPE},
     [OPT_CORS] = {"cors", no_argument, NULL, FLAG_VAL + OPT_CORS},
     [OPT_ALLOW_INSECURE] = {"allow-insecure-issuer", no_argument, NULL, FLAG_VAL + OPT_ALLOW_INSECURE},
+    [OPT_KEY_RELOAD_INTERVAL] = {"key-reload-interval", required_argument, NULL, FLAG_VAL + OPT_KEY_RELOAD_INTERVAL},
+    [OPT_KEY_RETENTION] = {"key-retention", required_argument, NULL, FLAG_VAL + OPT_KEY_RETENTION},
+    [OPT_STATE_DIR] = {"state-dir", required_argument, NULL, FLAG_VAL + OPT_STATE_DIR},
+    [OPT_SIGNING_KEY_FILE] = {"signing-key-file", required_argument, NULL, FLAG_VAL + OPT_SIGNING_KEY_FILE},
     [OPT_NO_CORS] = {"no-cors", no_argument, NULL, FLAG_VAL + OPT_NO_CORS},
+    [OPT_OUTPUT] = {"output", required_argument, NULL, FLAG_VAL + OPT_OUTPUT},
     [OPT_CONFIG] = {"config", required_argument, NULL, FLAG_VAL + OPT_CONFIG},
     [OPT_HELP] = {"help", no_argument, NULL, FLAG_VAL + OPT_HELP},
     [OPT_VERSION] = {"version", no_argument, NULL, FLAG_VAL + OPT_VERSION},
 };
 
-/* What a config-file key holds. */
-enum kind { KIND_LIST, KIND_STRING, KIND_UINT, KIND_BOOL };
+/* What a config-file key holds. A duration is a string ("15m") or an
+ * integer (seconds). */
+enum kind { KIND_LIST, KIND_STRING, KIND_UINT, KIND_BOOL, KIND_DURATION };
 
 static const struct key_spec {
     enum kind kind;
-    unsigned long min, max; /* KIND_UINT only */
+    unsigned long min, max; /* KIND_UINT and KIND_DURATION only; durations in seconds */
     const char *problem;    /* what a value of the wrong JSON type (or out of range) is told */
 } key_specs[OPT_KEYS] = {
     [OPT_ISSUER] = {.kind = KIND_LIST, .problem = "must be a string or an array of strings"},
@@ -111,6 +130,13 @@ static const struct key_spec {
     [OPT_CONTENT_TYPE] = {.kind = KIND_STRING, .problem = "must be a string"},
     [OPT_CORS] = {.kind = KIND_BOOL, .problem = "must be true or false"},
     [OPT_ALLOW_INSECURE] = {.kind = KIND_BOOL, .problem = "must be true or false"},
+    [OPT_KEY_RELOAD_INTERVAL] = {.kind = KIND_DURATION, .min = 1, .max = DAY, .problem = DURATION_PROBLEM("1s", "1d")},
+    [OPT_KEY_RETENTION] = {.kind = KIND_DURATION,
+                           .min = 0,
+                           .max = MAX_RETENTION_DAYS * DAY,
+                           .problem = DURATION_PROBLEM("0", XSTR(MAX_RETENTION_DAYS) "d")},
+    [OPT_STATE_DIR] = {.kind = KIND_STRING, .problem = "must be a string"},
+    [OPT_SIGNING_KEY_FILE] = {.kind = KIND_STRING, .problem = "must be a string"},
 };
 
 /* The values of one option gathered from the config file and the command
@@ -133,6 +159,7 @@ struct parser {
     struct flag *flags;
     size_t flag_count;
     const char *config_path;
+    const char *output; /* --output, NULL when not given */
     char *err;
     size_t errlen;
 };
@@ -217,21 +244,51 @@ static void strlist_free(struct config_strlist *l)
 }
 
 /* Reads a decimal integer of at most max from s[0..len): digits only, so no
- * sign, blank, hex prefix or trailing garbage gets through as with strtoul. */
+ * sign, blank, hex prefix or trailing garbage gets through as with strtoul.
+ * Each digit is checked against max before it is added, so nothing wraps. */
 static int parse_decimal(const char *s, size_t len, unsigned long max, unsigned long *out)
 {
-    unsigned long v = 0;
+    unsigned long v = 0, digit;
 
     if (len == 0)
         return -1;
     for (size_t i = 0; i < len; i++) {
         if (s[i] < '0' || s[i] > '9')
             return -1;
-        v = v * 10 + (unsigned long)(s[i] - '0');
-        if (v > max) /* every max here is far below ULONG_MAX / 10: no overflow */
+        digit = (unsigned long)(s[i] - '0');
+        if (digit > max || v > (max - digit) / 10)
             return -1;
+        v = v * 10 + digit;
     }
     *out = v;
+    return 0;
+}
+
+/* Seconds per unit of a duration suffix; a missing suffix means seconds.
+ * Returns 0 for anything else. */
+static unsigned long duration_unit(const char *suffix)
+{
+    static const struct {
+        char suffix;
+        unsigned long seconds;
+    } units[] = {{'\0', 1}, {'s', 1}, {'m', MINUTE}, {'h', HOUR}, {'d', DAY}};
+
+    if (suffix[0] && suffix[1])
+        return 0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (units[i].suffix == suffix[0])
+            return units[i].seconds;
+    return 0;
+}
+
+int config_parse_duration(const char *s, unsigned long *out)
+{
+    size_t digits = strspn(s, "0123456789");
+    unsigned long unit = duration_unit(s + digits), n;
+
+    if (unit == 0 || parse_decimal(s, digits, DURATION_MAX / unit, &n) < 0)
+        return -1;
+    *out = n * unit;
     return 0;
 }
 
@@ -242,6 +299,17 @@ static const char *check_number(enum opt id, const char *v, unsigned long *out)
     const struct key_spec *k = &key_specs[id];
 
     if (parse_decimal(v, strlen(v), k->max, out) < 0 || *out < k->min)
+        return k->problem;
+    return NULL;
+}
+
+/* Checks a duration option's value against its range; returns what is
+ * wrong, or NULL with the seconds in *out. */
+static const char *check_duration(enum opt id, const char *v, unsigned long *out)
+{
+    const struct key_spec *k = &key_specs[id];
+
+    if (config_parse_duration(v, out) < 0 || *out < k->min || *out > k->max)
         return k->problem;
     return NULL;
 }
@@ -403,12 +471,17 @@ static const char *check_value(const struct parser *p, enum opt id, const char *
     case OPT_JWKS_URI:
         return config_check_url(v, p->cfg.allow_insecure_issuer);
     case OPT_KEY_FILE:
+    case OPT_STATE_DIR:
+    case OPT_SIGNING_KEY_FILE:
         return *v ? NULL : "must not be empty";
     case OPT_LISTEN:
         return split_listen(v, &hp);
     case OPT_THREADS:
     case OPT_MAX_AGE:
         return check_number(id, v, &n);
+    case OPT_KEY_RELOAD_INTERVAL:
+    case OPT_KEY_RETENTION:
+        return check_duration(id, v, &n);
     case OPT_CONTENT_TYPE:
         return check_media_type(v);
     default: /* booleans are set directly, never as strings */
@@ -453,15 +526,22 @@ static void set_bool(struct parser *p, enum opt id, int value)
  * or right after the program name (*first = 0). */
 static int parse_command(struct parser *p, int argc, char **argv, int *first)
 {
+    static const struct {
+        const char *name;
+        enum config_command cmd;
+    } commands[] = {{"serve", CONFIG_CMD_SERVE}, {"dev", CONFIG_CMD_DEV}, {"keys", CONFIG_CMD_KEYS}};
+
     p->cmd = CONFIG_CMD_SERVE;
     *first = argc >= 2 && argv[1][0] != '-';
-    if (!*first || strcmp(argv[1], "serve") == 0)
+    if (!*first)
         return 0;
-    if (strcmp(argv[1], "dev") == 0) {
-        p->cmd = CONFIG_CMD_DEV;
-        return 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            p->cmd = commands[i].cmd;
+            return 0;
+        }
     }
-    return fail(p, "unknown command %s (commands: serve, dev)", quote(argv[1], strlen(argv[1])).s);
+    return fail(p, "unknown command %s (commands: serve, dev, keys)", quote(argv[1], strlen(argv[1])).s);
 }
 
 /* Reports a flag nobody knows, by its name without any "=value". */
@@ -509,6 +589,8 @@ static int scan_one(struct parser *p, int c, const char *token)
         p->cmd = CONFIG_CMD_VERSION;
     else if (id == OPT_CONFIG)
         p->config_path = optarg;
+    else if (id == OPT_OUTPUT)
+        p->output = optarg;
     else
         p->flags[p->flag_count++] = (struct flag){id, optarg};
     return 0;
@@ -582,21 +664,23 @@ static int on_boolean(void *ctx, int value)
 }
 
 /* Numbers arrive as their JSON text, so that "-1", "1.5" and "1e3" fail the
- * same decimal check as the flags do. */
+ * same decimal check as the flags do; a duration's number is its seconds. */
 static int on_number(void *ctx, const char *s, size_t len)
 {
     struct file_parse *fp = ctx;
 
-    return file_accepts(fp, 1u << KIND_UINT, 0) && setting_put(fp->p, fp->key, fp->path, s, len) == 0;
+    return file_accepts(fp, 1u << KIND_UINT | 1u << KIND_DURATION, 0) &&
+           setting_put(fp->p, fp->key, fp->path, s, len) == 0;
 }
 
-/* A string is a single value, or an element of a repeatable key's array.
- * "\u0000" is refused rather than silently cutting the value short. */
+/* A string is a single value (a duration's "15m" too), or an element of a
+ * repeatable key's array. "\u0000" is refused rather than silently cutting
+ * the value short. */
 static int on_string(void *ctx, const unsigned char *s, size_t len)
 {
     struct file_parse *fp = ctx;
 
-    if (!file_accepts(fp, 1u << KIND_LIST | 1u << KIND_STRING, 1))
+    if (!file_accepts(fp, 1u << KIND_LIST | 1u << KIND_STRING | 1u << KIND_DURATION, 1))
         return 0;
     if (memchr(s, '\0', len)) {
         fail_value(fp->p, fp->path, fp->key, NULL, "must not contain a NUL character");
@@ -762,7 +846,8 @@ static int put_defaults(struct parser *p)
     snprintf(threads, sizeof threads, "%ld", default_threads());
     if (put_default(p, OPT_LISTEN, DEFAULT_LISTEN) < 0 || put_default(p, OPT_THREADS, threads) < 0 ||
         put_default(p, OPT_MAX_AGE, XSTR(DEFAULT_MAX_AGE)) < 0 ||
-        put_default(p, OPT_CONTENT_TYPE, DEFAULT_CONTENT_TYPE) < 0)
+        put_default(p, OPT_CONTENT_TYPE, DEFAULT_CONTENT_TYPE) < 0 ||
+        put_default(p, OPT_KEY_RELOAD_INTERVAL, XSTR(DEFAULT_RELOAD)) < 0 || put_default(p, OPT_KEY_RETENTION, "0") < 0)
         return -1;
     return 0;
 }
@@ -811,21 +896,41 @@ static int put_derived(struct parser *p)
     return 0;
 }
 
-/* Refuses to serve without an issuer, or without keys outside dev (which
- * generates its own). */
-static int check_required(struct parser *p)
+/* Sets output_json from --output, which only `keys` prints with. */
+static int check_output(struct parser *p)
 {
-    if (p->settings[OPT_ISSUER].values.count == 0)
-        return fail(p, "--service-account-issuer is required (at least one)");
-    if (p->cmd == CONFIG_CMD_SERVE && p->settings[OPT_KEY_FILE].values.count == 0)
-        return fail(p, "--service-account-key-file is required (at least one)");
+    if (!p->output)
+        return 0;
+    if (p->cmd != CONFIG_CMD_KEYS)
+        return fail(p, "--output is only valid for the keys command");
+    if (strcmp(p->output, "json") != 0 && strcmp(p->output, "table") != 0)
+        return fail(p, "--output %s: must be table or json", quote(p->output, strlen(p->output)).s);
+    p->cfg.output_json = strcmp(p->output, "json") == 0;
     return 0;
 }
 
-/* Everything a command that serves needs beyond the defaults. */
+/* Refuses to serve without an issuer (only `keys`, which publishes nothing,
+ * may lack one), or without keys outside dev (which generates its own); and
+ * refuses a retention that a restart would silently forget. */
+static int check_required(struct parser *p)
+{
+    unsigned long retention;
+
+    if (p->cmd != CONFIG_CMD_KEYS && p->settings[OPT_ISSUER].values.count == 0)
+        return fail(p, "--service-account-issuer is required (at least one)");
+    if (p->cmd != CONFIG_CMD_DEV && p->settings[OPT_KEY_FILE].values.count == 0)
+        return fail(p, "--service-account-key-file is required (at least one)");
+    check_duration(OPT_KEY_RETENTION, setting_value(p, OPT_KEY_RETENTION), &retention);
+    if (retention > 0 && !setting_value(p, OPT_STATE_DIR))
+        return fail(p, "--key-retention needs --state-dir, so that retained keys survive a restart");
+    return 0;
+}
+
+/* Everything a command that serves or lists keys needs beyond the
+ * defaults. */
 static int validate(struct parser *p)
 {
-    if (check_values(p) < 0 || put_derived(p) < 0 || check_required(p) < 0)
+    if (check_output(p) < 0 || check_values(p) < 0 || put_derived(p) < 0 || check_required(p) < 0)
         return -1;
     return 0;
 }
@@ -873,11 +978,15 @@ static int convert(struct parser *p)
 
     check_number(OPT_THREADS, setting_value(p, OPT_THREADS), &threads);
     check_number(OPT_MAX_AGE, setting_value(p, OPT_MAX_AGE), &p->cfg.max_age);
+    check_duration(OPT_KEY_RELOAD_INTERVAL, setting_value(p, OPT_KEY_RELOAD_INTERVAL), &p->cfg.key_reload_interval);
+    check_duration(OPT_KEY_RETENTION, setting_value(p, OPT_KEY_RETENTION), &p->cfg.key_retention);
     p->cfg.threads = (unsigned)threads;
     p->cfg.issuers = take_list(&p->settings[OPT_ISSUER]);
     p->cfg.key_files = take_list(&p->settings[OPT_KEY_FILE]);
     p->cfg.jwks_uri = take_value(&p->settings[OPT_JWKS_URI]);
     p->cfg.jwks_content_type = take_value(&p->settings[OPT_CONTENT_TYPE]);
+    p->cfg.state_dir = take_value(&p->settings[OPT_STATE_DIR]);
+    p->cfg.signing_key_file = take_value(&p->settings[OPT_SIGNING_KEY_FILE]);
     return convert_listens(p);
 }
 
@@ -893,18 +1002,18 @@ static void parser_free(struct parser *p)
 int config_parse(int argc, char **argv, enum config_command *cmd, struct config *out, char *err, size_t errlen)
 {
     struct parser p = {.cfg.cors = 1, .err = err, .errlen = errlen};
-    int first, serves, rc;
+    int first, checked, rc;
 
     memset(out, 0, sizeof *out);
     rc = parse_command(&p, argc, argv, &first);
     if (rc == 0)
         rc = scan_flags(&p, argc - first, argv + first);
-    serves = p.cmd == CONFIG_CMD_SERVE || p.cmd == CONFIG_CMD_DEV;
-    if (rc == 0 && serves)
+    checked = p.cmd != CONFIG_CMD_HELP && p.cmd != CONFIG_CMD_VERSION;
+    if (rc == 0 && checked)
         rc = merge_sources(&p);
     if (rc == 0)
         rc = put_defaults(&p);
-    if (rc == 0 && serves)
+    if (rc == 0 && checked)
         rc = validate(&p);
     if (rc == 0)
         rc = convert(&p);
@@ -919,12 +1028,14 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
 
 const char *config_usage(enum config_command cmd)
 {
-    (void)cmd; /* one text covers both commands: their flags are the same */
-    return "Usage: oidc-discovery [serve|dev] [flags]\n"
+    (void)cmd; /* one text covers every command: they share their flags, and --output says it is for keys */
+    return "Usage: oidc-discovery [serve|dev|keys] [flags]\n"
            "\n"
            "Commands:\n"
            "  serve                           Serve the discovery document and JWKS (the default)\n"
            "  dev                             Serve a generated development key pair on http://127.0.0.1:8080\n"
+           "  keys                            Print the key set that would be published (kid, alg, size, source,\n"
+           "                                  first seen, retained until); needs no issuer\n"
            "\n"
            "Flags:\n"
            "  --service-account-issuer URL    Issuer to publish, https; repeatable, the first is published (required)\n"
@@ -936,7 +1047,16 @@ const char *config_usage(enum config_command cmd)
            "  --jwks-content-type TYPE        Content-Type of the JWKS (default application/jwk-set+json)\n"
            "  --cors, --no-cors               Send Access-Control-Allow-Origin: * (default on)\n"
            "  --allow-insecure-issuer         Allow http issuer and jwks URLs, for development (default off; dev: on)\n"
+           "  --output table|json             What the keys command prints: a table or JSON (default table)\n"
            "  --config FILE                   JSON object keyed by the flag names; flags override it (default none)\n"
+           "\n"
+           "Key rotation (DURATION: 90s, 15m, 24h, 7d or plain seconds):\n"
+           "  --key-reload-interval DURATION  How often to re-read the key files, 1s to 1d (default 60s)\n"
+           "  --key-retention DURATION        Keep publishing a key this long after its file drops it, 0 to 3650d\n"
+           "                                  (default 0: off; needs --state-dir)\n"
+           "  --state-dir PATH                Directory that remembers when each key was first seen and until when\n"
+           "                                  it is retained, across restarts (default none)\n"
+           "  --signing-key-file PATH         PEM file of the key the API server signs with now (default none)\n"
            "\n"
            "Other commands:\n"
            "  -h, --help                      Print this help and exit\n"
@@ -949,6 +1069,8 @@ void config_free(struct config *cfg)
     strlist_free(&cfg->key_files);
     free(cfg->jwks_uri);
     free(cfg->jwks_content_type);
+    free(cfg->state_dir);
+    free(cfg->signing_key_file);
     for (size_t i = 0; i < cfg->listen_count; i++)
         free(cfg->listens[i].host);
     free(cfg->listens);

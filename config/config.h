@@ -41,11 +41,20 @@ struct config {
     char *jwks_content_type;   /* --jwks-content-type */
     int cors;                  /* --cors / --no-cors (default 1) */
     int allow_insecure_issuer; /* --allow-insecure-issuer */
+
+    /* Key rotation. Durations are in seconds. */
+    unsigned long key_reload_interval; /* --key-reload-interval (default 60) */
+    unsigned long key_retention;       /* --key-retention (default 0 = off) */
+    char *state_dir;                   /* --state-dir, NULL when unset */
+    char *signing_key_file;            /* --signing-key-file, NULL when unset */
+
+    int output_json; /* keys --output json (default table) */
 };
 
 enum config_command {
     CONFIG_CMD_SERVE,   /* "serve" or no subcommand */
     CONFIG_CMD_DEV,     /* "dev": serve a generated development key pair */
+    CONFIG_CMD_KEYS,    /* "keys": print the key set that would be published */
     CONFIG_CMD_HELP,    /* --help was asked for: print config_usage() */
     CONFIG_CMD_VERSION, /* --version */
 };
@@ -56,6 +65,10 @@ enum config_command {
  * free) and writes a one-line message into err. For CONFIG_CMD_HELP and
  * CONFIG_CMD_VERSION *out holds defaults only and is not validated. */
 int config_parse(int argc, char **argv, enum config_command *cmd, struct config *out, char *err, size_t errlen);
+
+/* Parses a duration: "90s", "15m", "24h", "7d" or plain seconds ("300").
+ * Returns 0 and the seconds in *out, or -1. */
+int config_parse_duration(const char *s, unsigned long *out);
 
 /* Usage text for the subcommand (every flag with its default). */
 const char *config_usage(enum config_command cmd);

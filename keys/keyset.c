@@ -13,7 +13,6 @@
 /* Loading state shared with the per-key callback. */
 struct keyset_loader {
     struct keyset *ks;
-    size_t cap;
     keyset_warn_cb warn;
     void *warn_ctx;
 };
@@ -31,50 +30,65 @@ __attribute__((format(printf, 2, 3))) static void keyset_warn(struct keyset_load
     l->warn(l->warn_ctx, msg);
 }
 
-static int keyset_append(struct keyset_loader *l, struct key *k)
+static int keyset_append(struct keyset *ks, struct key *k)
 {
-    if (l->ks->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
-        struct key *keys = realloc(l->ks->keys, cap * sizeof(*keys));
+    if (ks->count == ks->cap) {
+        size_t cap = ks->cap ? ks->cap * 2 : 4;
+        struct key *keys = realloc(ks->keys, cap * sizeof(*keys));
         if (keys == NULL)
             return -1;
-        l->ks->keys = keys;
-        l->cap = cap;
+        ks->keys = keys;
+        ks->cap = cap;
     }
-    l->ks->keys[l->ks->count++] = *k;
+    ks->keys[ks->count++] = *k;
     return 0;
 }
 
-/* pem_key_cb: turns one public key into a struct key and appends it, unless
- * the same key is already in the set: two JWKs with one kid make clients
- * such as panva/jose refuse the whole set, so a duplicate is published once
- * (with a warning, since it is usually sa.key and sa.pub given together). */
-static int keyset_add(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err, size_t errlen)
+int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const struct key **dup, char *err, size_t errlen)
 {
-    struct keyset_loader *l = ctx;
-    char source[4096], why[256];
     struct key k;
-    const struct key *dup;
 
-    (void)was_private;
-    snprintf(source, sizeof(source), "%s (block %d)", path, block);
-    if (key_init(&k, pub, source, why, sizeof(why)) != 0) {
-        snprintf(err, errlen, "%s: block %d: %s", path, block, why);
+    *dup = NULL;
+    if (key_init(&k, pub, source, err, errlen) != 0)
         return -1;
-    }
-    if ((dup = keyset_find(l->ks, k.kid)) != NULL) {
-        keyset_warn(l, "%s: same public key as %s (kid %s); published once", source, dup->source, k.kid);
+    if ((*dup = keyset_find(ks, k.kid)) != NULL) {
         key_clear(&k);
         return 0;
     }
-    if (k.curve == NULL && k.bits < 2048)
-        keyset_warn(l, "%s: RSA key of %d bits is below 2048 bits (kid %s); published anyway, as kube-apiserver does",
-                    source, k.bits, k.kid);
-    if (keyset_append(l, &k) != 0) {
+    if (keyset_append(ks, &k) != 0) {
         key_clear(&k);
-        snprintf(err, errlen, "%s: out of memory", source);
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
+    return 1;
+}
+
+/* pem_key_cb: adds one key of a file. The same key twice is published once:
+ * two JWKs with one kid make clients such as panva/jose refuse the whole
+ * set, and it is usually sa.key and sa.pub given together, so it only
+ * warrants a warning. */
+static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err,
+                                size_t errlen)
+{
+    struct keyset_loader *l = ctx;
+    char source[4096], why[256];
+    const struct key *dup, *k;
+    int rc;
+
+    (void)was_private;
+    snprintf(source, sizeof(source), "%s (block %d)", path, block);
+    if ((rc = keyset_add(l->ks, pub, source, &dup, why, sizeof(why))) < 0) {
+        snprintf(err, errlen, "%s: block %d: %s", path, block, why);
+        return -1;
+    }
+    if (rc == 0) {
+        keyset_warn(l, "%s: same public key as %s (kid %s); published once", source, dup->source, dup->kid);
+        return 0;
+    }
+    k = &l->ks->keys[l->ks->count - 1];
+    if (k->curve == NULL && k->bits < 2048)
+        keyset_warn(l, "%s: RSA key of %d bits is below 2048 bits (kid %s); published anyway, as kube-apiserver does",
+                    source, k->bits, k->kid);
     return 0;
 }
 
@@ -108,7 +122,7 @@ static int keyset_load_dir(struct keyset_loader *l, const char *dir, char *err, 
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
         if (rc == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             files++;
-            rc = pem_read_file(path, keyset_add, l, err, errlen) < 0 ? -1 : 0;
+            rc = pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
         }
         free(names[i]);
     }
@@ -126,7 +140,7 @@ static int keyset_load_path(struct keyset_loader *l, const char *path, char *err
 
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return keyset_load_dir(l, path, err, errlen);
-    return pem_read_file(path, keyset_add, l, err, errlen) < 0 ? -1 : 0;
+    return pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
 }
 
 struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,

@@ -12,6 +12,7 @@
 struct keyset {
     struct key *keys;
     size_t count;
+    size_t cap; /* allocated entries */
 };
 
 /* Receives non-fatal findings (an RSA key below 2048 bits, the same public
@@ -25,6 +26,12 @@ typedef void (*keyset_warn_cb)(void *ctx, const char *msg);
  * one bad file fails the whole load. */
 struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,
                            size_t errlen);
+
+/* Adds pub (ownership taken in every case) under source, unless a key with
+ * its kid is already in the set: then *dup points at that key. Returns 1
+ * when added, 0 for a duplicate, -1 with the reason in err (unsupported
+ * type, out of memory). */
+int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const struct key **dup, char *err, size_t errlen);
 
 /* Looks a key up by kid; NULL when absent. */
 const struct key *keyset_find(const struct keyset *ks, const char *kid);

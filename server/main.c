@@ -7,59 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "config/config.h"
 #include "keys/devkeys.h"
-#include "keys/keyset.h"
-#include "keys/snapshot.h"
+#include "keys_command.h"
 #include "log.h"
+#include "reload.h"
 #include "server.h"
 
 /* Where `oidc-discovery dev` keeps its generated key pair (git-ignored). */
 #define DEV_KEYS_DIR "dev-keys"
-
-static void main_log_warning(void *ctx, const char *msg)
-{
-    (void)ctx;
-    log_msg(LOG_WARN, "%s", msg);
-}
-
-static void main_log_keys(const struct keyset *ks)
-{
-    for (size_t i = 0; i < ks->count; i++) {
-        const struct key *k = &ks->keys[i];
-        if (k->curve != NULL)
-            log_msg(LOG_INFO, "key kid=%s alg=%s curve=%s source=%s", k->kid, k->alg, k->curve, k->source);
-        else
-            log_msg(LOG_INFO, "key kid=%s alg=%s bits=%d source=%s", k->kid, k->alg, k->bits, k->source);
-    }
-}
-
-/* Loads the keys and renders the first snapshot. NULL when the keys are
- * unusable: the server refuses to start without a key to publish. */
-static struct snapshot *main_load(const struct config *cfg)
-{
-    struct snapshot_params params = {
-        .issuer = cfg->issuers.items[0],
-        .jwks_uri = cfg->jwks_uri,
-        .jwks_content_type = cfg->jwks_content_type,
-        .max_age = cfg->max_age,
-    };
-    char err[1024];
-    struct keyset *ks =
-        keyset_load(cfg->key_files.items, cfg->key_files.count, main_log_warning, NULL, err, sizeof(err));
-    struct snapshot *snap;
-
-    if (ks == NULL) {
-        log_msg(LOG_ERROR, "%s", err);
-        return NULL;
-    }
-    main_log_keys(ks);
-    if ((snap = snapshot_build(&params, ks, time(NULL))) == NULL)
-        log_msg(LOG_ERROR, "out of memory rendering the documents");
-    return snap;
-}
 
 /* `dev` without key files: generate a key pair once and serve its public
  * half, so a fresh checkout runs with no cluster at hand. The path joins
@@ -91,7 +48,7 @@ int main(int argc, char **argv)
 {
     enum config_command cmd;
     struct config cfg;
-    struct snapshot *snap = NULL;
+    struct reload *reload = NULL;
     char err[CONFIG_ERR_MAX];
     int rc = 2;
 
@@ -104,6 +61,10 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 0;
     }
+    if (cmd == CONFIG_CMD_KEYS) {
+        rc = keys_command(&cfg);
+        goto out;
+    }
     log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);
     if (cmd == CONFIG_CMD_DEV && cfg.key_files.count == 0 && main_dev_keys(&cfg) != 0) {
         rc = 1;
@@ -113,11 +74,11 @@ int main(int argc, char **argv)
         log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
     log_msg(LOG_INFO, "issuer %s", cfg.issuers.items[0]);
     log_msg(LOG_INFO, "jwks_uri %s", cfg.jwks_uri);
-    if ((snap = main_load(&cfg)) != NULL)
-        rc = server_run(&cfg, snap);
+    if ((reload = reload_create(&cfg)) != NULL)
+        rc = server_run(&cfg, reload);
 
 out:
-    snapshot_release(snap);
+    reload_free(reload);
     config_free(&cfg);
     return rc;
 }

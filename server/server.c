@@ -72,23 +72,9 @@ static void server_log_listeners(const struct config *cfg)
     }
 }
 
-/* Waits for SIGTERM or SIGINT. SIGHUP is accepted and ignored until key
- * reloading exists, so that a stray HUP never kills the server. */
-static int server_wait_for_stop(const sigset_t *set)
+int server_run(const struct config *cfg, struct reload *reload)
 {
-    int sig = 0;
-
-    for (;;) {
-        if (sigwait(set, &sig) != 0)
-            continue;
-        if (sig == SIGTERM || sig == SIGINT)
-            return sig;
-        log_msg(LOG_INFO, "received %s; nothing to do", strsignal(sig));
-    }
-}
-
-int server_run(const struct config *cfg, struct snapshot *snap)
-{
+    struct snapshot *snap = reload_current(reload);
     static h2o_globalconf_t conf;
     struct worker **workers = calloc(cfg->threads, sizeof(*workers));
     sigset_t signals;
@@ -112,13 +98,14 @@ int server_run(const struct config *cfg, struct snapshot *snap)
     }
     if (started == cfg->threads) {
         server_log_listeners(cfg);
-        log_msg(LOG_INFO, "received %s; shutting down", strsignal(server_wait_for_stop(&signals)));
+        log_msg(LOG_INFO, "received %s; shutting down", strsignal(reload_run(reload, workers, started, &signals)));
         rc = 0;
     }
     for (size_t i = 0; i < started; i++)
         worker_stop(workers[i], SERVER_DRAIN_MS);
     for (size_t i = 0; i < started; i++)
         worker_join(workers[i]);
+    h2o_config_dispose(&conf);
     free(fds);
     free(workers);
     return rc;

@@ -6,10 +6,11 @@
 #define OIDC_SERVER_H
 
 #include "config/config.h"
-#include "keys/snapshot.h"
+#include "reload.h"
 
-/* Serves snap (the caller keeps its reference) with cfg. Returns the process
- * exit status: 0 after a clean shutdown, 1 when it could not start. */
-int server_run(const struct config *cfg, struct snapshot *snap);
+/* Serves the snapshots of reload with cfg until SIGTERM or SIGINT. Returns
+ * the process exit status: 0 after a clean shutdown, 1 when it could not
+ * start. */
+int server_run(const struct config *cfg, struct reload *reload);
 
 #endif

@@ -1,6 +1,7 @@
 #include "worker.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -26,12 +27,20 @@ struct worker_msg {
     unsigned drain_ms;
 };
 
+/* An open client connection, tracked so that the idle ones can be closed
+ * at shutdown (h2o 2.2 has no API for that). */
+struct worker_conn {
+    h2o_linklist_t link;
+    h2o_socket_t *sock;
+    struct worker *worker;
+};
+
 struct worker {
     h2o_context_t ctx; /* first: handlers find the worker from req->conn->ctx */
     h2o_accept_ctx_t accept_ctx;
     h2o_evloop_t *loop;
-    h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t receiver;
+    h2o_linklist_t conns; /* of struct worker_conn */
     h2o_socket_t **listeners;
     size_t nlisteners;
     struct worker_pin *pin;
@@ -135,6 +144,14 @@ static void worker_on_message(h2o_multithread_receiver_t *receiver, h2o_linklist
     }
 }
 
+static void worker_on_conn_close(void *data)
+{
+    struct worker_conn *conn = data;
+
+    h2o_linklist_unlink(&conn->link);
+    free(conn);
+}
+
 static void worker_on_accept(h2o_socket_t *listener, const char *err)
 {
     struct worker *w = listener->data;
@@ -143,8 +160,18 @@ static void worker_on_accept(h2o_socket_t *listener, const char *err)
         return;
     for (int i = 0; i < WORKER_ACCEPT_BATCH; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+        struct worker_conn *conn;
         if (sock == NULL)
             break;
+        if ((conn = calloc(1, sizeof(*conn))) == NULL) {
+            h2o_socket_close(sock);
+            continue;
+        }
+        conn->sock = sock;
+        conn->worker = w;
+        h2o_linklist_insert(&w->conns, &conn->link);
+        sock->on_close.cb = worker_on_conn_close;
+        sock->on_close.data = conn;
         h2o_accept(&w->accept_ctx, sock);
     }
 }
@@ -164,8 +191,8 @@ struct worker *worker_create(h2o_globalconf_t *conf, const int *fds, size_t nfds
     h2o_context_init(&w->ctx, w->loop, conf);
     w->accept_ctx.ctx = &w->ctx;
     w->accept_ctx.hosts = conf->hosts;
-    w->queue = h2o_multithread_create_queue(w->loop);
-    h2o_multithread_register_receiver(w->queue, &w->receiver, worker_on_message);
+    h2o_linklist_init_anchor(&w->conns);
+    h2o_multithread_register_receiver(w->ctx.queue, &w->receiver, worker_on_message);
     for (size_t i = 0; i < nfds; i++) {
         w->listeners[i] = h2o_evloop_socket_create(w->loop, fds[i], H2O_SOCKET_FLAG_DONT_READ);
         w->listeners[i]->data = w;
@@ -186,16 +213,29 @@ static int worker_drained(struct worker *w)
            (now.tv_sec == w->drain_deadline.tv_sec && now.tv_nsec >= w->drain_deadline.tv_nsec);
 }
 
+/* Closes the connections left once no response is being written: idle
+ * keep-alive ones and ones still sending a request. Shutting the socket
+ * down makes h2o see end-of-stream and release the connection itself. */
+static void worker_close_idle(struct worker *w)
+{
+    for (int rounds = 0; rounds < 100 && !h2o_linklist_is_empty(&w->conns); rounds++) {
+        for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
+            struct worker_conn *conn = H2O_STRUCT_FROM_MEMBER(struct worker_conn, link, l);
+            shutdown(h2o_socket_get_fd(conn->sock), SHUT_RDWR);
+        }
+        h2o_evloop_run(w->loop, 10);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
 
     while (!w->stopping)
         h2o_evloop_run(w->loop, INT32_MAX);
-    /* Idle keep-alive connections are simply closed with the process; only
-     * requests that are being answered are waited for. */
     while (!worker_drained(w))
         h2o_evloop_run(w->loop, 10);
+    worker_close_idle(w);
     return NULL;
 }
 
@@ -231,9 +271,16 @@ void worker_stop(struct worker *w, unsigned drain_ms)
 void worker_join(struct worker *w)
 {
     pthread_join(w->thread, NULL);
-    h2o_multithread_unregister_receiver(w->queue, &w->receiver);
-    h2o_multithread_destroy_queue(w->queue);
+    h2o_multithread_unregister_receiver(w->ctx.queue, &w->receiver);
     worker_close_listeners(w);
+    if (h2o_linklist_is_empty(&w->conns)) {
+        /* h2o asserts that no connection and no timer is left when
+         * disposing; h2o_context_request_shutdown armed one for HTTP/2. */
+        if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
+            h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
+        h2o_context_dispose(&w->ctx);
+        h2o_evloop_destroy(w->loop);
+    }
     w->pin->retired = 1;
     if (w->pin->inflight == 0)
         worker_pin_free(w->pin);

@@ -134,6 +134,11 @@ Test(config, defaults)
     cr_assert_str_eq(cfg.jwks_content_type, "application/jwk-set+json");
     cr_assert_eq(cfg.cors, 1);
     cr_assert_eq(cfg.allow_insecure_issuer, 0);
+    cr_assert_eq(cfg.key_reload_interval, 60);
+    cr_assert_eq(cfg.key_retention, 0);
+    cr_assert_null(cfg.state_dir);
+    cr_assert_null(cfg.signing_key_file);
+    cr_assert_eq(cfg.output_json, 0);
 }
 
 Test(config, explicit_serve_command)
@@ -343,6 +348,9 @@ Test(config, help_ignores_everything_else)
     cr_assert_eq(cfg.max_age, 3600);
     cr_assert_str_eq(cfg.jwks_content_type, "application/jwk-set+json");
     cr_assert_eq(cfg.cors, 1);
+    cr_assert_eq(cfg.key_reload_interval, 60);
+    cr_assert_eq(cfg.key_retention, 0);
+    cr_assert_null(cfg.state_dir);
 }
 
 Test(config, version)
@@ -357,8 +365,11 @@ Test(config, usage_lists_commands_and_flags)
 {
     const char *u = config_usage(CONFIG_CMD_HELP);
 
-    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev] [flags]\n", 42), 0);
+    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev|keys] [flags]\n", 47), 0);
     cr_assert_not_null(strstr(u, "\n  dev "));
+    cr_assert_not_null(strstr(u, "\n  keys                            Print the key set that would be published (kid, "
+                                 "alg, size, source,\n                                  first seen, retained until)"));
+    cr_assert_not_null(strstr(u, "\nKey rotation (DURATION: 90s, 15m, 24h, 7d or plain seconds):\n  --key-"));
     cr_assert_not_null(strstr(u, "http://127.0.0.1:8080"));
     cr_assert_not_null(
         strstr(u, "\n  --max-age SECONDS               Cache-Control max-age of both documents (default 3600)\n"));
@@ -374,7 +385,15 @@ Test(config, usage_lists_commands_and_flags)
                            "--help",
                            "--version",
                            "default 127.0.0.1:8080",
-                           "default application/jwk-set+json"};
+                           "default application/jwk-set+json",
+                           "--output table|json",
+                           "(default table)",
+                           "--key-reload-interval DURATION",
+                           "(default 60s)",
+                           "--key-retention DURATION",
+                           "(default 0: off; needs --state-dir)",
+                           "--state-dir PATH",
+                           "--signing-key-file PATH"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_assert_not_null(strstr(u, flags[i]), "usage lacks %s", flags[i]);
     cr_assert_str_eq(config_usage(CONFIG_CMD_DEV), u);
@@ -384,8 +403,9 @@ Test(config, usage_lists_commands_and_flags)
 
 Test(config, unknown_command)
 {
-    fails("unknown command \"x\" (commands: serve, dev)", "x", NULL);
-    fails("unknown command \"servee\" (commands: serve, dev)", "servee", "--help", NULL);
+    fails("unknown command \"x\" (commands: serve, dev, keys)", "x", NULL);
+    fails("unknown command \"servee\" (commands: serve, dev, keys)", "servee", "--help", NULL);
+    fails("unknown command \"key\" (commands: serve, dev, keys)", "key", NULL);
 }
 
 Test(config, unknown_flags)
@@ -532,6 +552,253 @@ Test(config, content_type_errors)
 Test(config, quotes_are_escaped_in_errors)
 {
     flag_fails("--listen \"a\\\"b\\\\c\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "a\"b\\c");
+}
+
+/* ---- durations ---- */
+
+Test(config, duration_forms)
+{
+    const struct {
+        const char *s;
+        unsigned long want;
+    } good[] = {{"90s", 90},
+                {"15m", 900},
+                {"24h", 86400},
+                {"7d", 604800},
+                {"300", 300},
+                {"0", 0},
+                {"0s", 0},
+                {"0d", 0},
+                {"007m", 420},
+                {"36500d", 3153600000},
+                {"3153600000", 3153600000},
+                {"52560000m", 3153600000}};
+    unsigned long got;
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        got = 12345;
+        cr_assert_eq(config_parse_duration(good[i].s, &got), 0, "%s rejected", good[i].s);
+        cr_assert_eq(got, good[i].want, "%s: %lu", good[i].s, got);
+    }
+}
+
+Test(config, duration_rejections)
+{
+    const char *bad[] = {"",
+                         "-5",
+                         "+5",
+                         "5x",
+                         "1h30m",
+                         "1.5h",
+                         " 5",
+                         "5 ",
+                         "s",
+                         "d",
+                         "5S",
+                         "5ss",
+                         "0x10",
+                         "5\n",
+                         "1e3",
+                         "5 s",
+                         "36501d",
+                         "876001h",
+                         "52560001m",
+                         "3153600001",
+                         "3153600001s",
+                         "99999999999999999999",
+                         "99999999999999999999d",
+                         "18446744073709551617"};
+    unsigned long got = 12345;
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert_eq(config_parse_duration(bad[i], &got), -1, "\"%s\" accepted", bad[i]);
+    cr_assert_eq(got, 12345, "*out written on failure");
+}
+
+/* ---- key rotation flags ---- */
+
+#define RELOAD_PROBLEM    "must be a duration between 1s and 1d (like 90s, 15m, 24h, 7d or plain seconds)"
+#define RETENTION_PROBLEM "must be a duration between 0 and 3650d (like 90s, 15m, 24h, 7d or plain seconds)"
+#define RETENTION_NEEDS   "--key-retention needs --state-dir, so that retained keys survive a restart"
+
+Test(config, key_rotation_flags)
+{
+    OK_WITH("--key-reload-interval", "15m", "--key-retention", "7d", "--state-dir", "/var/lib/oidc",
+            "--signing-key-file", "/etc/kubernetes/pki/sa.key", NULL);
+    cr_assert_eq(cfg.key_reload_interval, 900);
+    cr_assert_eq(cfg.key_retention, 604800);
+    cr_assert_str_eq(cfg.state_dir, "/var/lib/oidc");
+    cr_assert_str_eq(cfg.signing_key_file, "/etc/kubernetes/pki/sa.key");
+}
+
+Test(config, key_rotation_equals_form_and_last_wins)
+{
+    OK_WITH("--key-reload-interval=30", "--key-reload-interval=2h", "--state-dir=/a", "--state-dir=/b",
+            "--key-retention=0", NULL);
+    cr_assert_eq(cfg.key_reload_interval, 7200);
+    cr_assert_str_eq(cfg.state_dir, "/b");
+    cr_assert_eq(cfg.key_retention, 0);
+}
+
+Test(config, key_reload_interval_limits)
+{
+    OK_WITH("--key-reload-interval", "1s", NULL);
+    cr_assert_eq(cfg.key_reload_interval, 1);
+    OK_WITH("--key-reload-interval", "1d", NULL);
+    cr_assert_eq(cfg.key_reload_interval, 86400);
+    OK_WITH("--key-reload-interval", "86400", NULL);
+    cr_assert_eq(cfg.key_reload_interval, 86400);
+}
+
+Test(config, key_reload_interval_errors)
+{
+    const char *bad[][2] = {{"x", "\"x\""},
+                            {"0", "\"0\""},
+                            {"0s", "\"0s\""},
+                            {"86401", "\"86401\""},
+                            {"25h", "\"25h\""},
+                            {"2d", "\"2d\""},
+                            {"", "\"\""},
+                            {"1h30m", "\"1h30m\""},
+                            {"-5", "\"-5\""},
+                            {"1.5h", "\"1.5h\""},
+                            {"99999999999999999999", "\"99999999999999999999\""}};
+    char want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want, "--key-reload-interval %s: %s", bad[i][1], RELOAD_PROBLEM);
+        flag_fails(want, "--key-reload-interval", bad[i][0]);
+    }
+}
+
+Test(config, key_retention_limits)
+{
+    OK_WITH("--key-retention", "3650d", "--state-dir", "/s", NULL);
+    cr_assert_eq(cfg.key_retention, 315360000);
+    OK_WITH("--key-retention", "1", "--state-dir", "/s", NULL);
+    cr_assert_eq(cfg.key_retention, 1);
+    OK_WITH("--key-retention", "0s", NULL);
+    cr_assert_eq(cfg.key_retention, 0);
+}
+
+Test(config, key_retention_errors)
+{
+    flag_fails("--key-retention \"x\": " RETENTION_PROBLEM, "--key-retention", "x");
+    flag_fails("--key-retention \"3651d\": " RETENTION_PROBLEM, "--key-retention", "3651d");
+    flag_fails("--key-retention \"315360001\": " RETENTION_PROBLEM, "--key-retention", "315360001");
+    flag_fails("--key-retention \"36501d\": " RETENTION_PROBLEM, "--key-retention", "36501d");
+    flag_fails("--key-retention \"-1d\": " RETENTION_PROBLEM, "--key-retention", "-1d");
+    flag_fails("--key-retention \"7d \": " RETENTION_PROBLEM, "--key-retention", "7d ");
+}
+
+Test(config, key_retention_needs_state_dir)
+{
+    flag_fails(RETENTION_NEEDS, "--key-retention", "1s");
+    fails(RETENTION_NEEDS, "dev", "--key-retention", "7d", NULL);
+    fails(RETENTION_NEEDS, "keys", "--service-account-key-file", "/k", "--key-retention", "7d", NULL);
+    /* a bad value is reported before the missing directory */
+    flag_fails("--key-retention \"7x\": " RETENTION_PROBLEM, "--key-retention", "7x");
+}
+
+Test(config, path_flags_errors)
+{
+    flag_fails("--state-dir \"\": must not be empty", "--state-dir", "");
+    flag_fails("--signing-key-file \"\": must not be empty", "--signing-key-file", "");
+    fails("--state-dir: missing value", "--state-dir", NULL);
+    fails("--key-retention: missing value", "--key-retention", NULL);
+}
+
+Test(config, key_rotation_flags_in_dev)
+{
+    ok("dev", "--key-reload-interval", "5s", "--signing-key-file", "/k.key", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_DEV);
+    cr_assert_eq(cfg.key_reload_interval, 5);
+    cr_assert_str_eq(cfg.signing_key_file, "/k.key");
+    fails("--key-reload-interval \"0\": " RELOAD_PROBLEM, "dev", "--key-reload-interval", "0", NULL);
+}
+
+/* ---- keys ---- */
+
+Test(config, keys_defaults)
+{
+    ok("keys", "--service-account-key-file", "/k.pub", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_KEYS);
+    cr_assert_eq(cfg.issuers.count, 0);
+    cr_assert_null(cfg.jwks_uri);
+    cr_assert_eq(cfg.key_files.count, 1);
+    cr_assert_str_eq(cfg.key_files.items[0], "/k.pub");
+    cr_assert_eq(cfg.output_json, 0);
+    cr_assert_eq(cfg.key_reload_interval, 60);
+    cr_assert_eq(cfg.key_retention, 0);
+    cr_assert_null(cfg.state_dir);
+}
+
+Test(config, keys_takes_serve_flags)
+{
+    ok("keys", "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k1",
+       "--service-account-key-file", "/k2", "--key-retention", "30d", "--state-dir", "/s", "--signing-key-file", "/k1",
+       "--output", "table", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_KEYS);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example");
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_assert_eq(cfg.key_files.count, 2);
+    cr_assert_eq(cfg.key_retention, 2592000);
+    cr_assert_str_eq(cfg.state_dir, "/s");
+    cr_assert_str_eq(cfg.signing_key_file, "/k1");
+    cr_assert_eq(cfg.output_json, 0);
+}
+
+Test(config, keys_output_json)
+{
+    ok("keys", "--output", "json", "--service-account-key-file", "/k", NULL);
+    cr_assert_eq(cfg.output_json, 1);
+    ok("keys", "--output=table", "--service-account-key-file", "/k", "--output=json", NULL);
+    cr_assert_eq(cfg.output_json, 1, "the last --output wins");
+    ok("keys", "--output", "json", "--service-account-key-file", "/k", "--output", "table", NULL);
+    cr_assert_eq(cfg.output_json, 0);
+}
+
+Test(config, keys_errors)
+{
+    fails("--service-account-key-file is required (at least one)", "keys", NULL);
+    fails("--service-account-key-file is required (at least one)", "keys", "--output", "json", NULL);
+    fails("--output \"yaml\": must be table or json", "keys", "--service-account-key-file", "/k", "--output", "yaml",
+          NULL);
+    fails("--output \"JSON\": must be table or json", "keys", "--service-account-key-file", "/k", "--output", "JSON",
+          NULL);
+    fails("--output \"\": must be table or json", "keys", "--service-account-key-file", "/k", "--output", "", NULL);
+    fails("--output: missing value", "keys", "--output", NULL);
+    /* an issuer given to keys is still checked */
+    fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits "
+          "http for development only)",
+          "keys", "--service-account-key-file", "/k", "--service-account-issuer", "http://a.example", NULL);
+}
+
+Test(config, output_only_for_keys)
+{
+    flag_fails("--output is only valid for the keys command", "--output", "json");
+    fails("--output is only valid for the keys command", "serve", "--service-account-issuer", "https://a.example",
+          "--service-account-key-file", "/k", "--output", "table", NULL);
+    fails("--output is only valid for the keys command", "dev", "--output", "json", NULL);
+}
+
+Test(config, keys_help_and_version)
+{
+    ok("keys", "--help", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    ok("keys", "--output", "bogus", "--version", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERSION);
+}
+
+Test(config, keys_from_config_file)
+{
+    write_file("{\"service-account-key-file\": [\"/k1\", \"/k2\"], \"key-retention\": \"14d\", \"state-dir\": \"/s\"}");
+    ok("keys", "--config", path, "--output", "json", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_KEYS);
+    cr_assert_eq(cfg.key_files.count, 2);
+    cr_assert_eq(cfg.key_retention, 1209600);
+    cr_assert_str_eq(cfg.state_dir, "/s");
+    cr_assert_eq(cfg.output_json, 1);
 }
 
 /* ---- config_check_url ---- */
@@ -757,6 +1024,78 @@ Test(config, file_invalid_values)
                "development only)");
     file_fails("{\"service-account-jwks-uri\": \"https://a.example/#x\"}",
                "key \"service-account-jwks-uri\": must not have a fragment");
+}
+
+Test(config, file_key_rotation_strings)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"key-reload-interval\": \"15m\", \"key-retention\": \"7d\",\n"
+               " \"state-dir\": \"/var/lib/oidc\", \"signing-key-file\": \"/k.key\"}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.key_reload_interval, 900);
+    cr_assert_eq(cfg.key_retention, 604800);
+    cr_assert_str_eq(cfg.state_dir, "/var/lib/oidc");
+    cr_assert_str_eq(cfg.signing_key_file, "/k.key");
+}
+
+Test(config, file_key_rotation_integers)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"key-reload-interval\": 300, \"key-retention\": 0}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.key_reload_interval, 300);
+    cr_assert_eq(cfg.key_retention, 0);
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"key-reload-interval\": \"300\", \"key-retention\": 86400, \"state-dir\": \"/s\"}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.key_reload_interval, 300);
+    cr_assert_eq(cfg.key_retention, 86400);
+}
+
+Test(config, file_key_rotation_replaced_by_flags)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"key-reload-interval\": \"2h\", \"key-retention\": \"1d\", \"state-dir\": \"/file\"}");
+    ok("--key-reload-interval", "10s", "--config", path, "--state-dir", "/flag", NULL);
+    cr_assert_eq(cfg.key_reload_interval, 10);
+    cr_assert_eq(cfg.key_retention, 86400);
+    cr_assert_str_eq(cfg.state_dir, "/flag");
+}
+
+Test(config, file_key_rotation_wrong_types)
+{
+    file_fails("{\"key-reload-interval\": true}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
+    file_fails("{\"key-reload-interval\": [\"15m\"]}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
+    file_fails("{\"key-retention\": null}", "key \"key-retention\": " RETENTION_PROBLEM);
+    file_fails("{\"key-retention\": {}}", "key \"key-retention\": " RETENTION_PROBLEM);
+    file_fails("{\"state-dir\": 1}", "key \"state-dir\": must be a string");
+    file_fails("{\"state-dir\": [\"/s\"]}", "key \"state-dir\": must be a string");
+    file_fails("{\"signing-key-file\": false}", "key \"signing-key-file\": must be a string");
+    file_fails("{\"output\": \"json\"}", "unknown key \"output\"");
+}
+
+Test(config, file_key_rotation_invalid_values)
+{
+    file_fails("{\"key-reload-interval\": 0}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
+    file_fails("{\"key-reload-interval\": -5}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
+    file_fails("{\"key-reload-interval\": 1.5}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
+    file_fails("{\"key-reload-interval\": 1e3}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
+    file_fails("{\"key-reload-interval\": \"2d\"}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
+    file_fails("{\"key-retention\": \"1h30m\"}", "key \"key-retention\": " RETENTION_PROBLEM);
+    file_fails("{\"key-retention\": 99999999999999999999}", "key \"key-retention\": " RETENTION_PROBLEM);
+    file_fails("{\"state-dir\": \"\"}", "key \"state-dir\": must not be empty");
+    file_fails("{\"signing-key-file\": \"\"}", "key \"signing-key-file\": must not be empty");
+}
+
+Test(config, file_key_retention_needs_state_dir)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"key-retention\": 60}");
+    fails(RETENTION_NEEDS, "--config", path, NULL);
+    ok("--config", path, "--state-dir", "/s", NULL);
+    cr_assert_eq(cfg.key_retention, 60);
+    ok("--config", path, "--key-retention", "0", NULL);
+    cr_assert_eq(cfg.key_retention, 0);
 }
 
 Test(config, file_value_replaced_by_flag_is_not_checked)

@@ -1,0 +1,144 @@
+#include "keys_command.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "keys/history.h"
+#include "keys/jsonw.h"
+#include "keys/keyset.h"
+#include "log.h"
+
+#define KEYS_STATE_FILE "keys.json"
+
+/* What is printed for one key of the set. */
+struct keys_row {
+    const struct key *key;
+    char size[16];           /* "2048" or "P-256" */
+    char first_seen[32];     /* RFC 3339, or "new" for a key serve has not published yet */
+    char retained_until[32]; /* RFC 3339, or "" while the key is in the inputs */
+};
+
+static void keys_time(time_t t, char *buf, size_t len)
+{
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void keys_fill_row(struct keys_row *row, const struct key *k, const struct history_entry *e, int known_before,
+                          unsigned long retention)
+{
+    row->key = k;
+    if (k->curve != NULL)
+        snprintf(row->size, sizeof(row->size), "%s", k->curve);
+    else
+        snprintf(row->size, sizeof(row->size), "%d", k->bits);
+    if (known_before)
+        keys_time(e->first_seen, row->first_seen, sizeof(row->first_seen));
+    else
+        snprintf(row->first_seen, sizeof(row->first_seen), "new");
+    row->retained_until[0] = '\0';
+    if (!e->present)
+        keys_time(e->last_seen + (time_t)retention, row->retained_until, sizeof(row->retained_until));
+}
+
+static void keys_print_table(const struct keys_row *rows, size_t n)
+{
+    printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", "KID", "ALG", "SIZE", "FIRST SEEN", "RETAINED UNTIL", "SOURCE");
+    for (size_t i = 0; i < n; i++)
+        printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", rows[i].key->kid, rows[i].key->alg, rows[i].size,
+               rows[i].first_seen, rows[i].retained_until[0] ? rows[i].retained_until : "-", rows[i].key->source);
+}
+
+static void keys_json_str_or_null(struct jsonw *w, const char *name, const char *value)
+{
+    jsonw_raw(w, ",", 1);
+    jsonw_key(w, name);
+    if (value != NULL)
+        jsonw_str(w, value);
+    else
+        jsonw_lit(w, "null");
+}
+
+static int keys_print_json(const struct keys_row *rows, size_t n)
+{
+    struct jsonw w = {0};
+    char *out;
+    size_t len;
+
+    jsonw_lit(&w, "{\"keys\":[");
+    for (size_t i = 0; i < n; i++) {
+        const struct key *k = rows[i].key;
+        jsonw_lit(&w, i ? ",{\"kid\":" : "{\"kid\":");
+        jsonw_str(&w, k->kid);
+        keys_json_str_or_null(&w, "alg", k->alg);
+        keys_json_str_or_null(&w, "size", rows[i].size);
+        keys_json_str_or_null(&w, "source", k->source);
+        keys_json_str_or_null(&w, "first_seen", strcmp(rows[i].first_seen, "new") ? rows[i].first_seen : NULL);
+        keys_json_str_or_null(&w, "retained_until", rows[i].retained_until[0] ? rows[i].retained_until : NULL);
+        jsonw_lit(&w, "}");
+    }
+    jsonw_lit(&w, "]}\n");
+    if (jsonw_finish(&w, &out, &len) != 0)
+        return -1;
+    fwrite(out, 1, len, stdout);
+    free(out);
+    return 0;
+}
+
+static void keys_log_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    log_msg(LOG_WARN, "%s", msg);
+}
+
+/* Loads the history serve would start from: the state file, or nothing. */
+static struct history *keys_load_history(const struct config *cfg, char *err, size_t errlen)
+{
+    char path[4096];
+    struct history *h = NULL;
+
+    if (cfg->state_dir == NULL) {
+        if ((h = calloc(1, sizeof(*h))) == NULL)
+            snprintf(err, errlen, "out of memory");
+        return h;
+    }
+    snprintf(path, sizeof(path), "%s/%s", cfg->state_dir, KEYS_STATE_FILE);
+    history_load(path, &h, err, errlen);
+    return h;
+}
+
+int keys_command(const struct config *cfg)
+{
+    char err[1024] = "";
+    struct history *h = keys_load_history(cfg, err, sizeof(err));
+    struct keyset *ks =
+        h ? keyset_load(cfg->key_files.items, cfg->key_files.count, keys_log_warning, NULL, err, sizeof(err)) : NULL;
+    unsigned char *known = ks ? calloc(ks->count + 1, 1) : NULL;
+    struct keys_row *rows = NULL;
+    size_t inputs = ks ? ks->count : 0;
+    int rc = 2;
+
+    for (size_t i = 0; known != NULL && i < inputs; i++)
+        known[i] = history_find(h, ks->keys[i].kid) != NULL;
+    if (known == NULL || history_apply(h, ks, cfg->key_retention, time(NULL), NULL, NULL, err, sizeof(err)) < 0 ||
+        (rows = calloc(ks->count, sizeof(*rows))) == NULL) {
+        fprintf(stderr, "oidc-discovery keys: %s\n", err[0] ? err : "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ks->count; i++)
+        keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid), i >= inputs || known[i],
+                      cfg->key_retention);
+    if (!cfg->output_json)
+        keys_print_table(rows, ks->count);
+    rc = cfg->output_json && keys_print_json(rows, ks->count) != 0 ? 2 : 0;
+out:
+    free(rows);
+    free(known);
+    keyset_free(ks);
+    history_free(h);
+    return rc;
+}

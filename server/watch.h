@@ -1,0 +1,29 @@
+/*
+ * watch: inotify watches on the key files, so a rotation is seen within
+ * milliseconds. A file is watched through its directory, which catches
+ * atomic renames over it and the kubelet's "..data" symlink swap in a
+ * Secret or ConfigMap volume; events about other files in that directory
+ * (logs, the state file, unrelated certificates) are ignored.
+ */
+#ifndef OIDC_WATCH_H
+#define OIDC_WATCH_H
+
+#include <stddef.h>
+
+struct watch;
+
+struct watch *watch_create(void);
+
+/* Drops every watch and watches paths again (files or directories). Called
+ * before each read of the files: whatever changes after it raises an event. */
+void watch_reset(struct watch *w, char *const *paths, size_t npaths);
+
+/* The descriptor to poll for POLLIN, or -1 when inotify is unavailable. */
+int watch_fd(const struct watch *w);
+
+/* Reads the pending events; 1 when one of them concerns a watched path. */
+int watch_read(struct watch *w);
+
+void watch_free(struct watch *w);
+
+#endif
