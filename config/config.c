@@ -3,7 +3,8 @@
  *
  * config_parse() works in stages, each in its own function:
  *
- *   parse_command()  picks "serve", "dev" or "keys" from argv[1];
+ *   parse_command()  picks "serve", "dev", "keys", "verify" or "token" from
+ *                    argv[1];
  *   scan_flags()     reads argv with getopt_long into a list of flags without
  *                    applying them, because --config must take effect first
  *                    wherever it appears;
@@ -11,8 +12,10 @@
  *                    "setting" per option: its raw string values plus where
  *                    they came from, so errors can name the flag or file key;
  *   put_defaults()   fills what nobody set, as if it had been a flag;
- *   validate()       checks --output and every value, derives the dev issuer
- *                    and the jwks_uri, and checks the required options;
+ *   validate()       checks that the command takes each flag given, checks
+ *                    --output and every value, derives the dev issuer, the
+ *                    jwks_uri and token's audience, and checks the required
+ *                    options and the rules between options;
  *   convert()        moves the settings into struct config.
  */
 #include "config/config.h"
@@ -21,9 +24,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <yajl/yajl_parse.h>
 
@@ -48,6 +53,15 @@
 #define DURATION_MAX         (36500 * DAY) /* 100 years, which fits even a 32-bit unsigned long */
 #define DEFAULT_RELOAD       60
 #define MAX_RETENTION_DAYS   3650
+#define DEFAULT_LEEWAY       60
+#define MIN_TOKEN_SIZE       256
+#define MAX_TOKEN_SIZE       1048576
+#define DEFAULT_TOKEN_SIZE   16384
+#define MAX_REPEAT           100000000
+#define DEFAULT_NAME         "default" /* token's namespace and service account */
+#define DEFAULT_DURATION     3600
+#define MAX_DURATION_DAYS    365
+#define DNS_NAME_MAX         253
 
 #define ALNUM      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 #define HEX_DIGITS "0123456789abcdefABCDEF"
@@ -57,6 +71,8 @@
 #define TOKEN_CHARS ALNUM "!#$%&'*+-.^_`|~"
 /* A listen host that is not a bracketed IPv6 address: a DNS name or IPv4. */
 #define HOST_CHARS ALNUM "-._"
+/* A label of a DNS-1123 name, as Kubernetes names namespaces and service accounts. */
+#define DNS_LABEL_CHARS "abcdefghijklmnopqrstuvwxyz0123456789-"
 
 #define HTTP_NOT_ALLOWED "must be an https URL (--allow-insecure-issuer permits http for development only)"
 #define LISTEN_FORM      "must be HOST:PORT, or [ADDRESS]:PORT for IPv6"
@@ -66,8 +82,22 @@
 #define RANGE_PROBLEM(lo, hi) "must be an integer between " XSTR(lo) " and " XSTR(hi)
 #define DURATION_PROBLEM(lo, hi)                                                                                       \
     "must be a duration between " lo " and " hi " (like 90s, 15m, 24h, 7d or plain seconds)"
+#define LIST_PROBLEM      "must be a string or an array of strings"
+#define AUDIENCES_PROBLEM "must be a comma-separated list of non-empty audiences"
+#define DNS_NAME_PROBLEM  "must be a DNS-1123 name (lowercase letters, digits, '-' and '.')"
+#define TOKEN_REVIEW_NEEDS_LISTEN                                                                                      \
+    "--enable-token-review needs --token-review-listen HOST:PORT (the TokenReview API is never served on the public "  \
+    "listeners)"
 
-/* Every flag. The first OPT_KEYS are also the keys of the config file. */
+/* A bit per command, for the commands that take a flag. */
+#define CMD(c)      (1u << (c))
+#define FOR_SERVING (CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_DEV) | CMD(CONFIG_CMD_KEYS))
+#define FOR_VERIFY  CMD(CONFIG_CMD_VERIFY)
+#define FOR_TOKEN   CMD(CONFIG_CMD_TOKEN)
+#define FOR_EVERY   (FOR_SERVING | FOR_VERIFY | FOR_TOKEN)
+
+/* Every flag. The first OPT_KEYS are also the keys of the config file; the
+ * first OPT_SETTINGS keep their values as strings in a struct setting. */
 enum opt {
     OPT_ISSUER,
     OPT_JWKS_URI,
@@ -82,8 +112,30 @@ enum opt {
     OPT_KEY_RETENTION,
     OPT_STATE_DIR,
     OPT_SIGNING_KEY_FILE,
+    OPT_API_AUDIENCES,
+    OPT_TOKEN_LEEWAY,
+    OPT_MAX_TOKEN_SIZE,
+    OPT_ACCEPT_LEGACY,
+    OPT_ENABLE_TOKEN_REVIEW,
+    OPT_TOKEN_REVIEW_LISTEN,
     OPT_KEYS,
-    OPT_NO_CORS = OPT_KEYS,
+    OPT_TOKEN_FILE = OPT_KEYS, /* verify */
+    OPT_DISCOVERY_URL,
+    OPT_CA_FILE,
+    OPT_REPEAT,
+    OPT_MINT_ISSUER, /* token */
+    OPT_AUDIENCE,
+    OPT_NAMESPACE,
+    OPT_SERVICE_ACCOUNT,
+    OPT_SERVICE_ACCOUNT_UID,
+    OPT_POD_NAME,
+    OPT_POD_UID,
+    OPT_NODE_NAME,
+    OPT_NODE_UID,
+    OPT_DURATION,
+    OPT_SETTINGS,
+    OPT_NO_CORS = OPT_SETTINGS,
+    OPT_NO_CACHE,
     OPT_OUTPUT,
     OPT_CONFIG,
     OPT_HELP,
@@ -91,52 +143,135 @@ enum opt {
     OPT_COUNT
 };
 
+/* A long option whose getopt value is FLAG_VAL plus its enum opt. */
+#define LONG_OPTION(id, name, has_arg) [id] = {name, has_arg, NULL, FLAG_VAL + (id)}
+
 static const struct option long_options[OPT_COUNT + 1] = {
-    [OPT_ISSUER] = {"service-account-issuer", required_argument, NULL, FLAG_VAL + OPT_ISSUER},
-    [OPT_JWKS_URI] = {"service-account-jwks-uri", required_argument, NULL, FLAG_VAL + OPT_JWKS_URI},
-    [OPT_KEY_FILE] = {"service-account-key-file", required_argument, NULL, FLAG_VAL + OPT_KEY_FILE},
-    [OPT_LISTEN] = {"listen", required_argument, NULL, FLAG_VAL + OPT_LISTEN},
-    [OPT_THREADS] = {"threads", required_argument, NULL, FLAG_VAL + OPT_THREADS},
-    [OPT_MAX_AGE] = {"max-age", required_argument, NULL, FLAG_VAL + OPT_MAX_AGE},
-    [OPT_CONTENT_TYPE] = {"jwks-content-type", required_argument, NULL, FLAG_VAL + OPT_CONTENT_TYPE},
-    [OPT_CORS] = {"cors", no_argument, NULL, FLAG_VAL + OPT_CORS},
-    [OPT_ALLOW_INSECURE] = {"allow-insecure-issuer", no_argument, NULL, FLAG_VAL + OPT_ALLOW_INSECURE},
-    [OPT_KEY_RELOAD_INTERVAL] = {"key-reload-interval", required_argument, NULL, FLAG_VAL + OPT_KEY_RELOAD_INTERVAL},
-    [OPT_KEY_RETENTION] = {"key-retention", required_argument, NULL, FLAG_VAL + OPT_KEY_RETENTION},
-    [OPT_STATE_DIR] = {"state-dir", required_argument, NULL, FLAG_VAL + OPT_STATE_DIR},
-    [OPT_SIGNING_KEY_FILE] = {"signing-key-file", required_argument, NULL, FLAG_VAL + OPT_SIGNING_KEY_FILE},
-    [OPT_NO_CORS] = {"no-cors", no_argument, NULL, FLAG_VAL + OPT_NO_CORS},
-    [OPT_OUTPUT] = {"output", required_argument, NULL, FLAG_VAL + OPT_OUTPUT},
-    [OPT_CONFIG] = {"config", required_argument, NULL, FLAG_VAL + OPT_CONFIG},
-    [OPT_HELP] = {"help", no_argument, NULL, FLAG_VAL + OPT_HELP},
-    [OPT_VERSION] = {"version", no_argument, NULL, FLAG_VAL + OPT_VERSION},
+    LONG_OPTION(OPT_ISSUER, "service-account-issuer", required_argument),
+    LONG_OPTION(OPT_JWKS_URI, "service-account-jwks-uri", required_argument),
+    LONG_OPTION(OPT_KEY_FILE, "service-account-key-file", required_argument),
+    LONG_OPTION(OPT_LISTEN, "listen", required_argument),
+    LONG_OPTION(OPT_THREADS, "threads", required_argument),
+    LONG_OPTION(OPT_MAX_AGE, "max-age", required_argument),
+    LONG_OPTION(OPT_CONTENT_TYPE, "jwks-content-type", required_argument),
+    LONG_OPTION(OPT_CORS, "cors", no_argument),
+    LONG_OPTION(OPT_ALLOW_INSECURE, "allow-insecure-issuer", no_argument),
+    LONG_OPTION(OPT_KEY_RELOAD_INTERVAL, "key-reload-interval", required_argument),
+    LONG_OPTION(OPT_KEY_RETENTION, "key-retention", required_argument),
+    LONG_OPTION(OPT_STATE_DIR, "state-dir", required_argument),
+    LONG_OPTION(OPT_SIGNING_KEY_FILE, "signing-key-file", required_argument),
+    LONG_OPTION(OPT_API_AUDIENCES, "api-audiences", required_argument),
+    LONG_OPTION(OPT_TOKEN_LEEWAY, "token-leeway", required_argument),
+    LONG_OPTION(OPT_MAX_TOKEN_SIZE, "max-token-size", required_argument),
+    LONG_OPTION(OPT_ACCEPT_LEGACY, "accept-legacy-tokens", no_argument),
+    LONG_OPTION(OPT_ENABLE_TOKEN_REVIEW, "enable-token-review", no_argument),
+    LONG_OPTION(OPT_TOKEN_REVIEW_LISTEN, "token-review-listen", required_argument),
+    LONG_OPTION(OPT_TOKEN_FILE, "token-file", required_argument),
+    LONG_OPTION(OPT_DISCOVERY_URL, "discovery-url", required_argument),
+    LONG_OPTION(OPT_CA_FILE, "ca-file", required_argument),
+    LONG_OPTION(OPT_REPEAT, "repeat", required_argument),
+    LONG_OPTION(OPT_MINT_ISSUER, "issuer", required_argument),
+    LONG_OPTION(OPT_AUDIENCE, "audience", required_argument),
+    LONG_OPTION(OPT_NAMESPACE, "namespace", required_argument),
+    LONG_OPTION(OPT_SERVICE_ACCOUNT, "service-account", required_argument),
+    LONG_OPTION(OPT_SERVICE_ACCOUNT_UID, "service-account-uid", required_argument),
+    LONG_OPTION(OPT_POD_NAME, "pod-name", required_argument),
+    LONG_OPTION(OPT_POD_UID, "pod-uid", required_argument),
+    LONG_OPTION(OPT_NODE_NAME, "node-name", required_argument),
+    LONG_OPTION(OPT_NODE_UID, "node-uid", required_argument),
+    LONG_OPTION(OPT_DURATION, "duration", required_argument),
+    LONG_OPTION(OPT_NO_CORS, "no-cors", no_argument),
+    LONG_OPTION(OPT_NO_CACHE, "no-cache", no_argument),
+    LONG_OPTION(OPT_OUTPUT, "output", required_argument),
+    LONG_OPTION(OPT_CONFIG, "config", required_argument),
+    LONG_OPTION(OPT_HELP, "help", no_argument),
+    LONG_OPTION(OPT_VERSION, "version", no_argument),
 };
 
-/* What a config-file key holds. A duration is a string ("15m") or an
- * integer (seconds). */
+/* What an option holds. A config-file duration is a string ("15m") or an
+ * integer (seconds). A KIND_LIST flag is repeatable. */
 enum kind { KIND_LIST, KIND_STRING, KIND_UINT, KIND_BOOL, KIND_DURATION };
 
-static const struct key_spec {
+static const struct opt_spec {
     enum kind kind;
     unsigned long min, max; /* KIND_UINT and KIND_DURATION only; durations in seconds */
     const char *problem;    /* what a value of the wrong JSON type (or out of range) is told */
-} key_specs[OPT_KEYS] = {
-    [OPT_ISSUER] = {.kind = KIND_LIST, .problem = "must be a string or an array of strings"},
-    [OPT_JWKS_URI] = {.kind = KIND_STRING, .problem = "must be a string"},
-    [OPT_KEY_FILE] = {.kind = KIND_LIST, .problem = "must be a string or an array of strings"},
-    [OPT_LISTEN] = {.kind = KIND_LIST, .problem = "must be a string or an array of strings"},
-    [OPT_THREADS] = {.kind = KIND_UINT, .min = 1, .max = MAX_THREADS, .problem = RANGE_PROBLEM(1, MAX_THREADS)},
-    [OPT_MAX_AGE] = {.kind = KIND_UINT, .min = 0, .max = MAX_MAX_AGE, .problem = RANGE_PROBLEM(0, MAX_MAX_AGE)},
-    [OPT_CONTENT_TYPE] = {.kind = KIND_STRING, .problem = "must be a string"},
-    [OPT_CORS] = {.kind = KIND_BOOL, .problem = "must be true or false"},
-    [OPT_ALLOW_INSECURE] = {.kind = KIND_BOOL, .problem = "must be true or false"},
-    [OPT_KEY_RELOAD_INTERVAL] = {.kind = KIND_DURATION, .min = 1, .max = DAY, .problem = DURATION_PROBLEM("1s", "1d")},
+    unsigned commands;      /* CMD() bits of the commands that take the flag */
+} opt_specs[OPT_COUNT] = {
+    [OPT_ISSUER] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING | FOR_VERIFY},
+    [OPT_JWKS_URI] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING},
+    [OPT_KEY_FILE] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING | FOR_VERIFY},
+    [OPT_LISTEN] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING},
+    [OPT_THREADS] = {.kind = KIND_UINT,
+                     .min = 1,
+                     .max = MAX_THREADS,
+                     .problem = RANGE_PROBLEM(1, MAX_THREADS),
+                     .commands = FOR_SERVING},
+    [OPT_MAX_AGE] = {.kind = KIND_UINT,
+                     .min = 0,
+                     .max = MAX_MAX_AGE,
+                     .problem = RANGE_PROBLEM(0, MAX_MAX_AGE),
+                     .commands = FOR_SERVING},
+    [OPT_CONTENT_TYPE] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING},
+    [OPT_CORS] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_SERVING},
+    [OPT_ALLOW_INSECURE] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_EVERY},
+    [OPT_KEY_RELOAD_INTERVAL] =
+        {.kind = KIND_DURATION, .min = 1, .max = DAY, .problem = DURATION_PROBLEM("1s", "1d"), .commands = FOR_SERVING},
     [OPT_KEY_RETENTION] = {.kind = KIND_DURATION,
                            .min = 0,
                            .max = MAX_RETENTION_DAYS * DAY,
-                           .problem = DURATION_PROBLEM("0", XSTR(MAX_RETENTION_DAYS) "d")},
-    [OPT_STATE_DIR] = {.kind = KIND_STRING, .problem = "must be a string"},
-    [OPT_SIGNING_KEY_FILE] = {.kind = KIND_STRING, .problem = "must be a string"},
+                           .problem = DURATION_PROBLEM("0", XSTR(MAX_RETENTION_DAYS) "d"),
+                           .commands = FOR_SERVING},
+    [OPT_STATE_DIR] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING},
+    [OPT_SIGNING_KEY_FILE] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING | FOR_TOKEN},
+    [OPT_API_AUDIENCES] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING | FOR_VERIFY},
+    [OPT_TOKEN_LEEWAY] = {.kind = KIND_DURATION,
+                          .min = 0,
+                          .max = HOUR,
+                          .problem = DURATION_PROBLEM("0", "1h"),
+                          .commands = FOR_SERVING | FOR_VERIFY},
+    [OPT_MAX_TOKEN_SIZE] = {.kind = KIND_UINT,
+                            .min = MIN_TOKEN_SIZE,
+                            .max = MAX_TOKEN_SIZE,
+                            .problem = RANGE_PROBLEM(MIN_TOKEN_SIZE, MAX_TOKEN_SIZE),
+                            .commands = FOR_SERVING | FOR_VERIFY},
+    [OPT_ACCEPT_LEGACY] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_SERVING | FOR_VERIFY},
+    [OPT_ENABLE_TOKEN_REVIEW] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_SERVING},
+    [OPT_TOKEN_REVIEW_LISTEN] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING},
+    [OPT_TOKEN_FILE] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
+    [OPT_DISCOVERY_URL] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
+    [OPT_CA_FILE] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
+    [OPT_REPEAT] = {.kind = KIND_UINT,
+                    .min = 1,
+                    .max = MAX_REPEAT,
+                    .problem = RANGE_PROBLEM(1, MAX_REPEAT),
+                    .commands = FOR_VERIFY},
+    [OPT_MINT_ISSUER] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_AUDIENCE] = {.kind = KIND_LIST, .commands = FOR_TOKEN},
+    [OPT_NAMESPACE] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_SERVICE_ACCOUNT] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_SERVICE_ACCOUNT_UID] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_POD_NAME] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_POD_UID] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_NODE_NAME] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_NODE_UID] = {.kind = KIND_STRING, .commands = FOR_TOKEN},
+    [OPT_DURATION] = {.kind = KIND_DURATION,
+                      .min = 1,
+                      .max = MAX_DURATION_DAYS * DAY,
+                      .problem = DURATION_PROBLEM("1s", XSTR(MAX_DURATION_DAYS) "d"),
+                      .commands = FOR_TOKEN},
+    [OPT_NO_CORS] = {.kind = KIND_BOOL, .commands = FOR_SERVING},
+    [OPT_NO_CACHE] = {.kind = KIND_BOOL, .commands = FOR_VERIFY},
+    [OPT_OUTPUT] = {.kind = KIND_STRING, .commands = CMD(CONFIG_CMD_KEYS)},
+    [OPT_CONFIG] = {.kind = KIND_STRING, .commands = FOR_EVERY},
+    [OPT_HELP] = {.kind = KIND_BOOL, .commands = FOR_EVERY},
+    [OPT_VERSION] = {.kind = KIND_BOOL, .commands = FOR_EVERY},
+};
+
+/* The command names, for argv[1] and for messages. */
+static const char *const command_names[] = {
+    [CONFIG_CMD_SERVE] = "serve",   [CONFIG_CMD_DEV] = "dev",     [CONFIG_CMD_KEYS] = "keys",
+    [CONFIG_CMD_VERIFY] = "verify", [CONFIG_CMD_TOKEN] = "token",
 };
 
 /* The values of one option gathered from the config file and the command
@@ -155,7 +290,7 @@ struct flag {
 struct parser {
     enum config_command cmd;
     struct config cfg;
-    struct setting settings[OPT_KEYS];
+    struct setting settings[OPT_SETTINGS];
     struct flag *flags;
     size_t flag_count;
     const char *config_path;
@@ -296,7 +431,7 @@ int config_parse_duration(const char *s, unsigned long *out)
  * wrong, or NULL with the number in *out. */
 static const char *check_number(enum opt id, const char *v, unsigned long *out)
 {
-    const struct key_spec *k = &key_specs[id];
+    const struct opt_spec *k = &opt_specs[id];
 
     if (parse_decimal(v, strlen(v), k->max, out) < 0 || *out < k->min)
         return k->problem;
@@ -307,7 +442,7 @@ static const char *check_number(enum opt id, const char *v, unsigned long *out)
  * wrong, or NULL with the seconds in *out. */
 static const char *check_duration(enum opt id, const char *v, unsigned long *out)
 {
-    const struct key_spec *k = &key_specs[id];
+    const struct opt_spec *k = &opt_specs[id];
 
     if (config_parse_duration(v, out) < 0 || *out < k->min || *out > k->max)
         return k->problem;
@@ -460,32 +595,69 @@ static const char *check_media_type(const char *v)
     return *rest == ';' ? NULL : MEDIA_TYPE_PROBLEM;
 }
 
+/* Splits a comma-separated list of audiences, appending the items to out
+ * unless it is NULL. Returns what is wrong (an empty item, a typo such as
+ * ",," that would never match a token; or no memory), or NULL. */
+static const char *split_audiences(const char *v, struct config_strlist *out)
+{
+    for (size_t n;; v += n + 1) {
+        n = strcspn(v, ",");
+        if (n == 0)
+            return AUDIENCES_PROBLEM;
+        if (out && strlist_append(out, v, n) < 0)
+            return "out of memory";
+        if (v[n] == '\0')
+            return NULL;
+    }
+}
+
+/* Checks a DNS-1123 subdomain, which is what Kubernetes accepts as the name
+ * of a namespace or service account: at most 253 characters, dot-separated
+ * labels of lowercase letters, digits and '-' that do not start or end with
+ * '-'. */
+static const char *check_dns_name(const char *v)
+{
+    if (strlen(v) > DNS_NAME_MAX)
+        return DNS_NAME_PROBLEM;
+    for (size_t n;; v += n + 1) {
+        n = strspn(v, DNS_LABEL_CHARS);
+        if (n == 0 || v[0] == '-' || v[n - 1] == '-')
+            return DNS_NAME_PROBLEM;
+        if (v[n] == '\0')
+            return NULL;
+        if (v[n] != '.')
+            return DNS_NAME_PROBLEM;
+    }
+}
+
 /* Says what is wrong with one value of option id, or NULL when it is fine. */
 static const char *check_value(const struct parser *p, enum opt id, const char *v)
 {
     struct hostport hp;
     unsigned long n;
 
+    if (opt_specs[id].kind == KIND_UINT)
+        return check_number(id, v, &n);
+    if (opt_specs[id].kind == KIND_DURATION)
+        return check_duration(id, v, &n);
     switch (id) {
     case OPT_ISSUER:
     case OPT_JWKS_URI:
+    case OPT_DISCOVERY_URL:
+    case OPT_MINT_ISSUER:
         return config_check_url(v, p->cfg.allow_insecure_issuer);
-    case OPT_KEY_FILE:
-    case OPT_STATE_DIR:
-    case OPT_SIGNING_KEY_FILE:
-        return *v ? NULL : "must not be empty";
     case OPT_LISTEN:
+    case OPT_TOKEN_REVIEW_LISTEN:
         return split_listen(v, &hp);
-    case OPT_THREADS:
-    case OPT_MAX_AGE:
-        return check_number(id, v, &n);
-    case OPT_KEY_RELOAD_INTERVAL:
-    case OPT_KEY_RETENTION:
-        return check_duration(id, v, &n);
     case OPT_CONTENT_TYPE:
         return check_media_type(v);
-    default: /* booleans are set directly, never as strings */
-        return NULL;
+    case OPT_API_AUDIENCES:
+        return split_audiences(v, NULL);
+    case OPT_NAMESPACE:
+    case OPT_SERVICE_ACCOUNT:
+        return check_dns_name(v);
+    default: /* paths, audiences, names and UIDs; booleans are never strings */
+        return *v ? NULL : "must not be empty";
     }
 }
 
@@ -497,7 +669,7 @@ static int setting_put(struct parser *p, enum opt id, const char *origin, const 
 {
     struct setting *s = &p->settings[id];
 
-    if (s->origin != origin || key_specs[id].kind != KIND_LIST)
+    if (s->origin != origin || opt_specs[id].kind != KIND_LIST)
         strlist_free(&s->values);
     s->origin = origin;
     if (strlist_append(&s->values, value, len) < 0)
@@ -513,35 +685,44 @@ static const char *setting_value(const struct parser *p, enum opt id)
     return l->count ? l->items[l->count - 1] : NULL;
 }
 
+/* The config field a boolean option sets; --no-cors sets cors too. */
+static int *bool_field(struct parser *p, enum opt id)
+{
+    switch (id) {
+    case OPT_ALLOW_INSECURE:
+        return &p->cfg.allow_insecure_issuer;
+    case OPT_ACCEPT_LEGACY:
+        return &p->cfg.accept_legacy_tokens;
+    case OPT_ENABLE_TOKEN_REVIEW:
+        return &p->cfg.enable_token_review;
+    case OPT_NO_CACHE:
+        return &p->cfg.no_cache;
+    default:
+        return &p->cfg.cors;
+    }
+}
+
 /* Sets a boolean option; --no-cors is --cors set to false. */
 static void set_bool(struct parser *p, enum opt id, int value)
 {
-    if (id == OPT_ALLOW_INSECURE)
-        p->cfg.allow_insecure_issuer = value;
-    else
-        p->cfg.cors = id == OPT_CORS ? value : !value;
+    *bool_field(p, id) = id == OPT_NO_CORS ? !value : value;
 }
 
 /* Picks the subcommand from argv[1]; the flags start after it (*first = 1)
  * or right after the program name (*first = 0). */
 static int parse_command(struct parser *p, int argc, char **argv, int *first)
 {
-    static const struct {
-        const char *name;
-        enum config_command cmd;
-    } commands[] = {{"serve", CONFIG_CMD_SERVE}, {"dev", CONFIG_CMD_DEV}, {"keys", CONFIG_CMD_KEYS}};
-
     p->cmd = CONFIG_CMD_SERVE;
     *first = argc >= 2 && argv[1][0] != '-';
     if (!*first)
         return 0;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (strcmp(argv[1], commands[i].name) == 0) {
-            p->cmd = commands[i].cmd;
+    for (size_t i = 0; i < sizeof command_names / sizeof command_names[0]; i++) {
+        if (strcmp(argv[1], command_names[i]) == 0) {
+            p->cmd = (enum config_command)i;
             return 0;
         }
     }
-    return fail(p, "unknown command %s (commands: serve, dev, keys)", quote(argv[1], strlen(argv[1])).s);
+    return fail(p, "unknown command %s (commands: serve, dev, keys, verify, token)", quote(argv[1], strlen(argv[1])).s);
 }
 
 /* Reports a flag nobody knows, by its name without any "=value". */
@@ -631,6 +812,9 @@ struct file_parse {
     unsigned seen; /* bit per key already given, to refuse duplicates */
 };
 
+/* seen needs a bit for every config-file key. */
+_Static_assert(OPT_KEYS <= sizeof(unsigned) * 8, "too many config-file keys for file_parse.seen");
+
 /* Tells whether a JSON value may go to the current key: kinds is a bit per
  * key kind that takes it, array_ok whether it may be an array element. On
  * refusal writes the error and returns 0, which makes yajl stop. */
@@ -640,8 +824,8 @@ static int file_accepts(struct file_parse *fp, unsigned kinds, int array_ok)
         fail(fp->p, "config file %s: must contain a JSON object", fp->path);
         return 0;
     }
-    if ((fp->in_array && !array_ok) || !(kinds & (1u << key_specs[fp->key].kind))) {
-        fail_value(fp->p, fp->path, fp->key, NULL, key_specs[fp->key].problem);
+    if ((fp->in_array && !array_ok) || !(kinds & (1u << opt_specs[fp->key].kind))) {
+        fail_value(fp->p, fp->path, fp->key, NULL, opt_specs[fp->key].problem);
         return 0;
     }
     return 1;
@@ -842,21 +1026,82 @@ static int put_default(struct parser *p, enum opt id, const char *value)
 static int put_defaults(struct parser *p)
 {
     char threads[24];
+    const struct {
+        enum opt id;
+        const char *value;
+    } defaults[] = {
+        {OPT_LISTEN, DEFAULT_LISTEN},
+        {OPT_THREADS, threads},
+        {OPT_MAX_AGE, XSTR(DEFAULT_MAX_AGE)},
+        {OPT_CONTENT_TYPE, DEFAULT_CONTENT_TYPE},
+        {OPT_KEY_RELOAD_INTERVAL, XSTR(DEFAULT_RELOAD)},
+        {OPT_KEY_RETENTION, "0"},
+        {OPT_TOKEN_LEEWAY, XSTR(DEFAULT_LEEWAY)},
+        {OPT_MAX_TOKEN_SIZE, XSTR(DEFAULT_TOKEN_SIZE)},
+        {OPT_REPEAT, "1"},
+        {OPT_NAMESPACE, DEFAULT_NAME},
+        {OPT_SERVICE_ACCOUNT, DEFAULT_NAME},
+        {OPT_DURATION, XSTR(DEFAULT_DURATION)},
+    };
 
     snprintf(threads, sizeof threads, "%ld", default_threads());
-    if (put_default(p, OPT_LISTEN, DEFAULT_LISTEN) < 0 || put_default(p, OPT_THREADS, threads) < 0 ||
-        put_default(p, OPT_MAX_AGE, XSTR(DEFAULT_MAX_AGE)) < 0 ||
-        put_default(p, OPT_CONTENT_TYPE, DEFAULT_CONTENT_TYPE) < 0 ||
-        put_default(p, OPT_KEY_RELOAD_INTERVAL, XSTR(DEFAULT_RELOAD)) < 0 || put_default(p, OPT_KEY_RETENTION, "0") < 0)
-        return -1;
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (put_default(p, defaults[i].id, defaults[i].value) < 0)
+            return -1;
     return 0;
+}
+
+/* True when the option has a value from a flag, the file or a default. */
+static int is_set(const struct parser *p, enum opt id)
+{
+    return p->settings[id].values.count > 0;
+}
+
+/* The number (seconds for a duration) of a checked numeric option, or 0
+ * when it has no value. */
+static unsigned long number_value(const struct parser *p, enum opt id)
+{
+    const char *v = setting_value(p, id);
+    unsigned long n = 0;
+
+    if (v && opt_specs[id].kind == KIND_DURATION)
+        check_duration(id, v, &n);
+    else if (v)
+        check_number(id, v, &n);
+    return n;
+}
+
+/* Refuses a flag that the command does not take. A flag of one other
+ * command names that command; a serving flag given to verify or token just
+ * is not valid there, since several commands take it. */
+static int check_command(struct parser *p, enum opt id)
+{
+    unsigned takes = opt_specs[id].commands, cmd = CMD(p->cmd);
+    int single = (takes & (takes - 1)) == 0;
+
+    if (takes & cmd)
+        return 0;
+    if (single && ((cmd & FOR_SERVING) || !(takes & FOR_SERVING)))
+        return fail(p, "--%s is only valid for the %s command", long_options[id].name,
+                    command_names[__builtin_ctz(takes)]);
+    return fail(p, "--%s is not valid for the %s command", long_options[id].name, command_names[p->cmd]);
+}
+
+/* Checks the command-line flags against the command. The config file is
+ * not checked: one file may serve several commands, each reading its keys. */
+static int check_commands(struct parser *p)
+{
+    for (size_t i = 0; i < p->flag_count; i++)
+        if (check_command(p, p->flags[i].id) < 0)
+            return -1;
+    return p->output ? check_command(p, OPT_OUTPUT) : 0;
 }
 
 /* Checks every value given, naming the flag or file key of the first bad
  * one. */
 static int check_values(struct parser *p)
 {
-    for (enum opt id = 0; id < OPT_KEYS; id++) {
+    for (enum opt id = 0; id < OPT_SETTINGS; id++) {
         const struct setting *s = &p->settings[id];
         for (size_t i = 0; i < s->values.count; i++) {
             const char *problem = check_value(p, id, s->values.items[i]);
@@ -868,12 +1113,14 @@ static int check_values(struct parser *p)
 }
 
 /* Derives the defaults that depend on other options, from values already
- * checked: dev's issuer is http:// on the first listen address, and the
- * jwks_uri is the first issuer, less trailing slashes, plus JWKS_PATH. */
+ * checked: dev's issuer is http:// on the first listen address, the
+ * jwks_uri is the first issuer, less trailing slashes, plus JWKS_PATH, and a
+ * minted token's audience is its issuer. */
 static int put_derived(struct parser *p)
 {
     char url[URL_MAX + 64];
     const struct config_strlist *issuers = &p->settings[OPT_ISSUER].values;
+    const char *mint_issuer = setting_value(p, OPT_MINT_ISSUER);
     struct hostport hp;
 
     if (p->cmd == CONFIG_CMD_DEV && issuers->count == 0) {
@@ -893,44 +1140,133 @@ static int put_derived(struct parser *p)
         if (setting_put(p, OPT_JWKS_URI, NULL, url, strlen(url)) < 0)
             return -1;
     }
+    if (mint_issuer && !is_set(p, OPT_AUDIENCE))
+        return setting_put(p, OPT_AUDIENCE, NULL, mint_issuer, strlen(mint_issuer));
     return 0;
 }
 
-/* Sets output_json from --output, which only `keys` prints with. */
+/* Sets output_json from --output, which only `keys` prints with (as
+ * check_commands has made sure). */
 static int check_output(struct parser *p)
 {
     if (!p->output)
         return 0;
-    if (p->cmd != CONFIG_CMD_KEYS)
-        return fail(p, "--output is only valid for the keys command");
     if (strcmp(p->output, "json") != 0 && strcmp(p->output, "table") != 0)
         return fail(p, "--output %s: must be table or json", quote(p->output, strlen(p->output)).s);
     p->cfg.output_json = strcmp(p->output, "json") == 0;
     return 0;
 }
 
-/* Refuses to serve without an issuer (only `keys`, which publishes nothing,
- * may lack one), or without keys outside dev (which generates its own); and
- * refuses a retention that a restart would silently forget. */
+/* The options a command cannot do without, in the order they are asked
+ * for. Only `keys`, which publishes nothing, may lack an issuer; dev
+ * generates its own keys; verify's keys and issuer are check_verify's. */
+static const struct requirement {
+    unsigned commands;
+    enum opt id;
+    const char *message;
+} requirements[] = {
+    {CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_DEV), OPT_ISSUER, "--service-account-issuer is required (at least one)"},
+    {CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_KEYS), OPT_KEY_FILE,
+     "--service-account-key-file is required (at least one)"},
+    {FOR_VERIFY, OPT_TOKEN_FILE, "--token-file is required (a path, or - for standard input)"},
+    {FOR_TOKEN, OPT_SIGNING_KEY_FILE, "--signing-key-file is required (the private key that signs the token)"},
+    {FOR_TOKEN, OPT_MINT_ISSUER, "--issuer is required"},
+    {FOR_TOKEN, OPT_SERVICE_ACCOUNT_UID, "--service-account-uid is required"},
+};
+
+/* Refuses to run a command without what it needs. */
 static int check_required(struct parser *p)
 {
-    unsigned long retention;
-
-    if (p->cmd != CONFIG_CMD_KEYS && p->settings[OPT_ISSUER].values.count == 0)
-        return fail(p, "--service-account-issuer is required (at least one)");
-    if (p->cmd != CONFIG_CMD_DEV && p->settings[OPT_KEY_FILE].values.count == 0)
-        return fail(p, "--service-account-key-file is required (at least one)");
-    check_duration(OPT_KEY_RETENTION, setting_value(p, OPT_KEY_RETENTION), &retention);
-    if (retention > 0 && !setting_value(p, OPT_STATE_DIR))
-        return fail(p, "--key-retention needs --state-dir, so that retained keys survive a restart");
+    for (size_t i = 0; i < sizeof requirements / sizeof requirements[0]; i++) {
+        const struct requirement *r = &requirements[i];
+        if ((r->commands & CMD(p->cmd)) && !is_set(p, r->id))
+            return fail(p, "%s", r->message);
+    }
     return 0;
 }
 
-/* Everything a command that serves or lists keys needs beyond the
- * defaults. */
+/* True when two valid listen values name the same host (ignoring case, as
+ * DNS does) and port. */
+static int same_listen(const char *a, const char *b)
+{
+    struct hostport x, y;
+
+    split_listen(a, &x);
+    split_listen(b, &y);
+    return x.port == y.port && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
+}
+
+/* Keeps the TokenReview API, which tells whoever asks whose token is valid,
+ * off the public listeners: it needs listeners of its own, and those mean
+ * nothing without it. */
+static int check_token_review(struct parser *p)
+{
+    const struct setting *review = &p->settings[OPT_TOKEN_REVIEW_LISTEN];
+    const struct config_strlist *listens = &p->settings[OPT_LISTEN].values;
+
+    if (p->cfg.enable_token_review && review->values.count == 0)
+        return fail(p, TOKEN_REVIEW_NEEDS_LISTEN);
+    if (!p->cfg.enable_token_review && review->values.count)
+        return fail(p, "--token-review-listen needs --enable-token-review");
+    for (size_t i = 0; i < review->values.count; i++)
+        for (size_t j = 0; j < listens->count; j++)
+            if (same_listen(review->values.items[i], listens->items[j]))
+                return fail_value(p, review->origin, OPT_TOKEN_REVIEW_LISTEN, review->values.items[i],
+                                  "must differ from every --listen address");
+    return 0;
+}
+
+/* The rules between serving options: a retention that a restart would
+ * silently forget is refused, and so is a misplaced TokenReview API. */
+static int check_serving(struct parser *p)
+{
+    if (number_value(p, OPT_KEY_RETENTION) > 0 && !is_set(p, OPT_STATE_DIR))
+        return fail(p, "--key-retention needs --state-dir, so that retained keys survive a restart");
+    return check_token_review(p);
+}
+
+/* verify takes its keys from files or from a discovery document, exactly
+ * one of them; the document also names the issuer, which files cannot. */
+static int check_verify(struct parser *p)
+{
+    int files = is_set(p, OPT_KEY_FILE), discovery = is_set(p, OPT_DISCOVERY_URL);
+
+    if (!files && !discovery)
+        return fail(p, "verify needs --service-account-key-file or --discovery-url");
+    if (files && discovery)
+        return fail(p, "--discovery-url and --service-account-key-file are mutually exclusive");
+    if (is_set(p, OPT_CA_FILE) && !discovery)
+        return fail(p, "--ca-file needs --discovery-url");
+    if (!discovery && !is_set(p, OPT_ISSUER))
+        return fail(p, "--service-account-issuer is required (at least one) unless --discovery-url is given");
+    return 0;
+}
+
+/* A minted token is bound to a pod or a node by both its name and its UID,
+ * as the API server binds them, or not at all. */
+static int check_token(struct parser *p)
+{
+    static const enum opt pairs[][2] = {{OPT_POD_NAME, OPT_POD_UID}, {OPT_NODE_NAME, OPT_NODE_UID}};
+
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (is_set(p, pairs[i][0]) != is_set(p, pairs[i][1]))
+            return fail(p, "--%s and --%s go together", long_options[pairs[i][0]].name, long_options[pairs[i][1]].name);
+    return 0;
+}
+
+/* The rules between options, which differ by command. */
+static int check_rules(struct parser *p)
+{
+    if (CMD(p->cmd) & FOR_SERVING)
+        return check_serving(p);
+    return p->cmd == CONFIG_CMD_VERIFY ? check_verify(p) : check_token(p);
+}
+
+/* Everything a command needs beyond the defaults. */
 static int validate(struct parser *p)
 {
-    if (check_output(p) < 0 || check_values(p) < 0 || put_derived(p) < 0 || check_required(p) < 0)
+    if (check_commands(p) < 0 || check_output(p) < 0 || check_values(p) < 0 || put_derived(p) < 0 ||
+        check_required(p) < 0 || check_rules(p) < 0)
         return -1;
     return 0;
 }
@@ -950,50 +1286,107 @@ static char *take_value(struct setting *s)
     return s->values.count ? s->values.items[--s->values.count] : NULL;
 }
 
-/* Converts the valid --listen values into cfg.listens. */
-static int convert_listens(struct parser *p)
+/* Converts the valid listen values of option id into an array of *count
+ * addresses (NULL when there are none). */
+static int convert_listens(struct parser *p, enum opt id, struct config_listen **out, size_t *count)
 {
-    const struct config_strlist *l = &p->settings[OPT_LISTEN].values;
+    const struct config_strlist *l = &p->settings[id].values;
     struct hostport hp;
 
-    p->cfg.listens = calloc(l->count, sizeof *p->cfg.listens);
-    if (!p->cfg.listens)
+    if (l->count == 0)
+        return 0;
+    *out = calloc(l->count, sizeof **out);
+    if (!*out)
         return fail(p, "out of memory");
     for (size_t i = 0; i < l->count; i++) {
-        struct config_listen *cl = &p->cfg.listens[i];
+        struct config_listen *cl = &(*out)[i];
         split_listen(l->items[i], &hp);
         cl->host = strndup(hp.host, hp.hostlen);
         if (!cl->host)
             return fail(p, "out of memory");
         cl->port = (unsigned short)hp.port;
-        p->cfg.listen_count++;
+        (*count)++;
     }
     return 0;
 }
 
+/* Joins the comma-separated --api-audiences values, in order, into one
+ * list. */
+static int convert_audiences(struct parser *p)
+{
+    const struct config_strlist *l = &p->settings[OPT_API_AUDIENCES].values;
+
+    for (size_t i = 0; i < l->count; i++)
+        if (split_audiences(l->items[i], &p->cfg.api_audiences))
+            return fail(p, "out of memory");
+    return 0;
+}
+
+/* Where an option's value lands in struct config. */
+struct field {
+    enum opt id;
+    size_t offset;
+};
+
+#define FIELD(id, member)                                                                                              \
+    {                                                                                                                  \
+        id, offsetof(struct config, member)                                                                            \
+    }
+#define AT(cfg, f, type) ((type *)((char *)(cfg) + (f).offset))
+
+static const struct field number_fields[] = {
+    FIELD(OPT_MAX_AGE, max_age),
+    FIELD(OPT_KEY_RELOAD_INTERVAL, key_reload_interval),
+    FIELD(OPT_KEY_RETENTION, key_retention),
+    FIELD(OPT_TOKEN_LEEWAY, token_leeway),
+    FIELD(OPT_MAX_TOKEN_SIZE, max_token_size),
+    FIELD(OPT_REPEAT, repeat),
+    FIELD(OPT_DURATION, duration),
+};
+
+static const struct field string_fields[] = {
+    FIELD(OPT_JWKS_URI, jwks_uri),
+    FIELD(OPT_CONTENT_TYPE, jwks_content_type),
+    FIELD(OPT_STATE_DIR, state_dir),
+    FIELD(OPT_SIGNING_KEY_FILE, signing_key_file),
+    FIELD(OPT_TOKEN_FILE, token_file),
+    FIELD(OPT_DISCOVERY_URL, discovery_url),
+    FIELD(OPT_CA_FILE, ca_file),
+    FIELD(OPT_MINT_ISSUER, mint_issuer),
+    FIELD(OPT_NAMESPACE, mint_namespace),
+    FIELD(OPT_SERVICE_ACCOUNT, service_account),
+    FIELD(OPT_SERVICE_ACCOUNT_UID, service_account_uid),
+    FIELD(OPT_POD_NAME, pod_name),
+    FIELD(OPT_POD_UID, pod_uid),
+    FIELD(OPT_NODE_NAME, node_name),
+    FIELD(OPT_NODE_UID, node_uid),
+};
+
+static const struct field list_fields[] = {
+    FIELD(OPT_ISSUER, issuers),
+    FIELD(OPT_KEY_FILE, key_files),
+    FIELD(OPT_AUDIENCE, audiences),
+};
+
 /* Moves the settings, valid and complete by now, into p->cfg. */
 static int convert(struct parser *p)
 {
-    unsigned long threads;
-
-    check_number(OPT_THREADS, setting_value(p, OPT_THREADS), &threads);
-    check_number(OPT_MAX_AGE, setting_value(p, OPT_MAX_AGE), &p->cfg.max_age);
-    check_duration(OPT_KEY_RELOAD_INTERVAL, setting_value(p, OPT_KEY_RELOAD_INTERVAL), &p->cfg.key_reload_interval);
-    check_duration(OPT_KEY_RETENTION, setting_value(p, OPT_KEY_RETENTION), &p->cfg.key_retention);
-    p->cfg.threads = (unsigned)threads;
-    p->cfg.issuers = take_list(&p->settings[OPT_ISSUER]);
-    p->cfg.key_files = take_list(&p->settings[OPT_KEY_FILE]);
-    p->cfg.jwks_uri = take_value(&p->settings[OPT_JWKS_URI]);
-    p->cfg.jwks_content_type = take_value(&p->settings[OPT_CONTENT_TYPE]);
-    p->cfg.state_dir = take_value(&p->settings[OPT_STATE_DIR]);
-    p->cfg.signing_key_file = take_value(&p->settings[OPT_SIGNING_KEY_FILE]);
-    return convert_listens(p);
+    p->cfg.threads = (unsigned)number_value(p, OPT_THREADS);
+    for (size_t i = 0; i < sizeof number_fields / sizeof number_fields[0]; i++)
+        *AT(&p->cfg, number_fields[i], unsigned long) = number_value(p, number_fields[i].id);
+    for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++)
+        *AT(&p->cfg, string_fields[i], char *) = take_value(&p->settings[string_fields[i].id]);
+    for (size_t i = 0; i < sizeof list_fields / sizeof list_fields[0]; i++)
+        *AT(&p->cfg, list_fields[i], struct config_strlist) = take_list(&p->settings[list_fields[i].id]);
+    if (convert_audiences(p) < 0 || convert_listens(p, OPT_LISTEN, &p->cfg.listens, &p->cfg.listen_count) < 0)
+        return -1;
+    return convert_listens(p, OPT_TOKEN_REVIEW_LISTEN, &p->cfg.token_review_listens, &p->cfg.token_review_listen_count);
 }
 
 /* Frees what the parser still owns, including a config not handed out. */
 static void parser_free(struct parser *p)
 {
-    for (enum opt id = 0; id < OPT_KEYS; id++)
+    for (enum opt id = 0; id < OPT_SETTINGS; id++)
         strlist_free(&p->settings[id].values);
     free(p->flags);
     config_free(&p->cfg);
@@ -1028,14 +1421,16 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
 
 const char *config_usage(enum config_command cmd)
 {
-    (void)cmd; /* one text covers every command: they share their flags, and --output says it is for keys */
-    return "Usage: oidc-discovery [serve|dev|keys] [flags]\n"
+    (void)cmd; /* one text covers every command: most flags are shared, and each section says whose it is */
+    return "Usage: oidc-discovery [serve|dev|keys|verify|token] [flags]\n"
            "\n"
            "Commands:\n"
            "  serve                           Serve the discovery document and JWKS (the default)\n"
            "  dev                             Serve a generated development key pair on http://127.0.0.1:8080\n"
            "  keys                            Print the key set that would be published (kid, alg, size, source,\n"
            "                                  first seen, retained until); needs no issuer\n"
+           "  verify                          Verify one token and print a TokenReview-style result\n"
+           "  token                           Mint a Kubernetes-shaped service-account token, for tests and demos\n"
            "\n"
            "Flags:\n"
            "  --service-account-issuer URL    Issuer to publish, https; repeatable, the first is published (required)\n"
@@ -1058,21 +1453,60 @@ const char *config_usage(enum config_command cmd)
            "                                  it is retained, across restarts (default none)\n"
            "  --signing-key-file PATH         PEM file of the key the API server signs with now (default none)\n"
            "\n"
+           "Token verification (serve's TokenReview API, and verify):\n"
+           "  --api-audiences LIST            Audiences a token must have one of, comma-separated; repeatable, the\n"
+           "                                  lists are joined in order (default: the issuers)\n"
+           "  --token-leeway DURATION         Clock skew allowed for exp, nbf and iat, 0 to 1h (default 60s)\n"
+           "  --max-token-size BYTES          Longest token accepted, 256 to 1048576 (default 16384)\n"
+           "  --accept-legacy-tokens          Accept legacy Secret-based tokens, which never expire (default off)\n"
+           "  --enable-token-review           Serve the TokenReview API (default off; needs --token-review-listen)\n"
+           "  --token-review-listen HOST:PORT Listen address of the TokenReview API, never a --listen address;\n"
+           "                                  repeatable (default none; only with --enable-token-review)\n"
+           "\n"
+           "verify (also takes --service-account-key-file, --service-account-issuer, which is required without\n"
+           "--discovery-url, the token verification flags, --allow-insecure-issuer and --config; its own flags\n"
+           "are not config-file keys):\n"
+           "  --token-file PATH               File holding the token, - for standard input (required)\n"
+           "  --discovery-url URL             Issuer URL whose discovery document gives the JWKS and, by default,\n"
+           "                                  the issuer; https; instead of --service-account-key-file\n"
+           "  --ca-file PATH                  CA certificates for --discovery-url (default: the system's)\n"
+           "  --repeat N                      Verify N times, 1 to 100000000, to measure speed (default 1)\n"
+           "  --no-cache                      Do not cache verifications across repeats (default: cache)\n"
+           "\n"
+           "token (also takes --signing-key-file, required here, --allow-insecure-issuer and --config; its own\n"
+           "flags are not config-file keys):\n"
+           "  --issuer URL                    iss claim, https (required)\n"
+           "  --audience AUD                  aud claim; repeatable (default: the issuer)\n"
+           "  --namespace NS                  Namespace, a DNS-1123 name (default default)\n"
+           "  --service-account NAME          Service account, a DNS-1123 name (default default)\n"
+           "  --service-account-uid UID       Service account UID (required)\n"
+           "  --pod-name NAME                 Bind the token to this pod; with --pod-uid (default none)\n"
+           "  --pod-uid UID                   UID of that pod; with --pod-name (default none)\n"
+           "  --node-name NAME                Bind the token to this node; with --node-uid (default none)\n"
+           "  --node-uid UID                  UID of that node; with --node-name (default none)\n"
+           "  --duration DURATION             Lifetime, 1s to 365d (default 1h)\n"
+           "\n"
            "Other commands:\n"
            "  -h, --help                      Print this help and exit\n"
            "  --version                       Print the version and exit\n";
 }
 
+/* Frees count listen addresses and their array. */
+static void free_listens(struct config_listen *listens, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(listens[i].host);
+    free(listens);
+}
+
 void config_free(struct config *cfg)
 {
-    strlist_free(&cfg->issuers);
-    strlist_free(&cfg->key_files);
-    free(cfg->jwks_uri);
-    free(cfg->jwks_content_type);
-    free(cfg->state_dir);
-    free(cfg->signing_key_file);
-    for (size_t i = 0; i < cfg->listen_count; i++)
-        free(cfg->listens[i].host);
-    free(cfg->listens);
+    for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++)
+        free(*AT(cfg, string_fields[i], char *));
+    for (size_t i = 0; i < sizeof list_fields / sizeof list_fields[0]; i++)
+        strlist_free(AT(cfg, list_fields[i], struct config_strlist));
+    strlist_free(&cfg->api_audiences);
+    free_listens(cfg->listens, cfg->listen_count);
+    free_listens(cfg->token_review_listens, cfg->token_review_listen_count);
     memset(cfg, 0, sizeof *cfg);
 }

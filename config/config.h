@@ -49,12 +49,40 @@ struct config {
     char *signing_key_file;            /* --signing-key-file, NULL when unset */
 
     int output_json; /* keys --output json (default table) */
+
+    /* Token verification (serve's TokenReview endpoint and `verify`). */
+    struct config_strlist api_audiences; /* --api-audiences (comma list); empty = the issuers */
+    unsigned long token_leeway;          /* --token-leeway seconds (default 60) */
+    unsigned long max_token_size;        /* --max-token-size bytes (default 16384) */
+    int accept_legacy_tokens;            /* --accept-legacy-tokens */
+    int enable_token_review;             /* --enable-token-review */
+    struct config_listen *token_review_listens; /* --token-review-listen, >= 1 when enabled */
+    size_t token_review_listen_count;
+
+    /* `verify` */
+    char *token_file;     /* --token-file PATH or "-" (required) */
+    char *discovery_url;  /* --discovery-url URL (instead of key files) */
+    char *ca_file;        /* --ca-file PATH for --discovery-url */
+    unsigned long repeat; /* --repeat N (default 1) */
+    int no_cache;         /* --no-cache */
+
+    /* `token` */
+    char *mint_issuer;                /* --issuer (required) */
+    struct config_strlist audiences;  /* --audience, repeatable (default: the issuer) */
+    char *mint_namespace;             /* --namespace (default "default") */
+    char *service_account;            /* --service-account (default "default") */
+    char *service_account_uid;        /* --service-account-uid (default: a fresh UUID is NOT generated here; required) */
+    char *pod_name, *pod_uid;         /* optional, together */
+    char *node_name, *node_uid;       /* optional, together */
+    unsigned long duration;           /* --duration (default 3600) */
 };
 
 enum config_command {
     CONFIG_CMD_SERVE,   /* "serve" or no subcommand */
     CONFIG_CMD_DEV,     /* "dev": serve a generated development key pair */
     CONFIG_CMD_KEYS,    /* "keys": print the key set that would be published */
+    CONFIG_CMD_VERIFY,  /* "verify": verify one token, print a TokenReview-style result */
+    CONFIG_CMD_TOKEN,   /* "token": mint a kube-shaped token for tests and demos */
     CONFIG_CMD_HELP,    /* --help was asked for: print config_usage() */
     CONFIG_CMD_VERSION, /* --version */
 };

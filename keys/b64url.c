@@ -26,3 +26,47 @@ size_t b64url_encode(const unsigned char *in, size_t n, char *out)
     out[o] = '\0';
     return o;
 }
+
+/* The 6-bit value of an alphabet character, or -1: a range test rather than
+ * a table keeps the accepted set obvious. */
+static int b64url_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return -1;
+}
+
+int b64url_decode(const char *in, size_t n, unsigned char *out, size_t *outlen)
+{
+    unsigned long acc = 0;
+    unsigned bits = 0;
+    size_t o = 0;
+
+    if (n % 4 == 1)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64url_value((unsigned char)in[i]);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6 | (unsigned long)v) & 0xffffff;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits);
+        }
+    }
+    /* Left-over bits (2 or 4) must be zero, or two strings would decode to
+     * the same bytes. */
+    if (acc & ((1ul << bits) - 1))
+        return -1;
+    *outlen = o;
+    return 0;
+}

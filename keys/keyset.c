@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,12 +144,24 @@ static int keyset_load_path(struct keyset_loader *l, const char *path, char *err
     return pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
 }
 
+/* Every set gets a fresh id so that caches keyed on a set notice a new one,
+ * whichever loader built it. */
+struct keyset *keyset_new(void)
+{
+    static atomic_uint_fast64_t next_id = 1;
+    struct keyset *ks = calloc(1, sizeof(*ks));
+
+    if (ks != NULL)
+        ks->id = atomic_fetch_add(&next_id, 1);
+    return ks;
+}
+
 struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,
                            size_t errlen)
 {
     struct keyset_loader l = {.warn = warn, .warn_ctx = warn_ctx};
 
-    if ((l.ks = calloc(1, sizeof(*l.ks))) == NULL) {
+    if ((l.ks = keyset_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }

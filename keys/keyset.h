@@ -7,17 +7,22 @@
 #define OIDC_KEYSET_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "key.h"
 
 struct keyset {
     struct key *keys;
     size_t count;
-    size_t cap; /* allocated entries */
+    size_t cap;  /* allocated entries */
+    uint64_t id; /* unique per loaded set in this process: tells caches the set changed */
 };
 
 /* Receives non-fatal findings (an RSA key below 2048 bits, the same public
  * key given twice) as one-line messages. May be NULL. */
 typedef void (*keyset_warn_cb)(void *ctx, const char *msg);
+
+/* An empty set with a fresh, process-unique id; NULL when out of memory. */
+struct keyset *keyset_new(void);
 
 /* Loads every path in order. A path is a PEM file or a directory, which
  * contributes each regular, non-hidden file in it, sorted by name (the

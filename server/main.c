@@ -14,6 +14,8 @@
 #include "log.h"
 #include "reload.h"
 #include "server.h"
+#include "token_command.h"
+#include "verify_command.h"
 
 /* Where `oidc-discovery dev` keeps its generated key pair (git-ignored). */
 #define DEV_KEYS_DIR "dev-keys"
@@ -61,8 +63,10 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 0;
     }
-    if (cmd == CONFIG_CMD_KEYS) {
-        rc = keys_command(&cfg);
+    if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN) {
+        rc = cmd == CONFIG_CMD_KEYS     ? keys_command(&cfg)
+             : cmd == CONFIG_CMD_VERIFY ? verify_command(&cfg)
+                                        : token_command(&cfg);
         goto out;
     }
     log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);

@@ -627,3 +627,104 @@ class ServerTestCase(unittest.TestCase):
         st, h, b = server.get(JWKS)
         self.assert_doc(st, h, b, expected_jwks(keys), content_type, max_age, cors)
         return b
+
+
+# --------------------------------------------------------------------------
+# key rotation helpers (files changing under a running server)
+
+def wait_until(pred, timeout, interval=0.05):
+    """Calls pred until it returns a truthy value or timeout seconds pass;
+    returns the last value (falsy on timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+def atomic_write(path, data: bytes):
+    """Writes data beside path and renames it over path (one inotify
+    IN_MOVED_TO, never a torn file)."""
+    tmp = os.path.join(os.path.dirname(path) or ".", ".tmp-" + os.path.basename(path))
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def secret_dir_create(path, files, stamp="..2026_01"):
+    """Lays out a directory as the kubelet does for a Secret volume:
+    path/<stamp>/<name> regular files, path/..data -> <stamp>, and
+    path/<name> -> ..data/<name>. files: dict name -> bytes."""
+    os.makedirs(os.path.join(path, stamp))
+    for name, data in files.items():
+        with open(os.path.join(path, stamp, name), "wb") as f:
+            f.write(data)
+    os.symlink(stamp, os.path.join(path, "..data"))
+    for name in files:
+        os.symlink(os.path.join("..data", name), os.path.join(path, name))
+    return path
+
+
+def secret_dir_swap(path, files, stamp):
+    """Rotates a Secret volume the kubelet's way: writes a new <stamp>
+    directory, points ..data_tmp at it, renames ..data_tmp over ..data,
+    fixes the user-visible symlinks and removes the previous <stamp>."""
+    old = os.readlink(os.path.join(path, "..data"))
+    os.makedirs(os.path.join(path, stamp))
+    for name, data in files.items():
+        with open(os.path.join(path, stamp, name), "wb") as f:
+            f.write(data)
+    tmp = os.path.join(path, "..data_tmp")
+    os.symlink(stamp, tmp)
+    os.replace(tmp, os.path.join(path, "..data"))
+    for name in files:
+        link = os.path.join(path, name)
+        if not os.path.islink(link):
+            os.symlink(os.path.join("..data", name), link)
+    for name in os.listdir(path):
+        link = os.path.join(path, name)
+        if not name.startswith(".") and name not in files and os.path.islink(link):
+            os.unlink(link)
+    shutil.rmtree(os.path.join(path, old), ignore_errors=True)
+
+
+def jwks_kids(body: bytes):
+    """The kids of a JWKS document, in order."""
+    return [k["kid"] for k in json.loads(body)["keys"]]
+
+
+def wait_for_jwks(server, keys, timeout=3.0):
+    """Polls the JWKS until it is exactly expected_jwks(keys); returns
+    (status, headers, body) of the last response."""
+    want = expected_jwks(keys)
+    last = [None]
+
+    def check():
+        last[0] = server.get(JWKS)
+        return last[0][0] == 200 and last[0][2] == want
+    wait_until(check, timeout)
+    return last[0]
+
+
+def count_log(server, pattern):
+    """How many lines of the server's stderr match the regex pattern."""
+    rx = re.compile(pattern)
+    return sum(1 for line in server.stderr().splitlines() if rx.search(line))
+
+
+def wait_for_log(server, pattern, count=1, timeout=3.0):
+    """Waits until at least count stderr lines match pattern; returns the
+    number found (fewer on timeout)."""
+    wait_until(lambda: count_log(server, pattern) >= count, timeout)
+    return count_log(server, pattern)
+
+
+def sighup_and_wait(server, timeout=3.0, settle=0.3):
+    """Sends SIGHUP and waits until the server has logged it, then a little
+    longer for the reload that follows the log line in the same loop turn."""
+    n = count_log(server, r"SIGHUP: reloading keys")
+    server.proc.send_signal(signal.SIGHUP)
+    got = wait_for_log(server, r"SIGHUP: reloading keys", n + 1, timeout)
+    time.sleep(settle)
+    return got >= n + 1

@@ -79,9 +79,14 @@ static void flag_fails(const char *want, const char *flag, const char *value)
           NULL);
 }
 
+/* The arguments each command needs, for tests about the other flags. */
+#define SERVE_ARGS  "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub"
+#define VERIFY_ARGS "verify", "--token-file", "/t.jwt", SERVE_ARGS
+#define TOKEN_ARGS                                                                                                     \
+    "token", "--signing-key-file", "/k.key", "--issuer", "https://a.example", "--service-account-uid", "uid-1"
+
 /* Like ok() with the required issuer and key in front. */
-#define OK_WITH(...)                                                                                                   \
-    ok("--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", __VA_ARGS__)
+#define OK_WITH(...) ok(SERVE_ARGS, __VA_ARGS__)
 
 /* Writes a config file under /tmp, remembered in path (replacing the file
  * a previous call wrote) for teardown to remove. */
@@ -139,6 +144,27 @@ Test(config, defaults)
     cr_assert_null(cfg.state_dir);
     cr_assert_null(cfg.signing_key_file);
     cr_assert_eq(cfg.output_json, 0);
+    /* token verification */
+    cr_assert_eq(cfg.api_audiences.count, 0);
+    cr_assert_null(cfg.api_audiences.items);
+    cr_assert_eq(cfg.token_leeway, 60);
+    cr_assert_eq(cfg.max_token_size, 16384);
+    cr_assert_eq(cfg.accept_legacy_tokens, 0);
+    cr_assert_eq(cfg.enable_token_review, 0);
+    cr_assert_eq(cfg.token_review_listen_count, 0);
+    cr_assert_null(cfg.token_review_listens);
+    /* verify's and token's, unused by serve */
+    cr_assert_null(cfg.token_file);
+    cr_assert_null(cfg.discovery_url);
+    cr_assert_null(cfg.ca_file);
+    cr_assert_eq(cfg.repeat, 1);
+    cr_assert_eq(cfg.no_cache, 0);
+    cr_assert_null(cfg.mint_issuer);
+    cr_assert_eq(cfg.audiences.count, 0);
+    cr_assert_null(cfg.service_account_uid);
+    cr_assert_null(cfg.pod_name);
+    cr_assert_null(cfg.node_name);
+    cr_assert_eq(cfg.duration, 3600);
 }
 
 Test(config, explicit_serve_command)
@@ -365,7 +391,7 @@ Test(config, usage_lists_commands_and_flags)
 {
     const char *u = config_usage(CONFIG_CMD_HELP);
 
-    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev|keys] [flags]\n", 47), 0);
+    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev|keys|verify|token] [flags]\n", 60), 0);
     cr_assert_not_null(strstr(u, "\n  dev "));
     cr_assert_not_null(strstr(u, "\n  keys                            Print the key set that would be published (kid, "
                                  "alg, size, source,\n                                  first seen, retained until)"));
@@ -393,19 +419,61 @@ Test(config, usage_lists_commands_and_flags)
                            "--key-retention DURATION",
                            "(default 0: off; needs --state-dir)",
                            "--state-dir PATH",
-                           "--signing-key-file PATH"};
+                           "--signing-key-file PATH",
+                           "\n  verify                          Verify one token",
+                           "\n  token                           Mint a Kubernetes-shaped service-account token",
+                           "\nToken verification (",
+                           "--api-audiences LIST",
+                           "comma-separated; repeatable",
+                           "(default: the issuers)",
+                           "--token-leeway DURATION",
+                           "0 to 1h (default 60s)",
+                           "--max-token-size BYTES",
+                           "256 to 1048576 (default 16384)",
+                           "--accept-legacy-tokens",
+                           "--enable-token-review",
+                           "--token-review-listen HOST:PORT",
+                           "\nverify (",
+                           "are not config-file keys",
+                           "--token-file PATH",
+                           "- for standard input (required)",
+                           "--discovery-url URL",
+                           "--ca-file PATH",
+                           "--repeat N",
+                           "1 to 100000000, to measure speed (default 1)",
+                           "--no-cache",
+                           "\ntoken (",
+                           "--issuer URL",
+                           "--audience AUD",
+                           "(default: the issuer)",
+                           "--namespace NS",
+                           "--service-account NAME",
+                           "(default default)",
+                           "--service-account-uid UID",
+                           "--pod-name NAME",
+                           "--pod-uid UID",
+                           "--node-name NAME",
+                           "--node-uid UID",
+                           "--duration DURATION",
+                           "1s to 365d (default 1h)"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_assert_not_null(strstr(u, flags[i]), "usage lacks %s", flags[i]);
     cr_assert_str_eq(config_usage(CONFIG_CMD_DEV), u);
+    cr_assert_str_eq(config_usage(CONFIG_CMD_VERIFY), u);
+    cr_assert_str_eq(config_usage(CONFIG_CMD_TOKEN), u);
+    for (const char *line = u; *line; line += strcspn(line, "\n") + 1)
+        cr_assert_leq(strcspn(line, "\n"), 110, "usage line too long: %.*s", (int)strcspn(line, "\n"), line);
 }
 
 /* ---- command-line errors ---- */
 
 Test(config, unknown_command)
 {
-    fails("unknown command \"x\" (commands: serve, dev, keys)", "x", NULL);
-    fails("unknown command \"servee\" (commands: serve, dev, keys)", "servee", "--help", NULL);
-    fails("unknown command \"key\" (commands: serve, dev, keys)", "key", NULL);
+    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token)", "x", NULL);
+    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token)", "servee", "--help", NULL);
+    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token)", "key", NULL);
+    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token)", "tokens", NULL);
+    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token)", "Verify", NULL);
 }
 
 Test(config, unknown_flags)
@@ -415,7 +483,11 @@ Test(config, unknown_flags)
     fails("unknown flag \"-x\" (see --help)", "-x", NULL);
     /* getopt would take an unambiguous prefix; we want the full name */
     fails("unknown flag \"--max\" (see --help)", "--max", "5", NULL);
-    fails("unknown flag \"--service-account\" (see --help)", "--service-account", "x", NULL);
+    fails("unknown flag \"--service-account-key\" (see --help)", "--service-account-key", "x", NULL);
+    /* ambiguous prefixes too */
+    fails("unknown flag \"--service-acc\" (see --help)", "--service-acc", "x", NULL);
+    fails("unknown flag \"--pod\" (see --help)", "token", "--pod", "x", NULL);
+    fails("unknown flag \"--token\" (see --help)", "verify", "--token", "x", NULL);
 }
 
 Test(config, missing_value)
@@ -1162,4 +1234,626 @@ Test(config, free_is_safe_on_zeroed_and_twice)
     config_free(&cfg);
     cr_assert_eq(cfg.issuers.count, 0);
     cr_assert_null(cfg.listens);
+}
+
+/* ---- token verification settings ---- */
+
+#define AUDIENCES_PROBLEM  "must be a comma-separated list of non-empty audiences"
+#define LEEWAY_PROBLEM     "must be a duration between 0 and 1h (like 90s, 15m, 24h, 7d or plain seconds)"
+#define TOKEN_SIZE_PROBLEM "must be an integer between 256 and 1048576"
+#define REVIEW_NEEDS_LISTEN                                                                                            \
+    "--enable-token-review needs --token-review-listen HOST:PORT (the TokenReview API is never served on the public "  \
+    "listeners)"
+#define LISTEN_NEEDS_REVIEW "--token-review-listen needs --enable-token-review"
+#define MUST_DIFFER         "must differ from every --listen address"
+
+/* Requires the list to hold exactly the n strings that follow. */
+static void list_is(const struct config_strlist *l, size_t n, ...)
+{
+    va_list ap;
+
+    cr_assert_eq(l->count, n, "%zu items, wanted %zu", l->count, n);
+    va_start(ap, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_str_eq(l->items[i], va_arg(ap, const char *), "item %zu", i);
+    va_end(ap);
+}
+
+Test(config, api_audiences_comma_list)
+{
+    OK_WITH("--api-audiences", "vault,https://kubernetes.default.svc", NULL);
+    list_is(&cfg.api_audiences, 2, "vault", "https://kubernetes.default.svc");
+    OK_WITH("--api-audiences=vault", NULL);
+    list_is(&cfg.api_audiences, 1, "vault");
+    /* audiences are taken as given: no trimming, duplicates kept */
+    OK_WITH("--api-audiences", " a,a", NULL);
+    list_is(&cfg.api_audiences, 2, " a", "a");
+}
+
+Test(config, api_audiences_repeated_flags_concatenate)
+{
+    OK_WITH("--api-audiences", "a,b", "--api-audiences", "c", "--api-audiences", "d,e", NULL);
+    list_is(&cfg.api_audiences, 5, "a", "b", "c", "d", "e");
+}
+
+Test(config, api_audiences_errors)
+{
+    const char *bad[][2] = {{"a,,b", "\"a,,b\""}, {",a", "\",a\""}, {"a,", "\"a,\""},
+                            {",", "\",\""},       {"", "\"\""},     {"a,b,,", "\"a,b,,\""}};
+    char want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want, "--api-audiences %s: " AUDIENCES_PROBLEM, bad[i][1]);
+        flag_fails(want, "--api-audiences", bad[i][0]);
+    }
+    /* a later good value does not hide an earlier bad one */
+    fails("--api-audiences \"a,,b\": " AUDIENCES_PROBLEM, SERVE_ARGS, "--api-audiences", "a,,b", "--api-audiences", "c",
+          NULL);
+}
+
+Test(config, token_leeway)
+{
+    const struct {
+        const char *value;
+        unsigned long want;
+    } good[] = {{"0", 0}, {"90s", 90}, {"15m", 900}, {"1h", 3600}, {"3600", 3600}};
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        OK_WITH("--token-leeway", good[i].value, NULL);
+        cr_assert_eq(cfg.token_leeway, good[i].want, "%s", good[i].value);
+    }
+    flag_fails("--token-leeway \"3601\": " LEEWAY_PROBLEM, "--token-leeway", "3601");
+    flag_fails("--token-leeway \"2h\": " LEEWAY_PROBLEM, "--token-leeway", "2h");
+    flag_fails("--token-leeway \"1d\": " LEEWAY_PROBLEM, "--token-leeway", "1d");
+    flag_fails("--token-leeway \"-1\": " LEEWAY_PROBLEM, "--token-leeway", "-1");
+    flag_fails("--token-leeway \"x\": " LEEWAY_PROBLEM, "--token-leeway", "x");
+    flag_fails("--token-leeway \"\": " LEEWAY_PROBLEM, "--token-leeway", "");
+}
+
+Test(config, max_token_size)
+{
+    OK_WITH("--max-token-size", "256", NULL);
+    cr_assert_eq(cfg.max_token_size, 256);
+    OK_WITH("--max-token-size", "1048576", NULL);
+    cr_assert_eq(cfg.max_token_size, 1048576);
+    flag_fails("--max-token-size \"255\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "255");
+    flag_fails("--max-token-size \"1048577\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "1048577");
+    flag_fails("--max-token-size \"0\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "0");
+    flag_fails("--max-token-size \"16k\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "16k");
+    flag_fails("--max-token-size \"-300\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "-300");
+}
+
+Test(config, accept_legacy_tokens)
+{
+    OK_WITH("--accept-legacy-tokens", NULL);
+    cr_assert_eq(cfg.accept_legacy_tokens, 1);
+    fails("--accept-legacy-tokens: does not take a value", SERVE_ARGS, "--accept-legacy-tokens=true", NULL);
+}
+
+Test(config, token_review_enabled)
+{
+    OK_WITH("--enable-token-review", "--token-review-listen", "127.0.0.1:8443", "--token-review-listen", "[::1]:8443",
+            NULL);
+    cr_assert_eq(cfg.enable_token_review, 1);
+    cr_assert_eq(cfg.token_review_listen_count, 2);
+    cr_assert_str_eq(cfg.token_review_listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.token_review_listens[0].port, 8443);
+    cr_assert_str_eq(cfg.token_review_listens[1].host, "::1");
+    cr_assert_eq(cfg.token_review_listens[1].port, 8443);
+    cr_assert_eq(cfg.listen_count, 1, "the public listener is unchanged");
+    cr_assert_eq(cfg.listens[0].port, 8080);
+    /* the same host on another port, and the same port on another host */
+    OK_WITH("--enable-token-review", "--token-review-listen", "127.0.0.1:8081", "--token-review-listen",
+            "10.0.0.1:8080", NULL);
+    cr_assert_eq(cfg.token_review_listen_count, 2);
+    ok("dev", "--enable-token-review", "--token-review-listen", "localhost:9443", NULL);
+    cr_assert_eq(cfg.token_review_listens[0].port, 9443);
+}
+
+Test(config, token_review_rules)
+{
+    fails(REVIEW_NEEDS_LISTEN, SERVE_ARGS, "--enable-token-review", NULL);
+    fails(REVIEW_NEEDS_LISTEN, "dev", "--enable-token-review", NULL);
+    flag_fails(LISTEN_NEEDS_REVIEW, "--token-review-listen", "127.0.0.1:8443");
+    fails(LISTEN_NEEDS_REVIEW, "dev", "--token-review-listen", "127.0.0.1:8443", NULL);
+    fails(LISTEN_NEEDS_REVIEW, "keys", "--service-account-key-file", "/k", "--token-review-listen", "127.0.0.1:1",
+          NULL);
+}
+
+Test(config, token_review_listen_must_differ)
+{
+    /* from the default --listen */
+    fails("--token-review-listen \"127.0.0.1:8080\": " MUST_DIFFER, SERVE_ARGS, "--enable-token-review",
+          "--token-review-listen", "127.0.0.1:8080", NULL);
+    /* from any of several, the second token-review address being the bad one */
+    fails("--token-review-listen \"[::1]:9000\": " MUST_DIFFER, SERVE_ARGS, "--listen", "0.0.0.0:80", "--listen",
+          "[::1]:9000", "--enable-token-review", "--token-review-listen", "127.0.0.1:9000", "--token-review-listen",
+          "[::1]:9000", NULL);
+    /* host names compare without regard to case */
+    fails("--token-review-listen \"LocalHost:80\": " MUST_DIFFER, SERVE_ARGS, "--listen", "localhost:80",
+          "--enable-token-review", "--token-review-listen", "LocalHost:80", NULL);
+    fails("--token-review-listen \"127.0.0.1:9\": " MUST_DIFFER, "dev", "--listen", "127.0.0.1:9",
+          "--enable-token-review", "--token-review-listen", "127.0.0.1:9", NULL);
+}
+
+Test(config, token_review_listen_syntax)
+{
+    fails("--token-review-listen \"nope\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", SERVE_ARGS,
+          "--enable-token-review", "--token-review-listen", "nope", NULL);
+    fails("--token-review-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS,
+          "--enable-token-review", "--token-review-listen", "127.0.0.1:0", NULL);
+    fails("--token-review-listen \"[zz]:1\": has an invalid host", SERVE_ARGS, "--enable-token-review",
+          "--token-review-listen", "[zz]:1", NULL);
+    /* a bad value is reported before the missing --enable-token-review */
+    flag_fails("--token-review-listen \":1\": has no host", "--token-review-listen", ":1");
+}
+
+Test(config, file_token_verification_keys)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"api-audiences\": [\"vault,aws\", \"gcp\"], \"token-leeway\": \"2m\", \"max-token-size\": 4096,\n"
+               " \"accept-legacy-tokens\": true, \"enable-token-review\": true,\n"
+               " \"token-review-listen\": [\"127.0.0.1:8443\", \"127.0.0.1:8444\"]}");
+    ok("--config", path, NULL);
+    list_is(&cfg.api_audiences, 3, "vault", "aws", "gcp");
+    cr_assert_eq(cfg.token_leeway, 120);
+    cr_assert_eq(cfg.max_token_size, 4096);
+    cr_assert_eq(cfg.accept_legacy_tokens, 1);
+    cr_assert_eq(cfg.enable_token_review, 1);
+    cr_assert_eq(cfg.token_review_listen_count, 2);
+    cr_assert_eq(cfg.token_review_listens[1].port, 8444);
+    /* flags replace the file's lists rather than adding to them */
+    ok("--config", path, "--api-audiences", "x,y", "--token-review-listen", "127.0.0.1:9", "--token-leeway", "0", NULL);
+    list_is(&cfg.api_audiences, 2, "x", "y");
+    cr_assert_eq(cfg.token_review_listen_count, 1);
+    cr_assert_eq(cfg.token_review_listens[0].port, 9);
+    cr_assert_eq(cfg.token_leeway, 0);
+}
+
+Test(config, file_token_verification_scalars)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"api-audiences\": \"vault,aws\", \"token-leeway\": 30, \"token-review-listen\": \"[::1]:8443\",\n"
+               " \"enable-token-review\": true, \"accept-legacy-tokens\": false}");
+    ok("--config", path, NULL);
+    list_is(&cfg.api_audiences, 2, "vault", "aws");
+    cr_assert_eq(cfg.token_leeway, 30);
+    cr_assert_eq(cfg.accept_legacy_tokens, 0);
+    cr_assert_eq(cfg.token_review_listen_count, 1);
+    cr_assert_str_eq(cfg.token_review_listens[0].host, "::1");
+}
+
+Test(config, file_token_verification_errors)
+{
+    file_fails("{\"api-audiences\": 1}", "key \"api-audiences\": must be a string or an array of strings");
+    file_fails("{\"api-audiences\": [\"a\", \"\"]}", "key \"api-audiences\": " AUDIENCES_PROBLEM);
+    file_fails("{\"api-audiences\": \"a,,b\"}", "key \"api-audiences\": " AUDIENCES_PROBLEM);
+    file_fails("{\"token-leeway\": true}", "key \"token-leeway\": " LEEWAY_PROBLEM);
+    file_fails("{\"token-leeway\": 3601}", "key \"token-leeway\": " LEEWAY_PROBLEM);
+    file_fails("{\"max-token-size\": \"4096\"}", "key \"max-token-size\": " TOKEN_SIZE_PROBLEM);
+    file_fails("{\"max-token-size\": 100}", "key \"max-token-size\": " TOKEN_SIZE_PROBLEM);
+    file_fails("{\"accept-legacy-tokens\": \"yes\"}", "key \"accept-legacy-tokens\": must be true or false");
+    file_fails("{\"enable-token-review\": 1}", "key \"enable-token-review\": must be true or false");
+    file_fails("{\"token-review-listen\": 8443}",
+               "key \"token-review-listen\": must be a string or an array of strings");
+    file_fails("{\"token-review-listen\": [\"x\"]}",
+               "key \"token-review-listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6");
+    /* verify's and token's flags are not file keys */
+    file_fails("{\"token-file\": \"/t\"}", "unknown key \"token-file\"");
+    file_fails("{\"discovery-url\": \"https://a.example\"}", "unknown key \"discovery-url\"");
+    file_fails("{\"repeat\": 2}", "unknown key \"repeat\"");
+    file_fails("{\"no-cache\": true}", "unknown key \"no-cache\"");
+    file_fails("{\"issuer\": \"https://a.example\"}", "unknown key \"issuer\"");
+    file_fails("{\"namespace\": \"x\"}", "unknown key \"namespace\"");
+    file_fails("{\"duration\": 60}", "unknown key \"duration\"");
+}
+
+Test(config, file_token_review_rules)
+{
+    char want[CONFIG_ERR_MAX];
+
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"enable-token-review\": true}");
+    fails(REVIEW_NEEDS_LISTEN, "--config", path, NULL);
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"enable-token-review\": true, \"token-review-listen\": \"127.0.0.1:8080\"}");
+    snprintf(want, sizeof want, "config file %s: key \"token-review-listen\": " MUST_DIFFER, path);
+    fails(want, "--config", path, NULL);
+    ok("--config", path, "--listen", "127.0.0.1:80", NULL);
+    cr_assert_eq(cfg.token_review_listens[0].port, 8080);
+}
+
+/* ---- verify ---- */
+
+#define NOT_FOR_VERIFY  " is not valid for the verify command"
+#define ONLY_FOR_VERIFY " is only valid for the verify command"
+#define NOT_FOR_TOKEN   " is not valid for the token command"
+#define ONLY_FOR_TOKEN  " is only valid for the token command"
+
+/* A flag (and its value, or NULL) for the tests about which command takes
+ * what. */
+struct flag_case {
+    const char *flag, *value;
+};
+
+/* Serving flags, which neither verify nor token takes. */
+static const struct flag_case serving_flags[] = {
+    {"--service-account-jwks-uri", "https://a.example/jwks"},
+    {"--listen", "127.0.0.1:1"},
+    {"--threads", "2"},
+    {"--max-age", "1"},
+    {"--jwks-content-type", "a/b"},
+    {"--cors", NULL},
+    {"--no-cors", NULL},
+    {"--key-reload-interval", "1s"},
+    {"--key-retention", "1s"},
+    {"--state-dir", "/s"},
+    {"--enable-token-review", NULL},
+    {"--token-review-listen", "127.0.0.1:2"},
+    {"--output", "json"},
+};
+
+static const struct flag_case verify_flags[] = {
+    {"--token-file", "/t"}, {"--discovery-url", "https://a.example"}, {"--ca-file", "/ca.pem"}, {"--repeat", "2"},
+    {"--no-cache", NULL},
+};
+
+static const struct flag_case token_flags[] = {
+    {"--issuer", "https://a.example"},
+    {"--audience", "a"},
+    {"--namespace", "ns"},
+    {"--service-account", "sa"},
+    {"--service-account-uid", "u"},
+    {"--pod-name", "p"},
+    {"--pod-uid", "pu"},
+    {"--node-name", "n"},
+    {"--node-uid", "nu"},
+    {"--duration", "1h"},
+};
+
+/* Requires that each flag of cases, given after args (a command and what it
+ * needs, at most 8 arguments), fails with "FLAG<suffix>". */
+static void each_flag_fails(const char *const *args, size_t nargs, const struct flag_case *cases, size_t ncases,
+                            const char *suffix)
+{
+    const char *a[10] = {NULL};
+    char want[CONFIG_ERR_MAX];
+
+    cr_assert_leq(nargs, 8);
+    memcpy(a, args, nargs * sizeof *args);
+    for (size_t i = 0; i < ncases; i++) {
+        snprintf(want, sizeof want, "%s%s", cases[i].flag, suffix);
+        a[nargs] = cases[i].flag;
+        a[nargs + 1] = cases[i].value; /* NULL ends the arguments early for a flag without a value */
+        fails(want, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
+    }
+}
+
+#define EACH_FLAG_FAILS(cases, suffix, ...)                                                                            \
+    do {                                                                                                               \
+        const char *const args_[] = {__VA_ARGS__};                                                                     \
+        each_flag_fails(args_, sizeof args_ / sizeof args_[0], cases, sizeof cases / sizeof cases[0], suffix);         \
+    } while (0)
+
+Test(config, verify_defaults)
+{
+    ok(VERIFY_ARGS, NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERIFY);
+    cr_assert_str_eq(cfg.token_file, "/t.jwt");
+    list_is(&cfg.issuers, 1, "https://a.example");
+    list_is(&cfg.key_files, 1, "/k.pub");
+    cr_assert_null(cfg.discovery_url);
+    cr_assert_null(cfg.ca_file);
+    cr_assert_eq(cfg.repeat, 1);
+    cr_assert_eq(cfg.no_cache, 0);
+    cr_assert_eq(cfg.api_audiences.count, 0);
+    cr_assert_eq(cfg.token_leeway, 60);
+    cr_assert_eq(cfg.max_token_size, 16384);
+    cr_assert_eq(cfg.accept_legacy_tokens, 0);
+    cr_assert_eq(cfg.allow_insecure_issuer, 0);
+    cr_assert_eq(cfg.enable_token_review, 0);
+}
+
+Test(config, verify_token_from_stdin)
+{
+    ok("verify", "--token-file", "-", SERVE_ARGS, NULL);
+    cr_assert_str_eq(cfg.token_file, "-");
+    ok("verify", SERVE_ARGS, "--token-file=-", NULL);
+    cr_assert_str_eq(cfg.token_file, "-");
+}
+
+Test(config, verify_every_flag)
+{
+    ok(VERIFY_ARGS, "--service-account-key-file", "/k2.pub", "--api-audiences", "vault,aws", "--api-audiences", "gcp",
+       "--token-leeway", "5m", "--max-token-size", "4096", "--accept-legacy-tokens", "--repeat", "100000000",
+       "--no-cache", NULL);
+    list_is(&cfg.key_files, 2, "/k.pub", "/k2.pub");
+    list_is(&cfg.api_audiences, 3, "vault", "aws", "gcp");
+    cr_assert_eq(cfg.token_leeway, 300);
+    cr_assert_eq(cfg.max_token_size, 4096);
+    cr_assert_eq(cfg.accept_legacy_tokens, 1);
+    cr_assert_eq(cfg.repeat, 100000000);
+    cr_assert_eq(cfg.no_cache, 1);
+}
+
+Test(config, verify_with_discovery_url)
+{
+    /* the issuer comes from the discovery document, so none is needed */
+    ok("verify", "--token-file", "/t", "--discovery-url", "https://a.example/tenant", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERIFY);
+    cr_assert_str_eq(cfg.discovery_url, "https://a.example/tenant");
+    cr_assert_eq(cfg.issuers.count, 0);
+    cr_assert_eq(cfg.key_files.count, 0);
+    cr_assert_null(cfg.ca_file);
+    ok("verify", "--token-file", "/t", "--discovery-url", "https://a.example", "--ca-file", "/ca.pem",
+       "--service-account-issuer", "https://b.example", NULL);
+    cr_assert_str_eq(cfg.ca_file, "/ca.pem");
+    list_is(&cfg.issuers, 1, "https://b.example");
+    ok("verify", "--token-file", "/t", "--discovery-url", "http://127.0.0.1:8080", "--allow-insecure-issuer", NULL);
+    cr_assert_str_eq(cfg.discovery_url, "http://127.0.0.1:8080");
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+}
+
+Test(config, verify_required)
+{
+    fails("--token-file is required (a path, or - for standard input)", "verify", SERVE_ARGS, NULL);
+    fails("--token-file is required (a path, or - for standard input)", "verify", NULL);
+    fails("verify needs --service-account-key-file or --discovery-url", "verify", "--token-file", "/t",
+          "--service-account-issuer", "https://a.example", NULL);
+    fails("--discovery-url and --service-account-key-file are mutually exclusive", VERIFY_ARGS, "--discovery-url",
+          "https://a.example", NULL);
+    fails("--ca-file needs --discovery-url", VERIFY_ARGS, "--ca-file", "/ca.pem", NULL);
+    fails("--service-account-issuer is required (at least one) unless --discovery-url is given", "verify",
+          "--token-file", "/t", "--service-account-key-file", "/k", NULL);
+}
+
+Test(config, verify_value_errors)
+{
+    fails("--token-file \"\": must not be empty", VERIFY_ARGS, "--token-file", "", NULL);
+    fails("--token-file: missing value", "verify", "--token-file", NULL);
+    fails("--ca-file \"\": must not be empty", "verify", "--token-file", "/t", "--discovery-url", "https://a.example",
+          "--ca-file", "", NULL);
+    fails("--discovery-url \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http for "
+          "development only)",
+          "verify", "--token-file", "/t", "--discovery-url", "http://a.example", NULL);
+    fails("--discovery-url \"https://a.example/?x=1\": must not have a query", "verify", "--token-file", "/t",
+          "--discovery-url", "https://a.example/?x=1", NULL);
+    fails("--discovery-url \"https://a.example/#f\": must not have a fragment", "verify", "--token-file", "/t",
+          "--discovery-url", "https://a.example/#f", "--allow-insecure-issuer", NULL);
+    fails("--discovery-url \"a.example\": must be an https URL", "verify", "--token-file", "/t", "--discovery-url",
+          "a.example", NULL);
+    fails("--repeat \"0\": must be an integer between 1 and 100000000", VERIFY_ARGS, "--repeat", "0", NULL);
+    fails("--repeat \"100000001\": must be an integer between 1 and 100000000", VERIFY_ARGS, "--repeat", "100000001",
+          NULL);
+    fails("--repeat \"1e3\": must be an integer between 1 and 100000000", VERIFY_ARGS, "--repeat", "1e3", NULL);
+    fails("--no-cache: does not take a value", VERIFY_ARGS, "--no-cache=1", NULL);
+    fails("--token-leeway \"2h\": " LEEWAY_PROBLEM, VERIFY_ARGS, "--token-leeway", "2h", NULL);
+    fails("--api-audiences \"a,,b\": " AUDIENCES_PROBLEM, VERIFY_ARGS, "--api-audiences", "a,,b", NULL);
+}
+
+Test(config, verify_rejects_serving_flags)
+{
+    EACH_FLAG_FAILS(serving_flags, NOT_FOR_VERIFY, VERIFY_ARGS);
+    fails("--signing-key-file" NOT_FOR_VERIFY, VERIFY_ARGS, "--signing-key-file", "/k.key", NULL);
+    /* even where the value is bad, and before anything else is required */
+    fails("--threads" NOT_FOR_VERIFY, "verify", "--threads", "0", NULL);
+}
+
+Test(config, verify_rejects_token_flags)
+{
+    EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, VERIFY_ARGS);
+}
+
+Test(config, verify_flags_only_for_verify)
+{
+    EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, SERVE_ARGS);
+    EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, "serve", SERVE_ARGS);
+    EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, "dev");
+    EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, "keys", "--service-account-key-file", "/k");
+}
+
+Test(config, verify_help_and_version)
+{
+    ok("verify", "--help", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    ok("verify", "--listen", "x", "--version", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERSION);
+}
+
+Test(config, verify_shares_the_serve_config_file)
+{
+    /* verify reads the keys it knows and ignores serve's */
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"listen\": \"0.0.0.0:443\", \"threads\": 4, \"api-audiences\": \"vault\", \"token-leeway\": 10,\n"
+               " \"accept-legacy-tokens\": true}");
+    ok("verify", "--config", path, "--token-file", "-", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERIFY);
+    list_is(&cfg.issuers, 1, "https://a.example");
+    list_is(&cfg.key_files, 1, "/k");
+    list_is(&cfg.api_audiences, 1, "vault");
+    cr_assert_eq(cfg.token_leeway, 10);
+    cr_assert_eq(cfg.accept_legacy_tokens, 1);
+    /* the file's key files and a --discovery-url flag are still two sources */
+    fails("--discovery-url and --service-account-key-file are mutually exclusive", "verify", "--config", path,
+          "--token-file", "-", "--discovery-url", "https://a.example", NULL);
+}
+
+/* ---- token ---- */
+
+#define DNS_PROBLEM "must be a DNS-1123 name (lowercase letters, digits, '-' and '.')"
+
+Test(config, token_defaults)
+{
+    ok(TOKEN_ARGS, NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_TOKEN);
+    cr_assert_str_eq(cfg.signing_key_file, "/k.key");
+    cr_assert_str_eq(cfg.mint_issuer, "https://a.example");
+    list_is(&cfg.audiences, 1, "https://a.example");
+    cr_assert_str_eq(cfg.mint_namespace, "default");
+    cr_assert_str_eq(cfg.service_account, "default");
+    cr_assert_str_eq(cfg.service_account_uid, "uid-1");
+    cr_assert_null(cfg.pod_name);
+    cr_assert_null(cfg.pod_uid);
+    cr_assert_null(cfg.node_name);
+    cr_assert_null(cfg.node_uid);
+    cr_assert_eq(cfg.duration, 3600);
+    cr_assert_eq(cfg.allow_insecure_issuer, 0);
+    /* serve's issuers and keys are neither needed nor set */
+    cr_assert_eq(cfg.issuers.count, 0);
+    cr_assert_eq(cfg.key_files.count, 0);
+    cr_assert_null(cfg.jwks_uri);
+}
+
+Test(config, token_every_flag)
+{
+    ok(TOKEN_ARGS, "--audience", "vault", "--audience", "https://kubernetes.default.svc", "--namespace", "kube-system",
+       "--service-account", "my.sa-1", "--pod-name", "web-0", "--pod-uid", "pod-uid", "--node-name", "node-1",
+       "--node-uid", "node-uid", "--duration", "10m", NULL);
+    list_is(&cfg.audiences, 2, "vault", "https://kubernetes.default.svc");
+    cr_assert_str_eq(cfg.mint_namespace, "kube-system");
+    cr_assert_str_eq(cfg.service_account, "my.sa-1");
+    cr_assert_str_eq(cfg.pod_name, "web-0");
+    cr_assert_str_eq(cfg.pod_uid, "pod-uid");
+    cr_assert_str_eq(cfg.node_name, "node-1");
+    cr_assert_str_eq(cfg.node_uid, "node-uid");
+    cr_assert_eq(cfg.duration, 600);
+    /* the audience is not split at commas */
+    ok(TOKEN_ARGS, "--audience", "a,b", NULL);
+    list_is(&cfg.audiences, 1, "a,b");
+}
+
+Test(config, token_duration)
+{
+    ok(TOKEN_ARGS, "--duration", "1s", NULL);
+    cr_assert_eq(cfg.duration, 1);
+    ok(TOKEN_ARGS, "--duration", "365d", NULL);
+    cr_assert_eq(cfg.duration, 31536000);
+    ok(TOKEN_ARGS, "--duration", "48h", NULL);
+    cr_assert_eq(cfg.duration, 172800);
+    const char *bad[][2] = {{"0", "\"0\""}, {"366d", "\"366d\""}, {"31536001", "\"31536001\""}, {"1y", "\"1y\""}};
+    char want[CONFIG_ERR_MAX];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want,
+                 "--duration %s: must be a duration between 1s and 365d (like 90s, 15m, 24h, 7d or plain seconds)",
+                 bad[i][1]);
+        fails(want, TOKEN_ARGS, "--duration", bad[i][0], NULL);
+    }
+}
+
+Test(config, token_required)
+{
+    fails("--signing-key-file is required (the private key that signs the token)", "token", "--issuer",
+          "https://a.example", "--service-account-uid", "u", NULL);
+    fails("--issuer is required", "token", "--signing-key-file", "/k.key", "--service-account-uid", "u", NULL);
+    fails("--service-account-uid is required", "token", "--signing-key-file", "/k.key", "--issuer", "https://a.example",
+          NULL);
+    fails("--signing-key-file is required (the private key that signs the token)", "token", NULL);
+}
+
+Test(config, token_issuer)
+{
+    fails("--issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http for "
+          "development only)",
+          TOKEN_ARGS, "--issuer", "http://a.example", NULL);
+    fails("--issuer \"https://a.example?x\": must not have a query", TOKEN_ARGS, "--issuer", "https://a.example?x",
+          NULL);
+    ok(TOKEN_ARGS, "--issuer", "http://127.0.0.1:8080", "--allow-insecure-issuer", NULL);
+    cr_assert_str_eq(cfg.mint_issuer, "http://127.0.0.1:8080");
+    list_is(&cfg.audiences, 1, "http://127.0.0.1:8080");
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+}
+
+Test(config, token_pairs)
+{
+    fails("--pod-name and --pod-uid go together", TOKEN_ARGS, "--pod-name", "p", NULL);
+    fails("--pod-name and --pod-uid go together", TOKEN_ARGS, "--pod-uid", "u", NULL);
+    fails("--node-name and --node-uid go together", TOKEN_ARGS, "--node-name", "n", NULL);
+    fails("--node-name and --node-uid go together", TOKEN_ARGS, "--pod-name", "p", "--pod-uid", "u", "--node-uid", "u",
+          NULL);
+    ok(TOKEN_ARGS, "--node-name", "n", "--node-uid", "u", NULL);
+    cr_assert_null(cfg.pod_name);
+    cr_assert_str_eq(cfg.node_name, "n");
+}
+
+Test(config, token_dns_names)
+{
+    char name253[254], name254[255], want[CONFIG_ERR_MAX];
+    const char *good[] = {"a", "0", "kube-system", "a.b-c.d", "x1-2", "a--b"};
+    const char *bad[][2] = {{"Foo", "\"Foo\""},   {"", "\"\""},         {"-a", "\"-a\""},    {"a-", "\"a-\""},
+                            {"a..b", "\"a..b\""}, {".a", "\".a\""},     {"a.", "\"a.\""},    {"a_b", "\"a_b\""},
+                            {"a b", "\"a b\""},   {"a.-b", "\"a.-b\""}, {"a-.b", "\"a-.b\""}};
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ok(TOKEN_ARGS, "--namespace", good[i], "--service-account", good[i], NULL);
+        cr_assert_str_eq(cfg.mint_namespace, good[i]);
+        cr_assert_str_eq(cfg.service_account, good[i]);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want, "--namespace %s: " DNS_PROBLEM, bad[i][1]);
+        fails(want, TOKEN_ARGS, "--namespace", bad[i][0], NULL);
+        snprintf(want, sizeof want, "--service-account %s: " DNS_PROBLEM, bad[i][1]);
+        fails(want, TOKEN_ARGS, "--service-account", bad[i][0], NULL);
+    }
+    memset(name253, 'a', sizeof name253);
+    name253[253] = '\0';
+    ok(TOKEN_ARGS, "--namespace", name253, NULL);
+    cr_assert_eq(strlen(cfg.mint_namespace), 253);
+    memset(name254, 'a', sizeof name254);
+    name254[254] = '\0';
+    snprintf(want, sizeof want, "--namespace \"%s\": " DNS_PROBLEM, name254);
+    fails(want, TOKEN_ARGS, "--namespace", name254, NULL);
+}
+
+Test(config, token_empty_values)
+{
+    const char *flags[] = {"--audience", "--service-account-uid", "--pod-name",
+                           "--pod-uid",  "--node-name",           "--node-uid"};
+    char want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        snprintf(want, sizeof want, "%s \"\": must not be empty", flags[i]);
+        fails(want, TOKEN_ARGS, flags[i], "", NULL);
+    }
+}
+
+Test(config, token_rejects_other_flags)
+{
+    EACH_FLAG_FAILS(serving_flags, NOT_FOR_TOKEN, TOKEN_ARGS);
+    EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, TOKEN_ARGS);
+    fails("--service-account-issuer" NOT_FOR_TOKEN, TOKEN_ARGS, "--service-account-issuer", "https://a.example", NULL);
+    fails("--service-account-key-file" NOT_FOR_TOKEN, TOKEN_ARGS, "--service-account-key-file", "/k", NULL);
+    fails("--api-audiences" NOT_FOR_TOKEN, TOKEN_ARGS, "--api-audiences", "a", NULL);
+    fails("--token-leeway" NOT_FOR_TOKEN, TOKEN_ARGS, "--token-leeway", "1", NULL);
+    fails("--max-token-size" NOT_FOR_TOKEN, TOKEN_ARGS, "--max-token-size", "1024", NULL);
+    fails("--accept-legacy-tokens" NOT_FOR_TOKEN, TOKEN_ARGS, "--accept-legacy-tokens", NULL);
+}
+
+Test(config, token_flags_only_for_token)
+{
+    EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, SERVE_ARGS);
+    EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, "dev");
+    EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, "keys", "--service-account-key-file", "/k");
+}
+
+Test(config, token_with_config_file)
+{
+    write_file("{\"signing-key-file\": \"/file.key\", \"allow-insecure-issuer\": true,"
+               " \"service-account-issuer\": \"https://ignored.example\", \"listen\": \"0.0.0.0:1\"}");
+    ok("token", "--config", path, "--issuer", "http://a.example", "--service-account-uid", "u", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_TOKEN);
+    cr_assert_str_eq(cfg.signing_key_file, "/file.key");
+    cr_assert_str_eq(cfg.mint_issuer, "http://a.example");
+    ok("token", "--config", path, "--issuer", "https://a.example", "--service-account-uid", "u", "--signing-key-file",
+       "/flag.key", NULL);
+    cr_assert_str_eq(cfg.signing_key_file, "/flag.key");
+}
+
+Test(config, token_help_and_version)
+{
+    ok("token", "--help", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    ok("token", "--listen", "x", "--version", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERSION);
+    cr_assert_eq(cfg.duration, 3600, "defaults only");
+    cr_assert_str_eq(cfg.mint_namespace, "default");
 }

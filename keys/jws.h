@@ -1,0 +1,37 @@
+/*
+ * jws: the JOSE signature algorithms kube-apiserver signs service-account
+ * tokens with (RS256, ES256, ES384, ES512), and signing and verifying with
+ * them. ECDSA signatures travel as raw r || s (RFC 7518 section 3.4), not
+ * as OpenSSL's DER; the conversion both ways lives here.
+ */
+#ifndef OIDC_JWS_H
+#define OIDC_JWS_H
+
+#include <stddef.h>
+#include <openssl/evp.h>
+
+#include "token.h"
+
+struct jws_alg {
+    const char *name;          /* "RS256", ... as in the JOSE header and struct key */
+    unsigned mask;             /* TOKEN_ALG_* */
+    const EVP_MD *(*md)(void); /* EVP_sha256, ... */
+    int curve_nid;             /* NID of the ECDSA curve, 0 for RSA */
+    size_t coord_len;          /* ECDSA: bytes of r and of s; 0 for RSA */
+};
+
+/* The algorithm called name (byte-exact), or NULL when it is none of the
+ * four. */
+const struct jws_alg *jws_alg_find(const char *name);
+
+/* Verifies sig over msg with pub. Returns TOKEN_OK, TOKEN_ERR_ECDSA_FORMAT
+ * (an ECDSA signature that is not 2 x coord_len bytes, or whose r or s is 0
+ * or not below the group order) or TOKEN_ERR_SIGNATURE. */
+enum token_error jws_verify(const struct jws_alg *a, EVP_PKEY *pub, const void *msg, size_t msglen,
+                            const unsigned char *sig, size_t siglen);
+
+/* Signs msg with priv. Returns a malloc'ed signature in JWS form (raw r || s
+ * for ECDSA) and sets *siglen, or NULL. */
+unsigned char *jws_sign(const struct jws_alg *a, EVP_PKEY *priv, const void *msg, size_t msglen, size_t *siglen);
+
+#endif

@@ -1,0 +1,538 @@
+#include "token.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jws.h"
+#include "jwt.h"
+#include "token_user.h"
+
+/* NumericDates beyond 2^53 seconds cannot be exact in a double and are not
+ * dates anyway; bounding them (and the leeway) keeps the time arithmetic
+ * free of overflow. */
+#define TOKEN_DATE_MAX   9007199254740992.0
+#define TOKEN_LEEWAY_MAX ((unsigned long)1 << 53)
+
+#define TOKEN_SA_PREFIX    "system:serviceaccount:"
+#define TOKEN_SA_GROUP     "system:serviceaccounts"
+#define TOKEN_EXTRA_PREFIX "authentication.kubernetes.io/"
+
+#define TOKEN_LEGACY_NS      "kubernetes.io/serviceaccount/namespace"
+#define TOKEN_LEGACY_SECRET  "kubernetes.io/serviceaccount/secret.name"
+#define TOKEN_LEGACY_SA_NAME "kubernetes.io/serviceaccount/service-account.name"
+#define TOKEN_LEGACY_SA_UID  "kubernetes.io/serviceaccount/service-account.uid"
+
+static const char *const token_error_names[] = {
+    [TOKEN_OK] = "ok",
+    [TOKEN_ERR_TOO_LARGE] = "too_large",
+    [TOKEN_ERR_SEGMENTS] = "segments",
+    [TOKEN_ERR_BASE64] = "base64",
+    [TOKEN_ERR_JSON] = "json",
+    [TOKEN_ERR_ALG_NONE] = "alg_none",
+    [TOKEN_ERR_ALG_HMAC] = "alg_hmac",
+    [TOKEN_ERR_ALG_UNSUPPORTED] = "alg_unsupported",
+    [TOKEN_ERR_ALG_MISMATCH] = "alg_mismatch",
+    [TOKEN_ERR_CRIT] = "crit",
+    [TOKEN_ERR_EMBEDDED_KEY] = "embedded_key",
+    [TOKEN_ERR_UNKNOWN_KID] = "unknown_kid",
+    [TOKEN_ERR_ECDSA_FORMAT] = "ecdsa_format",
+    [TOKEN_ERR_SIGNATURE] = "signature",
+    [TOKEN_ERR_CLAIM_TYPE] = "claim_type",
+    [TOKEN_ERR_EXPIRED] = "expired",
+    [TOKEN_ERR_NOT_YET_VALID] = "not_yet_valid",
+    [TOKEN_ERR_ISSUED_IN_FUTURE] = "issued_in_future",
+    [TOKEN_ERR_ISSUER] = "issuer",
+    [TOKEN_ERR_AUDIENCE] = "audience",
+    [TOKEN_ERR_LEGACY] = "legacy",
+    [TOKEN_ERR_CLAIMS] = "claims",
+};
+
+const char *token_error_name(enum token_error e)
+{
+    if ((size_t)e >= sizeof(token_error_names) / sizeof(token_error_names[0]) || token_error_names[e] == NULL)
+        return "unknown";
+    return token_error_names[e];
+}
+
+/* Header members that bring their own key or its location: trusting any of
+ * them would let the token choose the key that verifies it. */
+static const char *const token_embedded_key_members[] = {"jku", "x5u", "jwk", "x5c"};
+static const char *const token_hmac_algs[] = {"HS256", "HS384", "HS512"};
+
+/* The claims of a service-account token, pointing into the payload tree. */
+struct token_sa {
+    const char *ns, *name, *uid;
+    const char *pod[2], *node[2], *secret[2]; /* name, uid; NULL when absent */
+    const char *jti;
+    int64_t exp; /* 0 when absent (legacy) */
+};
+
+/* Records why the token is refused; returns -1 so that callers can
+ * `return token_fail(...)`. */
+__attribute__((format(printf, 3, 4))) static int token_fail(struct token_result *out, enum token_error e,
+                                                            const char *fmt, ...)
+{
+    va_list ap;
+
+    out->error = e;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof(out->message), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Appends to a NUL-terminated buffer, truncating when it is full. */
+__attribute__((format(printf, 3, 4))) static void token_append(char *dst, size_t size, const char *fmt, ...)
+{
+    size_t len = strlen(dst);
+    va_list ap;
+
+    if (len + 1 >= size)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(dst + len, size - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends s quoted like Go's %q for ASCII, so that token text echoed in a
+ * message cannot break a log line or fake a quote. */
+static void token_quote(char *dst, size_t size, const char *s)
+{
+    token_append(dst, size, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            token_append(dst, size, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            token_append(dst, size, "\\x%02x", *p);
+        else
+            token_append(dst, size, "%c", *p);
+    }
+    token_append(dst, size, "\"");
+}
+
+/* Writes a list as Go's %q prints a []string: ["a" "b"]. */
+static void token_quote_list(char *dst, size_t size, const char *const *v, size_t n)
+{
+    dst[0] = '\0';
+    token_append(dst, size, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            token_append(dst, size, " ");
+        token_quote(dst, size, v[i]);
+    }
+    token_append(dst, size, "]");
+}
+
+/* Refuses alg none, HMAC, and any algorithm the policy does not allow, then
+ * crit and self-supplied keys. Sets *alg. */
+static int token_check_header(const struct jwt_value *h, const struct token_policy *pol, const struct jws_alg **alg,
+                              struct token_result *out)
+{
+    const struct jwt_value *v = jwt_get(h, "alg");
+    unsigned allowed = pol->algs ? pol->algs : TOKEN_ALG_ALL;
+    char q[64] = "";
+
+    if (v == NULL || v->type != JWT_STRING)
+        return token_fail(out, TOKEN_ERR_ALG_UNSUPPORTED, "token header has no alg string");
+    token_quote(q, sizeof(q), v->str);
+    if (strcmp(v->str, "none") == 0)
+        return token_fail(out, TOKEN_ERR_ALG_NONE, "unsigned token (alg \"none\") refused");
+    for (size_t i = 0; i < sizeof(token_hmac_algs) / sizeof(token_hmac_algs[0]); i++)
+        if (strcmp(v->str, token_hmac_algs[i]) == 0)
+            return token_fail(out, TOKEN_ERR_ALG_HMAC, "HMAC-signed token (alg %s) refused", q);
+    *alg = jws_alg_find(v->str);
+    if (*alg == NULL || ((*alg)->mask & allowed) == 0)
+        return token_fail(out, TOKEN_ERR_ALG_UNSUPPORTED, "token alg %s is not supported", q);
+    if (jwt_get(h, "crit") != NULL)
+        return token_fail(out, TOKEN_ERR_CRIT, "token header has crit: no JWS extension is understood");
+    for (size_t i = 0; i < sizeof(token_embedded_key_members) / sizeof(token_embedded_key_members[0]); i++)
+        if (jwt_get(h, token_embedded_key_members[i]) != NULL)
+            return token_fail(out, TOKEN_ERR_EMBEDDED_KEY,
+                              "token header carries its own key (%s): only the configured keys are trusted",
+                              token_embedded_key_members[i]);
+    return 0;
+}
+
+/* Turns the outcome of one signature check into the result. */
+static int token_signature_outcome(enum token_error e, const struct jws_alg *alg, struct token_result *out)
+{
+    if (e == TOKEN_ERR_ECDSA_FORMAT)
+        return token_fail(out, e, "malformed %s signature: not %zu bytes of r || s with 0 < r, s < n", alg->name,
+                          2 * alg->coord_len);
+    if (e == TOKEN_ERR_SIGNATURE)
+        return token_fail(out, e, "token signature is invalid");
+    return 0;
+}
+
+/* Verifies the signature with the key the kid names; without a kid, with
+ * each key of the alg's type until one verifies. */
+static int token_check_signature(const struct keyset *ks, const struct jwt_value *h, const struct jws_alg *alg,
+                                 const struct jwt_parts *parts, struct token_result *out)
+{
+    const struct jwt_value *kid = jwt_get(h, "kid");
+    const struct key *k;
+    enum token_error e;
+    size_t tried = 0;
+
+    if (kid != NULL) {
+        if (kid->type != JWT_STRING || (k = keyset_find(ks, kid->str)) == NULL)
+            return token_fail(out, TOKEN_ERR_UNKNOWN_KID, "token kid is not one of the configured keys");
+        if (strcmp(k->alg, alg->name) != 0)
+            return token_fail(out, TOKEN_ERR_ALG_MISMATCH, "token alg %s does not match its key (%s)", alg->name,
+                              k->alg);
+        e = jws_verify(alg, k->pub, parts->signing_input, parts->signing_input_len, parts->seg[2], parts->seglen[2]);
+        return token_signature_outcome(e, alg, out);
+    }
+    for (size_t i = 0; i < ks->count; i++) {
+        if (strcmp(ks->keys[i].alg, alg->name) != 0)
+            continue;
+        tried++;
+        e = jws_verify(alg, ks->keys[i].pub, parts->signing_input, parts->signing_input_len, parts->seg[2],
+                       parts->seglen[2]);
+        /* A format error does not depend on the key: stop at the first. */
+        if (e != TOKEN_ERR_SIGNATURE)
+            return token_signature_outcome(e, alg, out);
+    }
+    if (tried == 0)
+        return token_fail(out, TOKEN_ERR_UNKNOWN_KID, "token has no kid and no %s key is configured", alg->name);
+    return token_fail(out, TOKEN_ERR_UNKNOWN_KID, "token has no kid and no configured key verifies its signature");
+}
+
+/* Parses a decoded segment; what names it in the message. */
+static struct jwt_value *token_parse(const unsigned char *json, size_t len, const char *what, struct token_result *out)
+{
+    char why[128];
+    struct jwt_value *v = jwt_parse(json, len, why, sizeof(why));
+
+    if (v == NULL)
+        token_fail(out, TOKEN_ERR_JSON, "token %s is not valid: %s", what, why);
+    return v;
+}
+
+/* Reads the optional string member name of obj: 1 when present (in *s), 0
+ * when absent, -1 when of another type. label names it in messages. */
+static int token_get_string(const struct jwt_value *obj, const char *name, const char *label, const char **s,
+                            struct token_result *out)
+{
+    const struct jwt_value *v = jwt_get(obj, name);
+
+    *s = NULL;
+    if (v == NULL)
+        return 0;
+    if (v->type != JWT_STRING)
+        return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is not a string", label);
+    *s = v->str;
+    return 1;
+}
+
+/* Same for a member that must be present and non-empty. Returns 0 or -1. */
+static int token_need_string(const struct jwt_value *obj, const char *name, const char *label, const char **s,
+                             struct token_result *out)
+{
+    int rc = token_get_string(obj, name, label, s, out);
+
+    if (rc == 0 || (rc == 1 && **s == '\0'))
+        return token_fail(out, TOKEN_ERR_CLAIMS, "token has no %s claim", label);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Reads an optional NumericDate: a JSON number, integer or not (RFC 7519),
+ * truncated to whole seconds as Go's int64(f) does. Returns 1 when present
+ * (in *t), 0 when absent, -1 when not a number or out of range. */
+static int token_get_date(const struct jwt_value *payload, const char *name, int64_t *t, struct token_result *out)
+{
+    const struct jwt_value *v = jwt_get(payload, name);
+
+    *t = 0;
+    if (v == NULL)
+        return 0;
+    if (v->type != JWT_NUMBER)
+        return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is not a number", name);
+    if (!(v->num >= -TOKEN_DATE_MAX && v->num <= TOKEN_DATE_MAX))
+        return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is out of range", name);
+    *t = (int64_t)v->num;
+    return 1;
+}
+
+/* exp, nbf and iat with the policy's leeway, as kube-apiserver checks them;
+ * exp is required of bound tokens only. */
+static int token_check_times(const struct jwt_value *payload, const struct token_policy *pol, int need_exp,
+                             int64_t *exp, struct token_result *out)
+{
+    int64_t now = (int64_t)pol->now, nbf, iat;
+    int64_t leeway = (int64_t)(pol->leeway < TOKEN_LEEWAY_MAX ? pol->leeway : TOKEN_LEEWAY_MAX);
+    int has_exp, has_nbf, has_iat;
+
+    if ((has_exp = token_get_date(payload, "exp", exp, out)) < 0 ||
+        (has_nbf = token_get_date(payload, "nbf", &nbf, out)) < 0 ||
+        (has_iat = token_get_date(payload, "iat", &iat, out)) < 0)
+        return -1;
+    if (!has_exp && need_exp)
+        return token_fail(out, TOKEN_ERR_CLAIMS, "token has no exp claim");
+    if (has_exp && *exp + leeway <= now)
+        return token_fail(out, TOKEN_ERR_EXPIRED, "service account token has expired");
+    if (has_nbf && nbf - leeway > now)
+        return token_fail(out, TOKEN_ERR_NOT_YET_VALID, "service account token is not valid yet");
+    if (has_iat && iat - leeway > now)
+        return token_fail(out, TOKEN_ERR_ISSUED_IN_FUTURE, "service account token is issued in the future");
+    return 0;
+}
+
+/* iss must be one of the policy's issuers, byte for byte; the legacy issuer
+ * is a separate, opt-in case. Sets *legacy. */
+static int token_check_issuer(const struct jwt_value *payload, const struct token_policy *pol, int *legacy,
+                              struct token_result *out)
+{
+    const char *iss;
+    char q[128] = "";
+
+    if (token_get_string(payload, "iss", "iss", &iss, out) < 0)
+        return -1;
+    if (iss == NULL)
+        return token_fail(out, TOKEN_ERR_ISSUER, "token has no iss claim");
+    *legacy = strcmp(iss, TOKEN_LEGACY_ISSUER) == 0;
+    if (*legacy)
+        return pol->accept_legacy
+                   ? 0
+                   : token_fail(out, TOKEN_ERR_LEGACY, "legacy (Secret-based) service account tokens are not accepted");
+    for (size_t i = 0; i < pol->nissuers; i++)
+        if (strcmp(iss, pol->issuers[i]) == 0)
+            return 0;
+    token_quote(q, sizeof(q), iss);
+    return token_fail(out, TOKEN_ERR_ISSUER, "token issuer %s is not accepted", q);
+}
+
+static int token_wanted(const struct token_policy *pol, const char *aud)
+{
+    for (size_t i = 0; i < pol->naudiences; i++)
+        if (strcmp(aud, pol->audiences[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Lists the token's aud, a string or an array of strings, into *auds
+ * (pointers into the tree; malloc'ed array). */
+static int token_get_audiences(const struct jwt_value *payload, const char ***auds, size_t *n, struct token_result *out)
+{
+    const struct jwt_value *v = jwt_get(payload, "aud");
+    const struct jwt_value *first = v != NULL && v->type == JWT_ARRAY ? v->child : v;
+    size_t count = 0;
+
+    *auds = NULL;
+    *n = 0;
+    /* A lone string is walked as a list of one: it ends at itself. */
+    for (const struct jwt_value *e = first; e != NULL; e = e == v ? NULL : e->next, count++)
+        if (e->type != JWT_STRING)
+            return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim aud is not a string or an array of strings");
+    if ((*auds = calloc(count + 1, sizeof(**auds))) == NULL)
+        return token_fail(out, TOKEN_ERR_CLAIMS, "out of memory");
+    for (const struct jwt_value *e = first; e != NULL; e = e == v ? NULL : e->next)
+        (*auds)[(*n)++] = e->str;
+    return 0;
+}
+
+/* Keeps the token audiences that are wanted, in token order, in the user;
+ * none at all is kube-apiserver's audience error. */
+static int token_check_audience(const struct jwt_value *payload, const struct token_policy *pol, struct token_user *u,
+                                struct token_result *out)
+{
+    const char **auds;
+    size_t n;
+    int rc = -1;
+
+    if (token_get_audiences(payload, &auds, &n, out) != 0)
+        return -1;
+    if ((u->audiences = calloc(n + 1, sizeof(char *))) == NULL) {
+        token_fail(out, TOKEN_ERR_CLAIMS, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!token_wanted(pol, auds[i]))
+            continue;
+        if ((u->audiences[u->naudiences] = strdup(auds[i])) == NULL) {
+            token_fail(out, TOKEN_ERR_CLAIMS, "out of memory");
+            goto done;
+        }
+        u->naudiences++;
+    }
+    if (u->naudiences == 0) {
+        char have[112], want[112];
+        token_quote_list(have, sizeof(have), auds, n);
+        token_quote_list(want, sizeof(want), (const char *const *)pol->audiences, pol->naudiences);
+        token_fail(out, TOKEN_ERR_AUDIENCE, "token audiences %s is invalid for the target audiences %s", have, want);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(auds);
+    return rc;
+}
+
+/* Reads the {name, uid} object kubernetes.io.<what>: 1 when present and
+ * complete, 0 when absent, -1 otherwise. */
+static int token_get_ref(const struct jwt_value *k8s, const char *what, const char *ref[2], struct token_result *out)
+{
+    const struct jwt_value *o = jwt_get(k8s, what);
+    char name[64], uid[64];
+
+    if (o == NULL)
+        return 0;
+    if (o->type != JWT_OBJECT)
+        return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim kubernetes.io.%s is not an object", what);
+    snprintf(name, sizeof(name), "kubernetes.io.%s.name", what);
+    snprintf(uid, sizeof(uid), "kubernetes.io.%s.uid", what);
+    if (token_need_string(o, "name", name, &ref[0], out) != 0 || token_need_string(o, "uid", uid, &ref[1], out) != 0)
+        return -1;
+    return 1;
+}
+
+/* The kubernetes.io claims of a bound token: namespace, service account,
+ * and exactly one bound object (a pod-bound token may also name its node). */
+static int token_bound_claims(const struct jwt_value *payload, struct token_sa *c, struct token_result *out)
+{
+    const struct jwt_value *k8s = jwt_get(payload, "kubernetes.io");
+    const char *sa[2] = {NULL, NULL};
+    int has_sa, has_pod, has_node, has_secret;
+
+    if (k8s == NULL)
+        return token_fail(out, TOKEN_ERR_CLAIMS, "token has no kubernetes.io claim");
+    if (k8s->type != JWT_OBJECT)
+        return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim kubernetes.io is not an object");
+    if (token_need_string(k8s, "namespace", "kubernetes.io.namespace", &c->ns, out) != 0 ||
+        (has_sa = token_get_ref(k8s, "serviceaccount", sa, out)) < 0 ||
+        (has_pod = token_get_ref(k8s, "pod", c->pod, out)) < 0 ||
+        (has_node = token_get_ref(k8s, "node", c->node, out)) < 0 ||
+        (has_secret = token_get_ref(k8s, "secret", c->secret, out)) < 0)
+        return -1;
+    if (!has_sa)
+        return token_fail(out, TOKEN_ERR_CLAIMS, "token has no kubernetes.io.serviceaccount claim");
+    /* A token is bound to at most one object (a pod-bound one may name its
+     * node too); `kubectl create token` issues tokens bound to none. */
+    if (has_secret && (has_pod || has_node))
+        return token_fail(out, TOKEN_ERR_CLAIMS, "token is bound to a secret and to a pod or node");
+    c->name = sa[0];
+    c->uid = sa[1];
+    return 0;
+}
+
+/* The flat claims of a legacy (Secret-based) token, all required, as
+ * kube-apiserver's legacy validator wants them. */
+static int token_legacy_claims(const struct jwt_value *payload, struct token_sa *c, struct token_result *out)
+{
+    if (token_need_string(payload, TOKEN_LEGACY_NS, TOKEN_LEGACY_NS, &c->ns, out) != 0 ||
+        token_need_string(payload, TOKEN_LEGACY_SECRET, TOKEN_LEGACY_SECRET, &c->secret[0], out) != 0 ||
+        token_need_string(payload, TOKEN_LEGACY_SA_NAME, TOKEN_LEGACY_SA_NAME, &c->name, out) != 0 ||
+        token_need_string(payload, TOKEN_LEGACY_SA_UID, TOKEN_LEGACY_SA_UID, &c->uid, out) != 0)
+        return -1;
+    return 0;
+}
+
+/* asprintf that counts a failure in *failed instead of returning it, so
+ * that building the user is one straight sequence with one check. */
+__attribute__((format(printf, 2, 3))) static char *token_printf(int *failed, const char *fmt, ...)
+{
+    char *s;
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0) {
+        s = NULL;
+        *failed = 1;
+    }
+    va_end(ap);
+    return s;
+}
+
+/* Adds an extra, prefix then value, when the value is present and not
+ * empty (kube-apiserver skips an empty jti); the key is static. */
+static void token_add_extra(struct token_user *u, const char *key, const char *prefix, const char *value, int *failed)
+{
+    if (value == NULL || *value == '\0')
+        return;
+    u->extra[u->nextra].key = key;
+    u->extra[u->nextra++].value = token_printf(failed, "%s%s", prefix, value);
+}
+
+/* Fills the user as kube-apiserver's service-account authenticator does. */
+static int token_build_user(const struct token_sa *c, struct token_user *u, struct token_result *out)
+{
+    int failed = 0;
+
+    u->username = token_printf(&failed, TOKEN_SA_PREFIX "%s:%s", c->ns, c->name);
+    u->uid = token_printf(&failed, "%s", c->uid);
+    u->groups[0] = token_printf(&failed, TOKEN_SA_GROUP);
+    u->groups[1] = token_printf(&failed, TOKEN_SA_GROUP ":%s", c->ns);
+    token_add_extra(u, TOKEN_EXTRA_PREFIX "pod-name", "", c->pod[0], &failed);
+    token_add_extra(u, TOKEN_EXTRA_PREFIX "pod-uid", "", c->pod[1], &failed);
+    token_add_extra(u, TOKEN_EXTRA_PREFIX "node-name", "", c->node[0], &failed);
+    token_add_extra(u, TOKEN_EXTRA_PREFIX "node-uid", "", c->node[1], &failed);
+    token_add_extra(u, TOKEN_EXTRA_PREFIX "credential-id", "JTI=", c->jti, &failed);
+    u->exp = (time_t)c->exp;
+    return failed ? token_fail(out, TOKEN_ERR_CLAIMS, "out of memory") : 0;
+}
+
+/* Every claim check after the signature, in kube-apiserver's order, then
+ * the user. */
+static int token_check_claims(const struct jwt_value *payload, const struct token_policy *pol, struct token_result *out)
+{
+    struct token_sa c = {0};
+    const char *sub;
+    int legacy = 0;
+
+    if (token_check_issuer(payload, pol, &legacy, out) != 0 ||
+        token_check_times(payload, pol, !legacy, &c.exp, out) != 0 ||
+        (!legacy && token_check_audience(payload, pol, &out->user, out) != 0) ||
+        (legacy ? token_legacy_claims(payload, &c, out) : token_bound_claims(payload, &c, out)) != 0 ||
+        token_get_string(payload, "jti", "jti", &c.jti, out) < 0 ||
+        token_need_string(payload, "sub", "sub", &sub, out) != 0 || token_build_user(&c, &out->user, out) != 0)
+        return -1;
+    if (strcmp(sub, out->user.username) != 0)
+        return token_fail(out, TOKEN_ERR_CLAIMS, "token sub does not name its service account");
+    return 0;
+}
+
+int token_verify(const struct keyset *ks, const struct token_policy *policy, const char *token, size_t len,
+                 struct token_result *out)
+{
+    size_t max = policy->max_size ? policy->max_size : TOKEN_DEFAULT_MAX_SIZE;
+    struct jwt_parts parts = {0};
+    struct jwt_value *header = NULL, *payload = NULL;
+    const struct jws_alg *alg = NULL;
+    int rc = -1, split;
+
+    memset(out, 0, sizeof(*out));
+    if (len > max) {
+        token_fail(out, TOKEN_ERR_TOO_LARGE, "token is larger than %zu bytes", max);
+        goto done;
+    }
+    if ((split = jwt_split(token, len, &parts)) != 0) {
+        if (split == -1)
+            token_fail(out, TOKEN_ERR_SEGMENTS, "token is not three dot-separated segments");
+        else
+            token_fail(out, TOKEN_ERR_BASE64, "token segment is not unpadded base64url");
+        goto done;
+    }
+    if ((header = token_parse(parts.seg[0], parts.seglen[0], "header", out)) == NULL ||
+        token_check_header(header, policy, &alg, out) != 0 ||
+        token_check_signature(ks, header, alg, &parts, out) != 0 ||
+        (payload = token_parse(parts.seg[1], parts.seglen[1], "payload", out)) == NULL)
+        goto done;
+    rc = token_check_claims(payload, policy, out);
+done:
+    if (rc != 0)
+        token_user_clear(&out->user);
+    jwt_value_free(header);
+    jwt_value_free(payload);
+    jwt_parts_clear(&parts);
+    return rc;
+}
+
+void token_result_clear(struct token_result *r)
+{
+    token_user_clear(&r->user);
+    r->error = TOKEN_OK;
+    r->message[0] = '\0';
+}

@@ -1,0 +1,519 @@
+/*
+ * Unit tests for keys/jwks_parse: a JWKS read back as a relying party reads
+ * it, with what it must skip and what it must refuse.
+ */
+#include <criterion/criterion.h>
+
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys/b64url.h"
+#include "keys/jwks_parse.h"
+#include "keys/keyset.h"
+#include "keys/render.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Under AddressSanitizer a test that leaks crashes in its teardown, which
+ * makes the test binary exit non-zero (a leak report alone would not). A
+ * failed assertion skips the frees after it, so a failing test leaks too. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+static void leak_check(void)
+{
+    if (__lsan_do_recoverable_leak_check()) {
+        cr_log_error("memory leaked, see the LeakSanitizer report");
+        abort();
+    }
+}
+#else
+static void leak_check(void)
+{
+}
+#endif
+
+TestSuite(jwks_parse, .fini = leak_check);
+
+#define MAX_FILES 8
+#define DOC_MAX   16384
+
+/* Warnings received, one per line. */
+struct warnings {
+    char text[8192];
+    int count;
+};
+
+static void collect(void *ctx, const char *msg)
+{
+    struct warnings *w = ctx;
+    size_t used = strlen(w->text);
+    snprintf(w->text + used, sizeof(w->text) - used, "%s\n", msg);
+    w->count++;
+}
+
+/* keyset_load over fixture names; fails the test on error. */
+static struct keyset *load(const char *const *names, size_t n)
+{
+    char paths[MAX_FILES][PATH_MAX], err[1024] = "";
+    char *argv[MAX_FILES];
+    cr_assert_leq(n, MAX_FILES);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(paths[i], PATH_MAX, "%s/%s", FIXTURES, names[i]);
+        argv[i] = paths[i];
+    }
+    struct keyset *ks = keyset_load(argv, n, NULL, NULL, err, sizeof err);
+    cr_assert_not_null(ks, "keyset_load: %s", err);
+    return ks;
+}
+
+/* The JWK kube-apiserver would publish for one fixture, copied into out. */
+static void fixture_jwk(const char *name, char *out, size_t outlen)
+{
+    struct keyset *ks = load(&name, 1);
+    cr_assert_lt(ks->keys[0].jwk_len, outlen);
+    memcpy(out, ks->keys[0].jwk, ks->keys[0].jwk_len + 1);
+    keyset_free(ks);
+}
+
+/* Replaces the value of the string member name in the JWK text jwk. */
+static void set_member(char *jwk, size_t size, const char *name, const char *value)
+{
+    char key[64], rest[DOC_MAX];
+    snprintf(key, sizeof key, "\"%s\":\"", name);
+    char *at = strstr(jwk, key);
+    cr_assert_not_null(at, "no member %s in %s", name, jwk);
+    at += strlen(key);
+    char *end = strchr(at, '"');
+    snprintf(rest, sizeof rest, "%s", end);
+    int n = snprintf(at, size - (size_t)(at - jwk), "%s%s", value, rest);
+    cr_assert_lt((size_t)n, size - (size_t)(at - jwk));
+}
+
+/* Inserts raw members (with trailing comma) right after the JWK's '{'. */
+static void add_members(char *jwk, size_t size, const char *members)
+{
+    char rest[DOC_MAX];
+    snprintf(rest, sizeof rest, "%s", jwk + 1);
+    int n = snprintf(jwk + 1, size - 1, "%s%s", members, rest);
+    cr_assert_lt((size_t)n, size - 1);
+}
+
+/* The string value of member name in jwk, copied into out. */
+static void get_member(const char *jwk, const char *name, char *out, size_t outlen)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":\"", name);
+    const char *at = strstr(jwk, key);
+    cr_assert_not_null(at);
+    at += strlen(key);
+    size_t n = strcspn(at, "\"");
+    cr_assert_lt(n, outlen);
+    memcpy(out, at, n);
+    out[n] = '\0';
+}
+
+/* Writes {"keys":[a]} or {"keys":[a,b]} into doc. */
+static void keys_doc(char *doc, size_t size, const char *a, const char *b)
+{
+    int n = snprintf(doc, size, "{\"keys\":[%s%s%s]}", a, b ? "," : "", b ? b : "");
+    cr_assert_lt((size_t)n, size);
+}
+
+static struct keyset *parse(const char *doc, struct warnings *w, char *err, size_t errlen)
+{
+    return jwks_parse(doc, strlen(doc), collect, w, err, errlen);
+}
+
+/* Parses doc expecting failure with a message containing want. */
+static void assert_error(const char *doc, const char *want)
+{
+    struct warnings w = {0};
+    char err[512] = "";
+    struct keyset *ks = parse(doc, &w, err, sizeof err);
+    cr_expect_null(ks, "parsed, expected error: %s", want);
+    keyset_free(ks);
+    cr_expect(strstr(err, want) != NULL, "error \"%s\" does not contain \"%s\"", err, want);
+}
+
+/* Parses {"keys":[skipped, ec256]} expecting only the second to be used and
+ * a warning about the first containing want. */
+static void assert_skipped(const char *skipped, const char *want)
+{
+    char good[DOC_MAX], doc[2 * DOC_MAX], err[512] = "";
+    struct warnings w = {0};
+
+    fixture_jwk("ec256.pub", good, sizeof good);
+    keys_doc(doc, sizeof doc, skipped, good);
+    struct keyset *ks = parse(doc, &w, err, sizeof err);
+    cr_assert_not_null(ks, "jwks_parse: %s", err);
+    cr_expect_eq(ks->count, 1);
+    cr_expect_str_eq(ks->keys[0].source, "keys[1]");
+    cr_expect_eq(w.count, 1, "warnings: %s", w.text);
+    cr_expect(strstr(w.text, "keys[0]: skipped: ") != NULL, "warning: %s", w.text);
+    cr_expect(strstr(w.text, want) != NULL, "warning \"%s\" does not contain \"%s\"", w.text, want);
+    keyset_free(ks);
+}
+
+/* keyset_load, render_jwks, jwks_parse: the same keys, kids and algorithms
+ * come back, in order. */
+static void assert_round_trip(const char *const *names, size_t n)
+{
+    struct keyset *orig = load(names, n);
+    struct render_doc d = {0};
+    struct warnings w = {0};
+    char err[512] = "";
+
+    cr_assert_eq(render_jwks(orig, &d), 0);
+    struct keyset *back = jwks_parse(d.bytes, d.len, collect, &w, err, sizeof err);
+    cr_assert_not_null(back, "jwks_parse: %s", err);
+    cr_expect_eq(w.count, 0, "warnings: %s", w.text);
+    cr_assert_eq(back->count, orig->count);
+    cr_expect_neq(back->id, orig->id);
+    for (size_t i = 0; i < orig->count; i++) {
+        cr_expect_str_eq(back->keys[i].kid, orig->keys[i].kid);
+        cr_expect_str_eq(back->keys[i].alg, orig->keys[i].alg);
+        cr_expect_str_eq(back->keys[i].jwk, orig->keys[i].jwk);
+        cr_expect_eq(EVP_PKEY_eq(orig->keys[i].pub, back->keys[i].pub), 1, "key %zu differs", i);
+    }
+    keyset_free(back);
+    keyset_free(orig);
+    free(d.bytes);
+}
+
+/* ------------------------------------------------------------------------ */
+/* round trips                                                                */
+
+Test(jwks_parse, round_trip_rsa2048)
+{
+    const char *names[] = {"rsa2048.pub"};
+    assert_round_trip(names, COUNT(names));
+}
+
+Test(jwks_parse, round_trip_ec256)
+{
+    const char *names[] = {"ec256.pub"};
+    assert_round_trip(names, COUNT(names));
+}
+
+Test(jwks_parse, round_trip_ec384)
+{
+    const char *names[] = {"ec384.pub"};
+    assert_round_trip(names, COUNT(names));
+}
+
+Test(jwks_parse, round_trip_ec521_padded)
+{
+    const char *names[] = {"ec521.padded.pub"};
+    assert_round_trip(names, COUNT(names));
+}
+
+Test(jwks_parse, round_trip_all_in_order)
+{
+    const char *names[] = {"ec384.pub", "rsa2048.pub", "ec521.padded.pub", "ec256.pub"};
+    assert_round_trip(names, COUNT(names));
+}
+
+/* The JWK's own kid is what tokens name, not the thumbprint. */
+Test(jwks_parse, uses_the_jwk_kid)
+{
+    char jwk[DOC_MAX], doc[DOC_MAX], err[512] = "";
+    struct warnings w = {0};
+
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "kid", "2024-rotation key");
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    struct keyset *ks = parse(doc, &w, err, sizeof err);
+    cr_assert_not_null(ks, "jwks_parse: %s", err);
+    cr_expect_str_eq(ks->keys[0].kid, "2024-rotation key");
+    cr_expect_not_null(keyset_find(ks, "2024-rotation key"));
+    cr_expect_str_eq(ks->keys[0].jwk, jwk);
+    cr_expect_eq(ks->keys[0].jwk_len, strlen(jwk));
+    keyset_free(ks);
+}
+
+/* Members may come in any order, with unknown ones, and use and alg may be
+ * absent. */
+Test(jwks_parse, minimal_and_reordered_members)
+{
+    char jwk[DOC_MAX], x[128], y[128], doc[DOC_MAX], err[512] = "";
+    struct warnings w = {0};
+
+    fixture_jwk("ec384.pub", jwk, sizeof jwk);
+    get_member(jwk, "x", x, sizeof x);
+    get_member(jwk, "y", y, sizeof y);
+    snprintf(doc, sizeof doc,
+             "{\"other\":1,\"keys\":[{\"y\":\"%s\",\"x\":\"%s\",\"crv\":\"P-384\",\"kty\":\"EC\",\"kid\":\"k\","
+             "\"x5t\":\"abc\",\"ext\":true}]}",
+             y, x);
+    struct keyset *ks = parse(doc, &w, err, sizeof err);
+    cr_assert_not_null(ks, "jwks_parse: %s", err);
+    cr_expect_str_eq(ks->keys[0].alg, "ES384");
+    cr_expect_str_eq(ks->keys[0].kid, "k");
+    keyset_free(ks);
+}
+
+Test(jwks_parse, fresh_id_each_parse)
+{
+    char jwk[DOC_MAX], doc[DOC_MAX], err[512] = "";
+
+    fixture_jwk("ec256.pub", jwk, sizeof jwk);
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    struct keyset *a = jwks_parse(doc, strlen(doc), NULL, NULL, err, sizeof err);
+    struct keyset *b = jwks_parse(doc, strlen(doc), NULL, NULL, err, sizeof err);
+    cr_assert_not_null(a);
+    cr_assert_not_null(b);
+    cr_expect_neq(a->id, b->id);
+    keyset_free(a);
+    keyset_free(b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* skipped JWKs                                                               */
+
+Test(jwks_parse, skips_use_enc)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "use", "enc");
+    assert_skipped(jwk, "use \"enc\" is not \"sig\"");
+}
+
+Test(jwks_parse, skips_kty_oct)
+{
+    assert_skipped("{\"kty\":\"oct\",\"kid\":\"hmac\",\"k\":\"c2VjcmV0\"}", "unsupported kty \"oct\"");
+}
+
+Test(jwks_parse, skips_kty_okp)
+{
+    assert_skipped("{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"ed\",\"x\":\"AAAA\"}", "unsupported kty \"OKP\"");
+}
+
+Test(jwks_parse, skips_secp256k1)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("ec256.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "crv", "secp256k1");
+    set_member(jwk, sizeof jwk, "alg", "ES256K");
+    assert_skipped(jwk, "unsupported crv \"secp256k1\"");
+}
+
+Test(jwks_parse, skips_private_d)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("ec384.pub", jwk, sizeof jwk);
+    add_members(jwk, sizeof jwk, "\"d\":\"c2VjcmV0\",");
+    assert_skipped(jwk, "private key member \"d\"");
+}
+
+Test(jwks_parse, skips_alg_mismatch_rsa)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "alg", "ES256");
+    assert_skipped(jwk, "alg \"ES256\" does not match the key (RS256)");
+}
+
+Test(jwks_parse, skips_alg_mismatch_ec)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("ec384.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "alg", "ES256");
+    assert_skipped(jwk, "alg \"ES256\" does not match the key (ES384)");
+}
+
+Test(jwks_parse, skips_kid_too_long)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "kid", "0123456789012345678901234567890123456789abcd");
+    assert_skipped(jwk, "is not 1 to 43 printable characters");
+}
+
+Test(jwks_parse, skips_kid_empty)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "kid", "");
+    assert_skipped(jwk, "kid \"\" is not");
+}
+
+Test(jwks_parse, skips_kid_with_quote)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "kid", "a\\\"b");
+    assert_skipped(jwk, "is not 1 to 43 printable characters");
+}
+
+Test(jwks_parse, skips_missing_kid)
+{
+    assert_skipped("{\"kty\":\"RSA\",\"n\":\"AQAB\",\"e\":\"AQAB\"}", "no \"kid\"");
+}
+
+Test(jwks_parse, skips_short_rsa_modulus)
+{
+    /* 0xc5 = 197, odd: a well-formed but absurdly small modulus. */
+    assert_skipped("{\"kty\":\"RSA\",\"kid\":\"tiny\",\"n\":\"xQ\",\"e\":\"AQAB\"}", "RSA modulus of 8 bits");
+}
+
+Test(jwks_parse, skips_same_key_under_second_kid)
+{
+    char a[DOC_MAX], b[DOC_MAX], doc[3 * DOC_MAX], err[512] = "";
+    struct warnings w = {0};
+
+    fixture_jwk("ec256.pub", a, sizeof a);
+    memcpy(b, a, sizeof b);
+    set_member(b, sizeof b, "kid", "again");
+    keys_doc(doc, sizeof doc, a, b);
+    struct keyset *ks = parse(doc, &w, err, sizeof err);
+    cr_assert_not_null(ks, "jwks_parse: %s", err);
+    cr_expect_eq(ks->count, 1);
+    cr_expect(strstr(w.text, "keys[1]: skipped: same public key as keys[0]") != NULL, "warnings: %s", w.text);
+    keyset_free(ks);
+}
+
+/* ------------------------------------------------------------------------ */
+/* errors                                                                     */
+
+Test(jwks_parse, error_not_json)
+{
+    assert_error("{\"keys\":[", "JWKS is not valid JSON: ");
+    assert_error("", "JWKS is not valid JSON");
+    assert_error("{\"keys\":[]} x", "JWKS is not valid JSON");
+}
+
+Test(jwks_parse, error_no_keys_array)
+{
+    assert_error("{\"key\":[]}", "JWKS has no \"keys\" array");
+    assert_error("{\"keys\":{}}", "JWKS has no \"keys\" array");
+    assert_error("[]", "JWKS is not a JSON object");
+}
+
+Test(jwks_parse, error_empty_set)
+{
+    assert_error("{\"keys\":[]}", "JWKS has no usable RSA or ECDSA signing key");
+    assert_error("{\"keys\":[{\"kty\":\"oct\",\"k\":\"AA\"}]}", "JWKS has no usable RSA or ECDSA signing key");
+}
+
+Test(jwks_parse, error_duplicate_kid)
+{
+    char a[DOC_MAX], b[DOC_MAX], doc[3 * DOC_MAX];
+
+    fixture_jwk("rsa2048.pub", a, sizeof a);
+    fixture_jwk("ec256.pub", b, sizeof b);
+    set_member(a, sizeof a, "kid", "same");
+    set_member(b, sizeof b, "kid", "same");
+    keys_doc(doc, sizeof doc, a, b);
+    assert_error(doc, "keys[1]: kid \"same\" is also the kid of keys[0]");
+}
+
+Test(jwks_parse, error_duplicate_member)
+{
+    char jwk[DOC_MAX], doc[DOC_MAX];
+
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    add_members(jwk, sizeof jwk, "\"e\":\"Aw\",");
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    assert_error(doc, "keys[0]: member \"e\" appears twice");
+    assert_error("{\"keys\":[],\"keys\":[]}", "JWKS has member \"keys\" twice");
+}
+
+/* Nesting beyond 32 levels is refused before parsing; brackets inside
+ * strings do not count. */
+Test(jwks_parse, error_depth)
+{
+    char doc[256];
+    int n = 0;
+
+    n += snprintf(doc + n, sizeof doc - (size_t)n, "{\"keys\":[");
+    for (int i = 0; i < 31; i++)
+        doc[n++] = '[';
+    for (int i = 0; i < 31; i++)
+        doc[n++] = ']';
+    snprintf(doc + n, sizeof doc - (size_t)n, "]}");
+    assert_error(doc, "JWKS nests deeper than 32 levels");
+
+    /* 32 levels pass the depth check and fail later. */
+    memmove(doc + 9, doc + 10, strlen(doc + 10) + 1);
+    memmove(doc + 39, doc + 40, strlen(doc + 40) + 1);
+    assert_error(doc, "keys[0]: not a JSON object");
+
+    assert_error("{\"keys\":[],\"x\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"[[[[[\"}",
+                 "JWKS has no usable RSA or ECDSA signing key");
+}
+
+Test(jwks_parse, error_ec_coordinate_length)
+{
+    char jwk[DOC_MAX], doc[DOC_MAX], x[128];
+    unsigned char raw[80] = {0};
+
+    fixture_jwk("ec256.pub", jwk, sizeof jwk);
+    b64url_encode(raw, 31, x);
+    set_member(jwk, sizeof jwk, "x", x);
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    assert_error(doc, "keys[0]: \"x\" is 31 bytes, P-256 needs 32");
+
+    fixture_jwk("ec521.padded.pub", jwk, sizeof jwk);
+    b64url_encode(raw, 67, x);
+    set_member(jwk, sizeof jwk, "y", x);
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    assert_error(doc, "keys[0]: \"y\" is longer than 66 bytes");
+}
+
+Test(jwks_parse, error_point_not_on_curve)
+{
+    char jwk[DOC_MAX], doc[DOC_MAX], y[128];
+    unsigned char raw[128];
+    size_t n;
+
+    fixture_jwk("ec384.pub", jwk, sizeof jwk);
+    get_member(jwk, "y", y, sizeof y);
+    cr_assert_eq(b64url_decode(y, strlen(y), raw, &n), 0);
+    raw[n - 1] ^= 1;
+    b64url_encode(raw, n, y);
+    set_member(jwk, sizeof jwk, "y", y);
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    assert_error(doc, "keys[0]: x and y are not a point on P-384");
+}
+
+Test(jwks_parse, error_malformed_members)
+{
+    char jwk[DOC_MAX], doc[DOC_MAX];
+
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "n", "AQAB=");
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    assert_error(doc, "keys[0]: \"n\" is not base64url");
+
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "e", "AQ");
+    keys_doc(doc, sizeof doc, jwk, NULL);
+    assert_error(doc, "keys[0]: \"e\" is not an RSA public exponent");
+
+    assert_error("{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"a\",\"n\":\"AQAB\"}]}", "keys[0]: missing \"e\"");
+    assert_error("{\"keys\":[{\"kid\":\"a\"}]}", "keys[0]: missing \"kty\"");
+    assert_error("{\"keys\":[{\"kty\":\"RSA\",\"kid\":7}]}", "keys[0]: \"kid\" is not a string");
+    assert_error("{\"keys\":[{\"kty\":\"EC\",\"kid\":\"a\",\"x\":\"AA\"}]}", "keys[0]: missing \"crv\"");
+    assert_error("{\"keys\":[\"x\"]}", "keys[0]: not a JSON object");
+}
+
+Test(jwks_parse, error_bytes)
+{
+    static const char nul[] = "{\"keys\":[]}\0";
+    char *big = malloc(JWKS_MAX_LEN + 2);
+    char err[256] = "";
+
+    cr_assert_not_null(big);
+    memset(big, ' ', JWKS_MAX_LEN + 1);
+    big[JWKS_MAX_LEN + 1] = '\0';
+    cr_expect_null(jwks_parse(big, JWKS_MAX_LEN + 1, NULL, NULL, err, sizeof err));
+    cr_expect(strstr(err, "JWKS is larger than") != NULL, "%s", err);
+    free(big);
+
+    cr_expect_null(jwks_parse(nul, sizeof(nul) - 1, NULL, NULL, err, sizeof err));
+    cr_expect_str_eq(err, "JWKS contains a NUL byte");
+    assert_error("{\"keys\":[],\"a\":\"\\u0000\"}", "JWKS contains a \\u0000 escape");
+}
