@@ -181,6 +181,8 @@ int history_apply(struct history *h, struct keyset *inputs, unsigned long retent
         struct history_entry *e = &h->entries[i];
         if (!e->present && i < old_count && was_present[i])
             e->last_seen = now; /* it was there until this very check */
+        if (e->present && i < old_count && !was_present[i])
+            changed = 1; /* back from retention: the state must say present again */
         time_t until = e->last_seen + (time_t)retention;
         if (e->present || (retention > 0 && until > now)) {
             if (!e->present && rc == 0)
