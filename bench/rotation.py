@@ -5,8 +5,10 @@
       Generates N+1 EC P-256 keys with the openssl CLI, writes the N+1 valid
       JWKS bodies (one per line, line i = {"keys":[jwk of key i]}) to
       WORKDIR/valid.txt, computed independently of the server by
-      tests/e2e/oidc_harness.py, and lays out WORKDIR/sa like a Kubernetes
-      Secret volume: ..v000/sa.pub, ..data -> ..v000, sa.pub -> ..data/sa.pub.
+      tests/e2e/oidc_harness.py, and lays out the key directory like a Kubernetes
+      Secret volume: ..v000/sa.pub, ..data -> ..v000, sa.pub -> ..data/sa.pub
+      (in WORKDIR/volume/sa: the server also watches the parent directory,
+      which therefore holds nothing else).
 
   rotation.py rotate WORKDIR PORT N SPACING_MS RESULT_JSON
       Performs N rotations the way the kubelet's atomic writer does (new
@@ -25,7 +27,6 @@ import http.client
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -54,7 +55,7 @@ def prepare(workdir, n):
     with open(os.path.join(workdir, "valid.txt"), "wb") as f:
         for k in keys:
             f.write(h.expected_jwks([k]) + b"\n")
-    sa = os.path.join(workdir, "sa")
+    sa = os.path.join(workdir, "volume", "sa")
     os.makedirs(os.path.join(sa, "..v000"))
     shutil.copyfile(keys[0].pub, os.path.join(sa, "..v000", "sa.pub"))
     os.symlink("..v000", os.path.join(sa, "..data"))
@@ -105,7 +106,7 @@ def rotate(workdir, port, n, spacing_ms, result_path):
     if get() != bodies[0]:
         sys.exit("rotation.py: the server does not serve the initial set")
     try:
-        run_swaps(os.path.join(workdir, "sa"), os.path.join(workdir, "keys"), n, spacing_ms,
+        run_swaps(os.path.join(workdir, "volume", "sa"), os.path.join(workdir, "keys"), n, spacing_ms,
                   bodies, get, stats)
     except ServerGone:
         stats["server_gone"] = True

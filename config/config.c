@@ -62,6 +62,21 @@
 #define DEFAULT_DURATION     3600
 #define MAX_DURATION_DAYS    365
 #define DNS_NAME_MAX         253
+#define DEFAULT_ADMIN_LISTEN "127.0.0.1:9090"
+#define ADMIN_NONE           "none" /* --admin-listen none: no admin listener */
+#define UNIX_PREFIX          "unix:"
+#define UNIX_PATH_MAX        107 /* sun_path holds 108 bytes with the terminating NUL */
+#define PATH_PREFIX_MAX      256
+#define MIN_HEADER_SIZE      1024
+#define MAX_HEADER_SIZE      65536
+#define DEFAULT_HEADER_SIZE  8192
+#define DEFAULT_REQ_TIMEOUT  10
+#define DEFAULT_IDLE_TIMEOUT 60
+#define DEFAULT_GRACE        5
+#define MAX_CONNECTIONS      1000000
+#define DEFAULT_CONNECTIONS  10000
+#define MAX_H2_STREAMS       1000
+#define DEFAULT_H2_STREAMS   100
 
 #define ALNUM      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 #define HEX_DIGITS "0123456789abcdefABCDEF"
@@ -71,6 +86,8 @@
 #define TOKEN_CHARS ALNUM "!#$%&'*+-.^_`|~"
 /* A listen host that is not a bracketed IPv6 address: a DNS name or IPv4. */
 #define HOST_CHARS ALNUM "-._"
+/* RFC 3986 path characters of --path-prefix: unreserved, sub-delims, ':', '@' and '/'; '%' is checked apart. */
+#define PATH_CHARS ALNUM "-._~!$&'()*+,;=:@/"
 /* A label of a DNS-1123 name, as Kubernetes names namespaces and service accounts. */
 #define DNS_LABEL_CHARS "abcdefghijklmnopqrstuvwxyz0123456789-"
 
@@ -82,9 +99,17 @@
 #define RANGE_PROBLEM(lo, hi) "must be an integer between " XSTR(lo) " and " XSTR(hi)
 #define DURATION_PROBLEM(lo, hi)                                                                                       \
     "must be a duration between " lo " and " hi " (like 90s, 15m, 24h, 7d or plain seconds)"
-#define LIST_PROBLEM      "must be a string or an array of strings"
-#define AUDIENCES_PROBLEM "must be a comma-separated list of non-empty audiences"
-#define DNS_NAME_PROBLEM  "must be a DNS-1123 name (lowercase letters, digits, '-' and '.')"
+#define LIST_PROBLEM        "must be a string or an array of strings"
+#define AUDIENCES_PROBLEM   "must be a comma-separated list of non-empty audiences"
+#define DNS_NAME_PROBLEM    "must be a DNS-1123 name (lowercase letters, digits, '-' and '.')"
+#define UNIX_PROBLEM        "must be unix:/absolute/path"
+#define UNIX_TOO_LONG       "socket path longer than " XSTR(UNIX_PATH_MAX) " bytes"
+#define PATH_PREFIX_PROBLEM "must be a path like /oidc (leading slash, no trailing slash)"
+#define HOSTS_PROBLEM       "must be a comma-separated list of host names (optionally :port)"
+#define LOG_LEVEL_PROBLEM   "must be one of error, warn, info, debug"
+#define LOG_FORMAT_PROBLEM  "must be one of text, json"
+#define ADMIN_NONE_COMBINED "--admin-listen none cannot be combined with addresses"
+#define TLS_NEEDS_FILES     "--tls-listen needs --tls-cert-file and --tls-private-key-file"
 #define TOKEN_REVIEW_NEEDS_LISTEN                                                                                      \
     "--enable-token-review needs --token-review-listen HOST:PORT (the TokenReview API is never served on the public "  \
     "listeners)"
@@ -95,6 +120,10 @@
 #define FOR_VERIFY  CMD(CONFIG_CMD_VERIFY)
 #define FOR_TOKEN   CMD(CONFIG_CMD_TOKEN)
 #define FOR_EVERY   (FOR_SERVING | FOR_VERIFY | FOR_TOKEN)
+/* The commands that open listeners: production serving options. */
+#define FOR_SERVERS (CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_DEV))
+/* The commands that log to stderr and take --log-level and --log-format. */
+#define FOR_LOGGING (FOR_SERVING | FOR_VERIFY)
 
 /* Every flag. The first OPT_KEYS are also the keys of the config file; the
  * first OPT_SETTINGS keep their values as strings in a struct setting. */
@@ -118,6 +147,21 @@ enum opt {
     OPT_ACCEPT_LEGACY,
     OPT_ENABLE_TOKEN_REVIEW,
     OPT_TOKEN_REVIEW_LISTEN,
+    OPT_TLS_LISTEN, /* production serving */
+    OPT_TLS_CERT_FILE,
+    OPT_TLS_KEY_FILE,
+    OPT_ADMIN_LISTEN,
+    OPT_PATH_PREFIX,
+    OPT_ALLOWED_HOSTS,
+    OPT_LOG_LEVEL,
+    OPT_LOG_FORMAT,
+    OPT_ACCESS_LOG,
+    OPT_MAX_HEADER_SIZE,
+    OPT_REQUEST_TIMEOUT,
+    OPT_IDLE_TIMEOUT,
+    OPT_SHUTDOWN_GRACE,
+    OPT_MAX_CONNECTIONS,
+    OPT_HTTP2_MAX_STREAMS,
     OPT_KEYS,
     OPT_TOKEN_FILE = OPT_KEYS, /* verify */
     OPT_DISCOVERY_URL,
@@ -166,6 +210,21 @@ static const struct option long_options[OPT_COUNT + 1] = {
     LONG_OPTION(OPT_ACCEPT_LEGACY, "accept-legacy-tokens", no_argument),
     LONG_OPTION(OPT_ENABLE_TOKEN_REVIEW, "enable-token-review", no_argument),
     LONG_OPTION(OPT_TOKEN_REVIEW_LISTEN, "token-review-listen", required_argument),
+    LONG_OPTION(OPT_TLS_LISTEN, "tls-listen", required_argument),
+    LONG_OPTION(OPT_TLS_CERT_FILE, "tls-cert-file", required_argument),
+    LONG_OPTION(OPT_TLS_KEY_FILE, "tls-private-key-file", required_argument),
+    LONG_OPTION(OPT_ADMIN_LISTEN, "admin-listen", required_argument),
+    LONG_OPTION(OPT_PATH_PREFIX, "path-prefix", required_argument),
+    LONG_OPTION(OPT_ALLOWED_HOSTS, "allowed-hosts", required_argument),
+    LONG_OPTION(OPT_LOG_LEVEL, "log-level", required_argument),
+    LONG_OPTION(OPT_LOG_FORMAT, "log-format", required_argument),
+    LONG_OPTION(OPT_ACCESS_LOG, "access-log", required_argument),
+    LONG_OPTION(OPT_MAX_HEADER_SIZE, "max-request-header-size", required_argument),
+    LONG_OPTION(OPT_REQUEST_TIMEOUT, "request-timeout", required_argument),
+    LONG_OPTION(OPT_IDLE_TIMEOUT, "http2-idle-timeout", required_argument),
+    LONG_OPTION(OPT_SHUTDOWN_GRACE, "shutdown-grace", required_argument),
+    LONG_OPTION(OPT_MAX_CONNECTIONS, "max-connections", required_argument),
+    LONG_OPTION(OPT_HTTP2_MAX_STREAMS, "http2-max-concurrent-streams", required_argument),
     LONG_OPTION(OPT_TOKEN_FILE, "token-file", required_argument),
     LONG_OPTION(OPT_DISCOVERY_URL, "discovery-url", required_argument),
     LONG_OPTION(OPT_CA_FILE, "ca-file", required_argument),
@@ -238,6 +297,45 @@ static const struct opt_spec {
     [OPT_ACCEPT_LEGACY] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_SERVING | FOR_VERIFY},
     [OPT_ENABLE_TOKEN_REVIEW] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_SERVING},
     [OPT_TOKEN_REVIEW_LISTEN] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING},
+    [OPT_TLS_LISTEN] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVERS},
+    [OPT_TLS_CERT_FILE] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVERS},
+    [OPT_TLS_KEY_FILE] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVERS},
+    [OPT_ADMIN_LISTEN] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVERS},
+    [OPT_PATH_PREFIX] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVERS},
+    [OPT_ALLOWED_HOSTS] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVERS},
+    [OPT_LOG_LEVEL] = {.kind = KIND_STRING, .problem = LOG_LEVEL_PROBLEM, .commands = FOR_LOGGING},
+    [OPT_LOG_FORMAT] = {.kind = KIND_STRING, .problem = LOG_FORMAT_PROBLEM, .commands = FOR_LOGGING},
+    [OPT_ACCESS_LOG] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVERS},
+    [OPT_MAX_HEADER_SIZE] = {.kind = KIND_UINT,
+                             .min = MIN_HEADER_SIZE,
+                             .max = MAX_HEADER_SIZE,
+                             .problem = RANGE_PROBLEM(MIN_HEADER_SIZE, MAX_HEADER_SIZE),
+                             .commands = FOR_SERVERS},
+    [OPT_REQUEST_TIMEOUT] = {.kind = KIND_DURATION,
+                             .min = 1,
+                             .max = 5 * MINUTE,
+                             .problem = DURATION_PROBLEM("1s", "5m"),
+                             .commands = FOR_SERVERS},
+    [OPT_IDLE_TIMEOUT] = {.kind = KIND_DURATION,
+                          .min = 1,
+                          .max = HOUR,
+                          .problem = DURATION_PROBLEM("1s", "1h"),
+                          .commands = FOR_SERVERS},
+    [OPT_SHUTDOWN_GRACE] = {.kind = KIND_DURATION,
+                            .min = 0,
+                            .max = 5 * MINUTE,
+                            .problem = DURATION_PROBLEM("0", "5m"),
+                            .commands = FOR_SERVERS},
+    [OPT_MAX_CONNECTIONS] = {.kind = KIND_UINT,
+                             .min = 1,
+                             .max = MAX_CONNECTIONS,
+                             .problem = RANGE_PROBLEM(1, MAX_CONNECTIONS),
+                             .commands = FOR_SERVERS},
+    [OPT_HTTP2_MAX_STREAMS] = {.kind = KIND_UINT,
+                               .min = 1,
+                               .max = MAX_H2_STREAMS,
+                               .problem = RANGE_PROBLEM(1, MAX_H2_STREAMS),
+                               .commands = FOR_SERVERS},
     [OPT_TOKEN_FILE] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
     [OPT_DISCOVERY_URL] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
     [OPT_CA_FILE] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
@@ -573,6 +671,66 @@ static const char *split_listen(const char *s, struct hostport *hp)
     return NULL;
 }
 
+/* True when a listen value names a Unix socket ("unix:" and a path). */
+static int is_unix_listen(const char *s)
+{
+    return strncmp(s, UNIX_PREFIX, strlen(UNIX_PREFIX)) == 0;
+}
+
+/* Checks one listen value of option id. Only --listen takes a Unix socket,
+ * "unix:" and an absolute path that fits sun_path; the other listeners (and
+ * --listen without "unix:") take HOST:PORT. */
+static const char *check_listen(enum opt id, const char *v)
+{
+    const char *path = v + strlen(UNIX_PREFIX);
+    struct hostport hp;
+
+    if (!is_unix_listen(v))
+        return split_listen(v, &hp);
+    if (id != OPT_LISTEN)
+        return LISTEN_FORM;
+    if (path[0] != '/')
+        return UNIX_PROBLEM;
+    return strlen(path) > UNIX_PATH_MAX ? UNIX_TOO_LONG : NULL;
+}
+
+/* Checks a --path-prefix: a non-empty absolute path without a trailing
+ * slash, of RFC 3986 path characters and percent-encoded bytes, with no
+ * empty, "." or ".." segment. */
+static const char *check_path_prefix(const char *v)
+{
+    size_t len = strlen(v), n;
+
+    if (len < 2 || len > PATH_PREFIX_MAX || v[0] != '/' || v[len - 1] == '/')
+        return PATH_PREFIX_PROBLEM;
+    for (const char *s = v; *s; s++) {
+        if (*s == '%') {
+            if (!is_hex(s[1]) || !is_hex(s[2]))
+                return PATH_PREFIX_PROBLEM;
+            s += 2;
+        } else if (!strchr(PATH_CHARS, *s)) {
+            return PATH_PREFIX_PROBLEM;
+        }
+    }
+    for (const char *seg = v + 1;; seg += n + 1) {
+        n = strcspn(seg, "/");
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return PATH_PREFIX_PROBLEM;
+        if (seg[n] == '\0')
+            return NULL;
+    }
+}
+
+/* Checks a value that must be one of the NULL-terminated choices, as
+ * spelled there. */
+static const char *check_choice(const char *v, const char *const *choices, const char *problem)
+{
+    for (; *choices; choices++)
+        if (strcmp(v, *choices) == 0)
+            return NULL;
+    return problem;
+}
+
 /* Checks a Content-Type we will send verbatim: type/subtype, then nothing
  * or ";" parameters, in printable ASCII, short enough for a header. */
 static const char *check_media_type(const char *v)
@@ -595,15 +753,48 @@ static const char *check_media_type(const char *v)
     return *rest == ';' ? NULL : MEDIA_TYPE_PROBLEM;
 }
 
-/* Splits a comma-separated list of audiences, appending the items to out
- * unless it is NULL. Returns what is wrong (an empty item, a typo such as
- * ",," that would never match a token; or no memory), or NULL. */
-static const char *split_audiences(const char *v, struct config_strlist *out)
+/* An audience is any non-empty string: an empty one is a typo such as ",,"
+ * that would never match a token. */
+static int is_audience(const char *s, size_t len)
+{
+    (void)s;
+    return len > 0;
+}
+
+/* An --allowed-hosts item, as a Host header carries it: a name or IPv4
+ * address, or an [IPv6] address, then optionally ":" and a port. */
+static int is_allowed_host(const char *s, size_t len)
+{
+    const char *end = s + len, *after;
+    unsigned long port;
+
+    if (len && s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (!close || !is_ipv6(s + 1, (size_t)(close - s - 1)))
+            return 0;
+        after = close + 1;
+    } else {
+        const char *colon = memchr(s, ':', len);
+        after = colon ? colon : end;
+        /* s[after - s] is ':', ',' or the end, none of them a host character */
+        if (after == s || after - s > HOSTNAME_MAX || strspn(s, HOST_CHARS) != (size_t)(after - s))
+            return 0;
+    }
+    if (after == end)
+        return 1;
+    return *after == ':' && parse_decimal(after + 1, (size_t)(end - after - 1), MAX_PORT, &port) == 0 && port > 0;
+}
+
+/* Splits a comma-separated list, appending the items to out unless it is
+ * NULL. Returns problem when an item fails is_item, "out of memory", or
+ * NULL. */
+static const char *split_commas(const char *v, struct config_strlist *out, int (*is_item)(const char *, size_t),
+                                const char *problem)
 {
     for (size_t n;; v += n + 1) {
         n = strcspn(v, ",");
-        if (n == 0)
-            return AUDIENCES_PROBLEM;
+        if (!is_item(v, n))
+            return problem;
         if (out && strlist_append(out, v, n) < 0)
             return "out of memory";
         if (v[n] == '\0')
@@ -633,7 +824,8 @@ static const char *check_dns_name(const char *v)
 /* Says what is wrong with one value of option id, or NULL when it is fine. */
 static const char *check_value(const struct parser *p, enum opt id, const char *v)
 {
-    struct hostport hp;
+    static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+    static const char *const log_formats[] = {"text", "json", NULL};
     unsigned long n;
 
     if (opt_specs[id].kind == KIND_UINT)
@@ -646,13 +838,24 @@ static const char *check_value(const struct parser *p, enum opt id, const char *
     case OPT_DISCOVERY_URL:
     case OPT_MINT_ISSUER:
         return config_check_url(v, p->cfg.allow_insecure_issuer);
+    case OPT_ADMIN_LISTEN:
+        return strcmp(v, ADMIN_NONE) == 0 ? NULL : check_listen(id, v);
     case OPT_LISTEN:
     case OPT_TOKEN_REVIEW_LISTEN:
-        return split_listen(v, &hp);
+    case OPT_TLS_LISTEN:
+        return check_listen(id, v);
     case OPT_CONTENT_TYPE:
         return check_media_type(v);
     case OPT_API_AUDIENCES:
-        return split_audiences(v, NULL);
+        return split_commas(v, NULL, is_audience, AUDIENCES_PROBLEM);
+    case OPT_ALLOWED_HOSTS:
+        return split_commas(v, NULL, is_allowed_host, HOSTS_PROBLEM);
+    case OPT_PATH_PREFIX:
+        return check_path_prefix(v);
+    case OPT_LOG_LEVEL:
+        return check_choice(v, log_levels, LOG_LEVEL_PROBLEM);
+    case OPT_LOG_FORMAT:
+        return check_choice(v, log_formats, LOG_FORMAT_PROBLEM);
     case OPT_NAMESPACE:
     case OPT_SERVICE_ACCOUNT:
         return check_dns_name(v);
@@ -806,14 +1009,14 @@ static int scan_flags(struct parser *p, int argc, char **argv)
 struct file_parse {
     struct parser *p;
     const char *path;
-    int in_object; /* inside the top-level object */
-    int in_array;  /* inside the array value of a repeatable key */
-    enum opt key;  /* the key whose value comes next */
-    unsigned seen; /* bit per key already given, to refuse duplicates */
+    int in_object;           /* inside the top-level object */
+    int in_array;            /* inside the array value of a repeatable key */
+    enum opt key;            /* the key whose value comes next */
+    unsigned long long seen; /* bit per key already given, to refuse duplicates */
 };
 
 /* seen needs a bit for every config-file key. */
-_Static_assert(OPT_KEYS <= sizeof(unsigned) * 8, "too many config-file keys for file_parse.seen");
+_Static_assert(OPT_KEYS <= sizeof(unsigned long long) * 8, "too many config-file keys for file_parse.seen");
 
 /* Tells whether a JSON value may go to the current key: kinds is a bit per
  * key kind that takes it, array_ok whether it may be an array element. On
@@ -895,11 +1098,11 @@ static int on_map_key(void *ctx, const unsigned char *key, size_t len)
         fail(fp->p, "config file %s: unknown key %s", fp->path, quote((const char *)key, len).s);
         return 0;
     }
-    if (fp->seen & 1u << fp->key) {
+    if (fp->seen & 1ull << fp->key) {
         fail(fp->p, "config file %s: duplicate key \"%s\"", fp->path, long_options[fp->key].name);
         return 0;
     }
-    fp->seen |= 1u << fp->key;
+    fp->seen |= 1ull << fp->key;
     return 1;
 }
 
@@ -1042,6 +1245,15 @@ static int put_defaults(struct parser *p)
         {OPT_NAMESPACE, DEFAULT_NAME},
         {OPT_SERVICE_ACCOUNT, DEFAULT_NAME},
         {OPT_DURATION, XSTR(DEFAULT_DURATION)},
+        {OPT_ADMIN_LISTEN, DEFAULT_ADMIN_LISTEN},
+        {OPT_LOG_LEVEL, "info"},
+        {OPT_LOG_FORMAT, "text"},
+        {OPT_MAX_HEADER_SIZE, XSTR(DEFAULT_HEADER_SIZE)},
+        {OPT_REQUEST_TIMEOUT, XSTR(DEFAULT_REQ_TIMEOUT)},
+        {OPT_IDLE_TIMEOUT, XSTR(DEFAULT_IDLE_TIMEOUT)},
+        {OPT_SHUTDOWN_GRACE, XSTR(DEFAULT_GRACE)},
+        {OPT_MAX_CONNECTIONS, XSTR(DEFAULT_CONNECTIONS)},
+        {OPT_HTTP2_MAX_STREAMS, XSTR(DEFAULT_H2_STREAMS)},
     };
 
     snprintf(threads, sizeof threads, "%ld", default_threads());
@@ -1097,10 +1309,21 @@ static int check_commands(struct parser *p)
     return p->output ? check_command(p, OPT_OUTPUT) : 0;
 }
 
+/* True when the list holds "none", which --admin-listen takes alone. */
+static int has_admin_none(const struct config_strlist *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->items[i], ADMIN_NONE) == 0)
+            return 1;
+    return 0;
+}
+
 /* Checks every value given, naming the flag or file key of the first bad
- * one. */
+ * one, and then that "--admin-listen none" comes alone. */
 static int check_values(struct parser *p)
 {
+    const struct config_strlist *admin = &p->settings[OPT_ADMIN_LISTEN].values;
+
     for (enum opt id = 0; id < OPT_SETTINGS; id++) {
         const struct setting *s = &p->settings[id];
         for (size_t i = 0; i < s->values.count; i++) {
@@ -1109,22 +1332,32 @@ static int check_values(struct parser *p)
                 return fail_value(p, s->origin, id, s->values.items[i], problem);
         }
     }
+    if (admin->count > 1 && has_admin_none(admin))
+        return fail(p, ADMIN_NONE_COMBINED);
     return 0;
 }
 
 /* Derives the defaults that depend on other options, from values already
- * checked: dev's issuer is http:// on the first listen address, the
+ * checked: dev's issuer is http:// on the first TCP listen address
+ * (DEFAULT_LISTEN when every --listen is a Unix socket), the
  * jwks_uri is the first issuer, less trailing slashes, plus JWKS_PATH, and a
  * minted token's audience is its issuer. */
 static int put_derived(struct parser *p)
 {
     char url[URL_MAX + 64];
     const struct config_strlist *issuers = &p->settings[OPT_ISSUER].values;
-    const char *mint_issuer = setting_value(p, OPT_MINT_ISSUER);
+    const struct config_strlist *listens = &p->settings[OPT_LISTEN].values;
+    const char *mint_issuer = setting_value(p, OPT_MINT_ISSUER), *tcp = DEFAULT_LISTEN;
     struct hostport hp;
 
     if (p->cmd == CONFIG_CMD_DEV && issuers->count == 0) {
-        split_listen(p->settings[OPT_LISTEN].values.items[0], &hp);
+        for (size_t i = 0; i < listens->count; i++) {
+            if (!is_unix_listen(listens->items[i])) {
+                tcp = listens->items[i];
+                break;
+            }
+        }
+        split_listen(tcp, &hp);
         int v6 = memchr(hp.host, ':', hp.hostlen) != NULL;
         snprintf(url, sizeof url, "http://%s%.*s%s:%lu", v6 ? "[" : "", (int)hp.hostlen, hp.host, v6 ? "]" : "",
                  hp.port);
@@ -1186,13 +1419,16 @@ static int check_required(struct parser *p)
 }
 
 /* True when two valid listen values name the same host (ignoring case, as
- * DNS does) and port. */
+ * DNS does) and port, or the same Unix socket. "--admin-listen none" is no
+ * address and matches nothing. */
 static int same_listen(const char *a, const char *b)
 {
     struct hostport x, y;
 
-    split_listen(a, &x);
-    split_listen(b, &y);
+    if (is_unix_listen(a) || is_unix_listen(b))
+        return strcmp(a, b) == 0;
+    if (split_listen(a, &x) || split_listen(b, &y))
+        return 0;
     return x.port == y.port && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
 }
 
@@ -1201,28 +1437,78 @@ static int same_listen(const char *a, const char *b)
  * nothing without it. */
 static int check_token_review(struct parser *p)
 {
-    const struct setting *review = &p->settings[OPT_TOKEN_REVIEW_LISTEN];
-    const struct config_strlist *listens = &p->settings[OPT_LISTEN].values;
+    size_t listens = p->settings[OPT_TOKEN_REVIEW_LISTEN].values.count;
 
-    if (p->cfg.enable_token_review && review->values.count == 0)
+    if (p->cfg.enable_token_review && listens == 0)
         return fail(p, TOKEN_REVIEW_NEEDS_LISTEN);
-    if (!p->cfg.enable_token_review && review->values.count)
+    if (!p->cfg.enable_token_review && listens)
         return fail(p, "--token-review-listen needs --enable-token-review");
-    for (size_t i = 0; i < review->values.count; i++)
-        for (size_t j = 0; j < listens->count; j++)
-            if (same_listen(review->values.items[i], listens->items[j]))
-                return fail_value(p, review->origin, OPT_TOKEN_REVIEW_LISTEN, review->values.items[i],
-                                  "must differ from every --listen address");
+    return 0;
+}
+
+/* TLS listeners need a certificate and its key, and those mean nothing
+ * without them. */
+static int check_tls(struct parser *p)
+{
+    static const enum opt files[] = {OPT_TLS_CERT_FILE, OPT_TLS_KEY_FILE};
+    int listens = is_set(p, OPT_TLS_LISTEN);
+
+    if (listens && !(is_set(p, OPT_TLS_CERT_FILE) && is_set(p, OPT_TLS_KEY_FILE)))
+        return fail(p, TLS_NEEDS_FILES);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (!listens && is_set(p, files[i]))
+            return fail(p, "--%s needs --tls-listen", long_options[files[i]].name);
+    return 0;
+}
+
+/* Every kind of listener, in the order a clash is reported: a value of a
+ * later kind is said to clash with the earlier kind. */
+static const enum opt listener_kinds[] = {OPT_LISTEN, OPT_TLS_LISTEN, OPT_TOKEN_REVIEW_LISTEN, OPT_ADMIN_LISTEN};
+
+/* Refuses an address that two kinds of listener share (the TokenReview and
+ * admin APIs must stay off the public listeners, and two sockets cannot bind
+ * one address anyway). Kinds the command does not take are left alone. */
+static int check_listener_clashes(struct parser *p)
+{
+    const size_t nkinds = sizeof listener_kinds / sizeof listener_kinds[0];
+    char problem[64];
+
+    for (size_t b = 1; b < nkinds; b++) {
+        const struct setting *later = &p->settings[listener_kinds[b]];
+        if (!(opt_specs[listener_kinds[b]].commands & CMD(p->cmd)))
+            continue;
+        for (size_t i = 0; i < later->values.count; i++) {
+            for (size_t a = 0; a < b; a++) {
+                const struct config_strlist *earlier = &p->settings[listener_kinds[a]].values;
+                if (!(opt_specs[listener_kinds[a]].commands & CMD(p->cmd)))
+                    continue;
+                for (size_t j = 0; j < earlier->count; j++) {
+                    if (!same_listen(later->values.items[i], earlier->items[j]))
+                        continue;
+                    snprintf(problem, sizeof problem, "must differ from every --%s address",
+                             long_options[listener_kinds[a]].name);
+                    return fail_value(p, later->origin, listener_kinds[b], later->values.items[i], problem);
+                }
+            }
+        }
+    }
     return 0;
 }
 
 /* The rules between serving options: a retention that a restart would
- * silently forget is refused, and so is a misplaced TokenReview API. */
+ * silently forget is refused, and so are a misplaced TokenReview API, TLS
+ * listeners without a certificate and listeners that share an address.
+ * keys takes serve's config file but opens no listener: the production
+ * serving rules are serve's and dev's only. */
 static int check_serving(struct parser *p)
 {
     if (number_value(p, OPT_KEY_RETENTION) > 0 && !is_set(p, OPT_STATE_DIR))
         return fail(p, "--key-retention needs --state-dir, so that retained keys survive a restart");
-    return check_token_review(p);
+    if (check_token_review(p) < 0)
+        return -1;
+    if ((CMD(p->cmd) & FOR_SERVERS) && check_tls(p) < 0)
+        return -1;
+    return check_listener_clashes(p);
 }
 
 /* verify takes its keys from files or from a discovery document, exactly
@@ -1287,38 +1573,55 @@ static char *take_value(struct setting *s)
 }
 
 /* Converts the valid listen values of option id into an array of *count
- * addresses (NULL when there are none). */
+ * addresses (NULL when there are none): a Unix socket keeps its path, with
+ * no host and port 0; "--admin-listen none" is left out. */
 static int convert_listens(struct parser *p, enum opt id, struct config_listen **out, size_t *count)
 {
     const struct config_strlist *l = &p->settings[id].values;
     struct hostport hp;
 
-    if (l->count == 0)
+    if (l->count == 0 || (id == OPT_ADMIN_LISTEN && has_admin_none(l)))
         return 0;
     *out = calloc(l->count, sizeof **out);
     if (!*out)
         return fail(p, "out of memory");
     for (size_t i = 0; i < l->count; i++) {
         struct config_listen *cl = &(*out)[i];
-        split_listen(l->items[i], &hp);
-        cl->host = strndup(hp.host, hp.hostlen);
-        if (!cl->host)
-            return fail(p, "out of memory");
-        cl->port = (unsigned short)hp.port;
+        if (is_unix_listen(l->items[i])) {
+            cl->unix_path = strdup(l->items[i] + strlen(UNIX_PREFIX));
+        } else {
+            split_listen(l->items[i], &hp);
+            cl->host = strndup(hp.host, hp.hostlen);
+            cl->port = (unsigned short)hp.port;
+        }
         (*count)++;
+        if (!cl->host && !cl->unix_path)
+            return fail(p, "out of memory");
     }
     return 0;
 }
 
-/* Joins the comma-separated --api-audiences values, in order, into one
- * list. */
-static int convert_audiences(struct parser *p)
+/* Lowercases ASCII letters in place, whatever the locale. */
+static void ascii_lower(char *s)
 {
-    const struct config_strlist *l = &p->settings[OPT_API_AUDIENCES].values;
+    for (; *s; s++)
+        if (*s >= 'A' && *s <= 'Z')
+            *s = (char)(*s - 'A' + 'a');
+}
+
+/* Joins the comma-separated values of option id, in order, into one list;
+ * hosts are lowercased, since a Host header is compared without regard to
+ * case. */
+static int convert_comma_list(struct parser *p, enum opt id, struct config_strlist *out)
+{
+    const struct config_strlist *l = &p->settings[id].values;
+    int hosts = id == OPT_ALLOWED_HOSTS;
 
     for (size_t i = 0; i < l->count; i++)
-        if (split_audiences(l->items[i], &p->cfg.api_audiences))
+        if (split_commas(l->items[i], out, hosts ? is_allowed_host : is_audience, "bad"))
             return fail(p, "out of memory");
+    for (size_t i = 0; hosts && i < out->count; i++)
+        ascii_lower(out->items[i]);
     return 0;
 }
 
@@ -1342,6 +1645,12 @@ static const struct field number_fields[] = {
     FIELD(OPT_MAX_TOKEN_SIZE, max_token_size),
     FIELD(OPT_REPEAT, repeat),
     FIELD(OPT_DURATION, duration),
+    FIELD(OPT_MAX_HEADER_SIZE, max_header_size),
+    FIELD(OPT_REQUEST_TIMEOUT, request_timeout),
+    FIELD(OPT_IDLE_TIMEOUT, idle_timeout),
+    FIELD(OPT_SHUTDOWN_GRACE, shutdown_grace),
+    FIELD(OPT_MAX_CONNECTIONS, max_connections),
+    FIELD(OPT_HTTP2_MAX_STREAMS, http2_max_streams),
 };
 
 static const struct field string_fields[] = {
@@ -1360,6 +1669,12 @@ static const struct field string_fields[] = {
     FIELD(OPT_POD_UID, pod_uid),
     FIELD(OPT_NODE_NAME, node_name),
     FIELD(OPT_NODE_UID, node_uid),
+    FIELD(OPT_TLS_CERT_FILE, tls_cert_file),
+    FIELD(OPT_TLS_KEY_FILE, tls_key_file),
+    FIELD(OPT_PATH_PREFIX, path_prefix),
+    FIELD(OPT_LOG_LEVEL, log_level),
+    FIELD(OPT_LOG_FORMAT, log_format),
+    FIELD(OPT_ACCESS_LOG, access_log),
 };
 
 static const struct field list_fields[] = {
@@ -1378,7 +1693,12 @@ static int convert(struct parser *p)
         *AT(&p->cfg, string_fields[i], char *) = take_value(&p->settings[string_fields[i].id]);
     for (size_t i = 0; i < sizeof list_fields / sizeof list_fields[0]; i++)
         *AT(&p->cfg, list_fields[i], struct config_strlist) = take_list(&p->settings[list_fields[i].id]);
-    if (convert_audiences(p) < 0 || convert_listens(p, OPT_LISTEN, &p->cfg.listens, &p->cfg.listen_count) < 0)
+    p->cfg.no_admin = has_admin_none(&p->settings[OPT_ADMIN_LISTEN].values);
+    if (convert_comma_list(p, OPT_API_AUDIENCES, &p->cfg.api_audiences) < 0 ||
+        convert_comma_list(p, OPT_ALLOWED_HOSTS, &p->cfg.allowed_hosts) < 0 ||
+        convert_listens(p, OPT_LISTEN, &p->cfg.listens, &p->cfg.listen_count) < 0 ||
+        convert_listens(p, OPT_TLS_LISTEN, &p->cfg.tls_listens, &p->cfg.tls_listen_count) < 0 ||
+        convert_listens(p, OPT_ADMIN_LISTEN, &p->cfg.admin_listens, &p->cfg.admin_listen_count) < 0)
         return -1;
     return convert_listens(p, OPT_TOKEN_REVIEW_LISTEN, &p->cfg.token_review_listens, &p->cfg.token_review_listen_count);
 }
@@ -1436,7 +1756,9 @@ const char *config_usage(enum config_command cmd)
            "  --service-account-issuer URL    Issuer to publish, https; repeatable, the first is published (required)\n"
            "  --service-account-jwks-uri URL  jwks_uri to publish, https (default ISSUER/openid/v1/jwks)\n"
            "  --service-account-key-file PATH PEM file of public or private keys; repeatable (required; dev: none)\n"
-           "  --listen HOST:PORT              Listen address (IPv6: [ADDR]:PORT); repeatable (default 127.0.0.1:8080)\n"
+           "  --listen HOST:PORT              Listen address (IPv6: [ADDR]:PORT); repeatable (default "
+           "127.0.0.1:8080);\n"
+           "                                  --listen unix:/path serves plain HTTP on a Unix socket instead\n"
            "  --threads N                     Worker threads, 1 to 256 (default: the number of online CPUs)\n"
            "  --max-age SECONDS               Cache-Control max-age of both documents (default 3600)\n"
            "  --jwks-content-type TYPE        Content-Type of the JWKS (default application/jwk-set+json)\n"
@@ -1463,9 +1785,32 @@ const char *config_usage(enum config_command cmd)
            "  --token-review-listen HOST:PORT Listen address of the TokenReview API, never a --listen address;\n"
            "                                  repeatable (default none; only with --enable-token-review)\n"
            "\n"
+           "Production serving (serve and dev; --log-level and --log-format also verify and keys):\n"
+           "  --tls-listen HOST:PORT          HTTPS listen address; repeatable (default none; needs --tls-cert-file\n"
+           "                                  and --tls-private-key-file)\n"
+           "  --tls-cert-file PATH            PEM certificate chain for --tls-listen (default none)\n"
+           "  --tls-private-key-file PATH     PEM private key of that certificate (default none)\n"
+           "  --admin-listen HOST:PORT|none   Listen address of /livez, /readyz and /metrics, never a public one;\n"
+           "                                  repeatable (default 127.0.0.1:9090; none: no admin listener)\n"
+           "  --path-prefix /PATH             Serve every endpoint under this path, like /oidc: leading slash, no\n"
+           "                                  trailing slash (default none: omit the flag to serve at /)\n"
+           "  --allowed-hosts LIST            Host header values to answer, comma-separated host or host:port;\n"
+           "                                  repeatable, the lists are joined (default: any host)\n"
+           "  --log-level LEVEL               Least severe message logged: error, warn, info or debug (default info)\n"
+           "  --log-format FORMAT             Log lines on standard error as text or json (default text)\n"
+           "  --access-log PATH               Write an access log to PATH, - for standard output (default none: off)\n"
+           "  --max-request-header-size BYTES Largest request header block, 1024 to 65536 (default 8192)\n"
+           "  --request-timeout DURATION      Time to read a whole request and HTTP/1.1 keep-alive idle time,\n"
+           "                                  1s to 5m (default 10s)\n"
+           "  --http2-idle-timeout DURATION   Close an idle HTTP/2 connection after this, 1s to 1h (default 60s)\n"
+           "  --shutdown-grace DURATION       Time to finish requests on SIGTERM, 0 to 5m (default 5s)\n"
+           "  --max-connections N             Open connections per process, 1 to 1000000 (default 10000)\n"
+           "  --http2-max-concurrent-streams N\n"
+           "                                  Streams per HTTP/2 connection, 1 to 1000 (default 100)\n"
+           "\n"
            "verify (also takes --service-account-key-file, --service-account-issuer, which is required without\n"
-           "--discovery-url, the token verification flags, --allow-insecure-issuer and --config; its own flags\n"
-           "are not config-file keys):\n"
+           "--discovery-url, the token verification flags, --allow-insecure-issuer, --log-level, --log-format and\n"
+           "--config; its own flags are not config-file keys):\n"
            "  --token-file PATH               File holding the token, - for standard input (required)\n"
            "  --discovery-url URL             Issuer URL whose discovery document gives the JWKS and, by default,\n"
            "                                  the issuer; https; instead of --service-account-key-file\n"
@@ -1494,8 +1839,10 @@ const char *config_usage(enum config_command cmd)
 /* Frees count listen addresses and their array. */
 static void free_listens(struct config_listen *listens, size_t count)
 {
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         free(listens[i].host);
+        free(listens[i].unix_path);
+    }
     free(listens);
 }
 
@@ -1506,7 +1853,10 @@ void config_free(struct config *cfg)
     for (size_t i = 0; i < sizeof list_fields / sizeof list_fields[0]; i++)
         strlist_free(AT(cfg, list_fields[i], struct config_strlist));
     strlist_free(&cfg->api_audiences);
+    strlist_free(&cfg->allowed_hosts);
     free_listens(cfg->listens, cfg->listen_count);
+    free_listens(cfg->tls_listens, cfg->tls_listen_count);
+    free_listens(cfg->admin_listens, cfg->admin_listen_count);
     free_listens(cfg->token_review_listens, cfg->token_review_listen_count);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -21,8 +21,9 @@
  * IPv6 is written "[::1]:8080" on the command line and stored without
  * brackets. */
 struct config_listen {
-    char *host;
+    char *host;          /* NULL for a Unix socket */
     unsigned short port;
+    char *unix_path;     /* "--listen unix:/run/x.sock" (only --listen accepts it), else NULL */
 };
 
 struct config_strlist {
@@ -75,6 +76,26 @@ struct config {
     char *pod_name, *pod_uid;         /* optional, together */
     char *node_name, *node_uid;       /* optional, together */
     unsigned long duration;           /* --duration (default 3600) */
+
+    /* Production serving (serve and dev). */
+    struct config_listen *tls_listens; /* --tls-listen HOST:PORT, repeatable */
+    size_t tls_listen_count;
+    char *tls_cert_file;               /* --tls-cert-file (PEM chain), required with --tls-listen */
+    char *tls_key_file;                /* --tls-private-key-file, required with --tls-listen */
+    char *path_prefix;                 /* --path-prefix "/p" (no trailing slash), NULL when unset */
+    struct config_strlist allowed_hosts; /* --allowed-hosts a,b (comma list); empty = any */
+    struct config_listen *admin_listens; /* --admin-listen (default 127.0.0.1:9090) */
+    size_t admin_listen_count;
+    int no_admin;                        /* --admin-listen none */
+    char *log_level;                   /* --log-level error|warn|info|debug (default info) */
+    char *log_format;                  /* --log-format text|json (default text) */
+    char *access_log;                  /* --access-log PATH or "-" (stdout), NULL = off */
+    unsigned long max_header_size;     /* --max-request-header-size bytes (default 8192) */
+    unsigned long request_timeout;     /* --request-timeout seconds (default 10): HTTP/1.1 idle + whole request */
+    unsigned long idle_timeout;        /* --http2-idle-timeout seconds (default 60) */
+    unsigned long max_connections;     /* --max-connections per process (default 10000) */
+    unsigned long http2_max_streams;   /* --http2-max-concurrent-streams (default 100) */
+    unsigned long shutdown_grace;      /* --shutdown-grace seconds (default 5) */
 };
 
 enum config_command {

@@ -74,15 +74,15 @@ static const char *jsonw_escape_ascii(unsigned char c, char tmp[7])
     return tmp;
 }
 
-/* Length of the valid UTF-8 sequence at s and its code point, or 0 when
- * the bytes are not valid UTF-8 (overlong, surrogate, out of range or
- * truncated), as Go's utf8.DecodeRuneInString judges them. */
-static size_t jsonw_utf8(const unsigned char *s, unsigned long *cp)
+/* Length of the valid UTF-8 sequence at s (avail bytes left) and its code
+ * point, or 0 when the bytes are not valid UTF-8 (overlong, surrogate, out
+ * of range or truncated), as Go's utf8.DecodeRuneInString judges them. */
+static size_t jsonw_utf8(const unsigned char *s, size_t avail, unsigned long *cp)
 {
     static const unsigned long min[] = {0, 0, 0x80, 0x800, 0x10000};
     size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
 
-    if (len == 0 || s[0] >= 0xf8)
+    if (len == 0 || s[0] >= 0xf8 || len > avail)
         return 0;
     *cp = s[0] & (0x7f >> len);
     for (size_t i = 1; i < len; i++) {
@@ -98,14 +98,14 @@ static size_t jsonw_utf8(const unsigned char *s, unsigned long *cp)
 /* The escape for the byte sequence at s and how many bytes it covers; NULL
  * when those bytes are copied as they are. Go replaces invalid UTF-8 with
  * U+FFFD and escapes U+2028 and U+2029, which break JavaScript. */
-static const char *jsonw_escape(const unsigned char *s, size_t *width, char tmp[7])
+static const char *jsonw_escape(const unsigned char *s, size_t avail, size_t *width, char tmp[7])
 {
     unsigned long cp = 0;
 
     *width = 1;
     if (s[0] < 0x80)
         return jsonw_escape_ascii(s[0], tmp);
-    if ((*width = jsonw_utf8(s, &cp)) == 0) {
+    if ((*width = jsonw_utf8(s, avail, &cp)) == 0) {
         *width = 1;
         return "\\ufffd";
     }
@@ -118,13 +118,18 @@ static const char *jsonw_escape(const unsigned char *s, size_t *width, char tmp[
 
 void jsonw_str(struct jsonw *w, const char *s)
 {
-    const char *run = s;
+    jsonw_strn(w, s, strlen(s));
+}
+
+void jsonw_strn(struct jsonw *w, const char *s, size_t n)
+{
+    const char *run = s, *end = s + n;
     size_t width;
     char tmp[7];
 
     jsonw_raw(w, "\"", 1);
-    while (*s != '\0') {
-        const char *esc = jsonw_escape((const unsigned char *)s, &width, tmp);
+    while (s < end) {
+        const char *esc = jsonw_escape((const unsigned char *)s, (size_t)(end - s), &width, tmp);
         if (esc != NULL) {
             jsonw_raw(w, run, (size_t)(s - run));
             jsonw_lit(w, esc);

@@ -27,6 +27,10 @@ void jsonw_lit(struct jsonw *w, const char *s);
  * UTF-8 included. */
 void jsonw_str(struct jsonw *w, const char *s);
 
+/* The same for the n bytes at s, which need not be NUL-terminated; a NUL
+ * among them is written as \u0000. */
+void jsonw_strn(struct jsonw *w, const char *s, size_t n);
+
 /* Appends "name": with the name quoted and escaped. */
 void jsonw_key(struct jsonw *w, const char *name);
 

@@ -1,5 +1,6 @@
 #include "handler_docs.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -11,6 +12,11 @@
 struct handler_docs {
     h2o_handler_t super;
     int cors;
+    h2o_iovec_t discovery_path; /* with --path-prefix */
+    h2o_iovec_t jwks_path;
+    char *const *allowed_hosts; /* --allowed-hosts, lowercase */
+    size_t nallowed_hosts;
+    size_t max_header_size;
 };
 
 /* Responses are sent in one piece from memory that outlives the request, so
@@ -19,6 +25,8 @@ static h2o_generator_t handler_docs_generator = {NULL, NULL};
 
 static const h2o_iovec_t body_not_found = {H2O_STRLIT("{\"error\":\"not found\"}")};
 static const h2o_iovec_t body_not_allowed = {H2O_STRLIT("{\"error\":\"method not allowed\"}")};
+static const h2o_iovec_t body_misdirected = {H2O_STRLIT("{\"error\":\"unknown host\"}")};
+static const h2o_iovec_t body_too_large = {H2O_STRLIT("{\"error\":\"request header fields too large\"}")};
 
 static void handler_docs_header(h2o_req_t *req, const h2o_token_t *token, const char *value, size_t len)
 {
@@ -124,16 +132,50 @@ static h2o_iovec_t handler_docs_path(h2o_req_t *req)
     return h2o_iovec_init(p, path.len - (size_t)(p - path.base));
 }
 
+/* --allowed-hosts: an entry without a port allows that host on any port;
+ * with a port, that exact authority. Host names compare case-insensitively. */
+static int handler_docs_host_allowed(const struct handler_docs *self, h2o_iovec_t authority)
+{
+    const char *colon =
+        authority.len && authority.base[authority.len - 1] != ']' ? memrchr(authority.base, ':', authority.len) : NULL;
+    size_t host_len = colon ? (size_t)(colon - authority.base) : authority.len;
+
+    if (self->nallowed_hosts == 0)
+        return 1;
+    for (size_t i = 0; i < self->nallowed_hosts; i++) {
+        size_t n = strlen(self->allowed_hosts[i]);
+        if ((n == authority.len && h2o_lcstris(authority.base, n, self->allowed_hosts[i], n)) ||
+            (n == host_len && h2o_lcstris(authority.base, n, self->allowed_hosts[i], n)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The size of the request head as received, to refuse oversized ones with
+ * 431 (h2o itself buffers up to about 400 KiB before it gives up). */
+static size_t handler_docs_head_size(h2o_req_t *req)
+{
+    size_t n = req->method.len + req->path.len + 12;
+
+    for (size_t i = 0; i < req->headers.size; i++)
+        n += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
+    return n;
+}
+
 static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
     struct handler_docs *self = (struct handler_docs *)super;
     h2o_iovec_t path = handler_docs_path(req);
     int is_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
     int is_get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
-    int discovery = h2o_memis(path.base, path.len, H2O_STRLIT(DISCOVERY_PATH));
-    int jwks = !discovery && h2o_memis(path.base, path.len, H2O_STRLIT(JWKS_PATH));
+    int discovery = h2o_memis(path.base, path.len, self->discovery_path.base, self->discovery_path.len);
+    int jwks = !discovery && h2o_memis(path.base, path.len, self->jwks_path.base, self->jwks_path.len);
     const struct snapshot *snap;
 
+    if (handler_docs_head_size(req) > self->max_header_size)
+        return handler_docs_error(req, 431, "Request Header Fields Too Large", body_too_large, is_head);
+    if (!handler_docs_host_allowed(self, req->authority))
+        return handler_docs_error(req, 421, "Misdirected Request", body_misdirected, is_head);
     if (!discovery && !jwks)
         return handler_docs_error(req, 404, "Not Found", body_not_found, is_head);
     if (!is_get && !is_head) {
@@ -144,10 +186,31 @@ static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
     return handler_docs_serve(self, req, snap, discovery ? &snap->discovery : &snap->jwks, is_head);
 }
 
-void handler_docs_register(h2o_pathconf_t *pathconf, int cors)
+/* prefix + path, allocated once for the server's lifetime. */
+static h2o_iovec_t handler_docs_prefixed(const char *prefix, const char *path)
+{
+    return h2o_concat(NULL, h2o_iovec_init(prefix, strlen(prefix)), h2o_iovec_init(path, strlen(path)));
+}
+
+static void handler_docs_dispose(h2o_handler_t *super)
+{
+    struct handler_docs *self = (struct handler_docs *)super;
+
+    free(self->discovery_path.base);
+    free(self->jwks_path.base);
+}
+
+void handler_docs_register(h2o_pathconf_t *pathconf, const struct config *cfg)
 {
     struct handler_docs *self = (void *)h2o_create_handler(pathconf, sizeof(*self));
+    const char *prefix = cfg->path_prefix ? cfg->path_prefix : "";
 
     self->super.on_req = handler_docs_on_req;
-    self->cors = cors;
+    self->super.dispose = handler_docs_dispose;
+    self->cors = cfg->cors;
+    self->discovery_path = handler_docs_prefixed(prefix, DISCOVERY_PATH);
+    self->jwks_path = handler_docs_prefixed(prefix, JWKS_PATH);
+    self->allowed_hosts = cfg->allowed_hosts.items;
+    self->nallowed_hosts = cfg->allowed_hosts.count;
+    self->max_header_size = cfg->max_header_size;
 }

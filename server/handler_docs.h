@@ -8,9 +8,11 @@
 #define OIDC_HANDLER_DOCS_H
 
 #include <h2o.h>
+#include "config/config.h"
 
-/* Registers the handler on pathconf. cors adds
- * Access-Control-Allow-Origin: * to every answer about the documents. */
-void handler_docs_register(h2o_pathconf_t *pathconf, int cors);
+/* Registers the handler on pathconf, with cfg's --cors, --path-prefix,
+ * --allowed-hosts (421 for others) and --max-request-header-size (431).
+ * cfg must outlive the server. */
+void handler_docs_register(h2o_pathconf_t *pathconf, const struct config *cfg);
 
 #endif

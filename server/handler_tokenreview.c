@@ -5,6 +5,7 @@
 
 #include "keys/token.h"
 #include "keys/vcache.h"
+#include "metrics.h"
 #include "tokenreview.h"
 #include "worker.h"
 
@@ -85,18 +86,24 @@ static void tokenreview_policy(const struct config *cfg, const struct tokenrevie
 
 /* Reviews one token through the thread's cache (a hit skips the signature
  * check) and renders the answer. */
-static char *tokenreview_answer(struct vcache *cache, const struct keyset *ks, const struct token_policy *p,
-                                const struct tokenreview_request *review, size_t *out_len)
+static char *tokenreview_answer(struct vcache *cache, struct metrics_thread *m, const struct keyset *ks,
+                                const struct token_policy *p, const struct tokenreview_request *review, size_t *out_len)
 {
     size_t len = strlen(review->token);
     const struct token_user *hit = vcache_get(cache, ks->id, review->token, len, p->audiences, p->naudiences, p->now);
     struct token_result res;
     char *body;
 
-    if (hit != NULL)
+    if (hit != NULL) {
+        metrics_add(&m->cache_hits, 1);
+        metrics_add(&m->reviews[TOKEN_OK], 1);
         return tokenreview_render(review, hit, NULL, out_len);
-    if (token_verify(ks, p, review->token, len, &res) == 0)
+    }
+    if (token_verify(ks, p, review->token, len, &res) == 0) {
         vcache_put(cache, ks->id, review->token, len, p->audiences, p->naudiences, &res.user);
+        atomic_store_explicit(&m->cache_entries, vcache_size(cache), memory_order_relaxed);
+    }
+    metrics_add(&m->reviews[res.error], 1);
     body = tokenreview_render(review, res.error == TOKEN_OK ? &res.user : NULL, res.message, out_len);
     token_result_clear(&res);
     return body;
@@ -122,7 +129,8 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
     if (tokenreview_parse(req->entity.base, req->entity.len, &review, err, sizeof(err)) != 0)
         return tokenreview_refuse(req, 400, "BadRequest", err);
     tokenreview_policy(self->cfg, &review, &policy);
-    body = tokenreview_answer(cache, worker_pin_snapshot(req)->keyset, &policy, &review, &len);
+    body = tokenreview_answer(cache, worker_metrics(req->conn->ctx), worker_pin_snapshot(req)->keyset, &policy, &review,
+                              &len);
     tokenreview_request_clear(&review);
     return tokenreview_send(req, 201, "Created", body, len);
 }

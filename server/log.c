@@ -1,31 +1,135 @@
 #include "log.h"
 
+#include "keys/jsonw.h"
+
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+/* Longest message kept; longer ones are cut at a UTF-8 character boundary. */
+#define LOG_MSG_MAX 4096
+
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
 
-void log_msg(enum log_level level, const char *fmt, ...)
+/* Plain statics, not atomics: log_init runs before any thread starts and
+ * nothing changes them afterwards, so every later read sees the same value. */
+static enum log_level log_max_level = LOG_INFO;
+static int log_json;
+
+void log_init(enum log_level level, int json)
 {
-    char line[2048];
+    log_max_level = level;
+    log_json = json;
+}
+
+int log_level_parse(const char *name, enum log_level *out)
+{
+    for (size_t i = 0; i < sizeof(log_level_names) / sizeof(log_level_names[0]); i++) {
+        if (strcmp(name, log_level_names[i]) == 0) {
+            *out = (enum log_level)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Length of s[0..len) without a trailing UTF-8 sequence that truncation cut
+ * short, so a bounded message never ends in half a character. */
+static size_t log_utf8_trim(const char *s, size_t len)
+{
+    size_t lead = len, need;
+
+    /* A sequence is at most 4 bytes: look back over up to 3 continuations. */
+    while (lead > 0 && len - lead < 3 && ((unsigned char)s[lead - 1] & 0xc0) == 0x80)
+        lead--;
+    if (lead == 0)
+        return len;
+    unsigned char c = (unsigned char)s[lead - 1];
+    need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return len - (lead - 1) < need ? lead - 1 : len;
+}
+
+/* Formats the message into msg (LOG_MSG_MAX bytes) and returns its length. */
+static size_t log_format(char *msg, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(msg, LOG_MSG_MAX, fmt, ap);
+
+    if (n < 0) {
+        msg[0] = '\0';
+        return 0;
+    }
+    if ((size_t)n < LOG_MSG_MAX)
+        return (size_t)n;
+    return log_utf8_trim(msg, LOG_MSG_MAX - 1);
+}
+
+/* Writes "2026-01-01T00:00:00.000Z" (24 characters and a NUL) for now. */
+static void log_timestamp(char out[25])
+{
     struct timespec now;
     struct tm tm;
-    size_t n;
-    va_list ap;
 
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
-    n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-    n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03ldZ %-5s ", now.tv_nsec / 1000000, log_level_names[level]);
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-    va_end(ap);
-    for (n = 0; line[n] != '\0' && n < sizeof(line) - 2; n++)
-        ;
-    line[n++] = '\n';
-    if (write(STDERR_FILENO, line, n) < 0) {
+    size_t n = strftime(out, 25, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 25 - n, ".%03ldZ", now.tv_nsec / 1000000);
+}
+
+/* One write(2) per line, so lines from different threads never interleave. */
+static void log_write(const char *line, size_t len)
+{
+    if (write(STDERR_FILENO, line, len) < 0) {
         /* Nowhere left to report a failing stderr. */
     }
+}
+
+/* "2026-01-01T00:00:00.000Z info  message\n", the level padded to 5. */
+static void log_text(const char *stamp, enum log_level level, const char *msg, size_t len)
+{
+    char line[LOG_MSG_MAX + 64];
+    int n = snprintf(line, sizeof(line), "%s %-5s %.*s\n", stamp, log_level_names[level], (int)len, msg);
+
+    if (n > 0)
+        log_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* {"time":...,"level":...,"msg":...}\n with the message escaped as Go
+ * would; dropped if memory runs out, as there is nowhere to say so. */
+static void log_json_line(const char *stamp, enum log_level level, const char *msg, size_t len)
+{
+    struct jsonw w = {0};
+    char *line;
+    size_t n;
+
+    jsonw_lit(&w, "{\"time\":\"");
+    jsonw_lit(&w, stamp);
+    jsonw_lit(&w, "\",\"level\":\"");
+    jsonw_lit(&w, log_level_names[level]);
+    jsonw_lit(&w, "\",\"msg\":");
+    jsonw_strn(&w, msg, len);
+    jsonw_lit(&w, "}\n");
+    if (jsonw_finish(&w, &line, &n) != 0)
+        return;
+    log_write(line, n);
+    free(line);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    char msg[LOG_MSG_MAX], stamp[25];
+    va_list ap;
+
+    if (level > log_max_level)
+        return;
+    va_start(ap, fmt);
+    size_t len = log_format(msg, fmt, ap);
+    va_end(ap);
+    log_timestamp(stamp);
+    if (log_json)
+        log_json_line(stamp, level, msg, len);
+    else
+        log_text(stamp, level, msg, len);
 }

@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "keys/devkeys.h"
+#include "accesslog.h"
 #include "keys_command.h"
 #include "log.h"
 #include "reload.h"
@@ -46,11 +47,23 @@ static int main_dev_keys(struct config *cfg)
     return 0;
 }
 
+/* --log-level and --log-format, before anything logs or a thread starts.
+ * The config already checked both values. */
+static void main_init_log(const struct config *cfg)
+{
+    enum log_level level = LOG_INFO;
+
+    if (cfg->log_level != NULL)
+        log_level_parse(cfg->log_level, &level);
+    log_init(level, cfg->log_format != NULL && strcmp(cfg->log_format, "json") == 0);
+}
+
 int main(int argc, char **argv)
 {
     enum config_command cmd;
     struct config cfg;
     struct reload *reload = NULL;
+    struct accesslog *accesslog = NULL;
     char err[CONFIG_ERR_MAX];
     int rc = 2;
 
@@ -63,6 +76,7 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 0;
     }
+    main_init_log(&cfg);
     if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN) {
         rc = cmd == CONFIG_CMD_KEYS     ? keys_command(&cfg)
              : cmd == CONFIG_CMD_VERIFY ? verify_command(&cfg)
@@ -78,11 +92,18 @@ int main(int argc, char **argv)
         log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
     log_msg(LOG_INFO, "issuer %s", cfg.issuers.items[0]);
     log_msg(LOG_INFO, "jwks_uri %s", cfg.jwks_uri);
+    if (cfg.access_log != NULL && (accesslog = accesslog_open(cfg.access_log, err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "--access-log %s", err);
+        rc = 1;
+        goto out;
+    }
     if ((reload = reload_create(&cfg)) != NULL)
-        rc = server_run(&cfg, reload);
+        rc = server_run(&cfg, reload, accesslog);
 
 out:
     reload_free(reload);
+    if (accesslog != NULL)
+        accesslog_close(accesslog);
     config_free(&cfg);
     return rc;
 }

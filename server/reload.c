@@ -13,7 +13,10 @@
 
 #include "keys/history.h"
 #include "keys/keyset.h"
+#include "health.h"
 #include "log.h"
+#include "metrics.h"
+#include "tls.h"
 #include "watch.h"
 
 /* Writers produce bursts of events (create, write, rename); waiting this
@@ -31,6 +34,8 @@ struct reload {
     char state_path[PATH_MAX];
     unsigned long generation;
     unsigned long failures;
+    SSL_CTX *tls;                 /* the certificate the TLS listeners serve, or NULL */
+    unsigned char tls_digest[32]; /* of the files it was built from */
     struct watch *watch;
     int warned_no_inotify;
     int64_t debounce_at;   /* monotonic ms of a pending reload, or 0 */
@@ -80,12 +85,16 @@ static void reload_log_event(void *ctx, enum history_event ev, const struct hist
  * appeared, vanished or now points elsewhere is watched correctly. */
 static void reload_rewatch(struct reload *r)
 {
-    char *paths[r->cfg->key_files.count + 1];
+    char *paths[r->cfg->key_files.count + 3];
     size_t n = r->cfg->key_files.count;
 
     memcpy(paths, r->cfg->key_files.items, n * sizeof(paths[0]));
     if (r->cfg->signing_key_file != NULL)
         paths[n++] = r->cfg->signing_key_file;
+    if (r->cfg->tls_listen_count > 0) {
+        paths[n++] = r->cfg->tls_cert_file;
+        paths[n++] = r->cfg->tls_key_file;
+    }
     watch_reset(r->watch, paths, n);
     if (watch_fd(r->watch) < 0 && !r->warned_no_inotify) {
         log_msg(LOG_WARN, "inotify unavailable (%s); keys are re-read every %lus and on SIGHUP", strerror(errno),
@@ -147,6 +156,7 @@ static void reload_check_signing_key(struct reload *r, time_t now)
                                                             : SIGNING_MATURE;
     if (state == SIGNING_YOUNG)
         r->signing_mature = e->first_seen + (time_t)r->cfg->max_age;
+    atomic_store(&metrics_process.signing_key_first_published, e ? (long long)e->first_seen : 0);
     if (state == r->signing && strcmp(kid, r->signing_kid) == 0)
         return;
     r->signing = state;
@@ -183,18 +193,73 @@ static struct snapshot *reload_build(struct reload *r, time_t now)
     int changed =
         ks ? history_apply(r->history, ks, cfg->key_retention, now, reload_log_event, NULL, err, sizeof(err)) : -1;
 
+    health_reload_result(METRICS_SOURCE_KEYS, changed >= 0, now);
     if (changed < 0) {
         r->failures++;
+        atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_KEYS], 1);
         log_msg(LOG_ERROR, "key reload failed (%lu so far)%s: %s", r->failures,
                 r->current ? ", keeping the published set" : "", err);
         keyset_free(ks);
         return NULL;
     }
-    if (changed && cfg->state_dir != NULL && history_save(r->history, r->state_path, err, sizeof(err)) != 0) {
-        r->failures++;
-        log_msg(LOG_ERROR, "cannot persist key retention state: %s", err);
+    atomic_store(&metrics_process.last_reload_success, (long long)now);
+    if (changed && cfg->state_dir != NULL) {
+        int saved = history_save(r->history, r->state_path, err, sizeof(err)) == 0;
+        health_reload_result(METRICS_SOURCE_STATE, saved, now);
+        if (!saved) {
+            atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_STATE], 1);
+            log_msg(LOG_ERROR, "cannot persist key retention state: %s", err);
+        }
     }
     return snapshot_build(&params, ks, now);
+}
+
+/* Rebuilds the TLS context when the certificate or key files changed and
+ * hands it to the workers; a broken pair keeps the current one. Returns 0,
+ * or -1 (logged) when there is no usable context. */
+static int reload_tls_context(struct reload *r, struct worker *const *workers, size_t n, time_t now)
+{
+    const struct config *cfg = r->cfg;
+    unsigned char digest[32];
+    char err[1024];
+    time_t not_after = 0;
+    SSL_CTX *ctx = NULL;
+
+    if (cfg->tls_listen_count == 0)
+        return 0;
+    if (tls_files_digest(cfg->tls_cert_file, cfg->tls_key_file, digest) == 0 && r->tls != NULL &&
+        memcmp(digest, r->tls_digest, sizeof(digest)) == 0) {
+        health_reload_result(METRICS_SOURCE_TLS, 1, now);
+        return 0;
+    }
+    if ((ctx = tls_context_new(cfg->tls_cert_file, cfg->tls_key_file, &not_after, err, sizeof(err))) == NULL) {
+        health_reload_result(METRICS_SOURCE_TLS, 0, now);
+        atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_TLS], 1);
+        log_msg(LOG_ERROR, "TLS certificate %s: %s", r->tls ? "reload failed, keeping the current one" : "unusable",
+                err);
+        return r->tls ? 0 : -1;
+    }
+    health_reload_result(METRICS_SOURCE_TLS, 1, now);
+    for (size_t i = 0; i < n; i++)
+        worker_publish_tls(workers[i], ctx);
+    SSL_CTX_free(r->tls);
+    r->tls = ctx;
+    memcpy(r->tls_digest, digest, sizeof(digest));
+    atomic_store(&metrics_process.tls_cert_not_after, (long long)not_after);
+    log_msg(LOG_INFO, "TLS certificate loaded from %s (expires %lld)", cfg->tls_cert_file, (long long)not_after);
+    return 0;
+}
+
+/* Publishes the gauges of the current set for /metrics. */
+static void reload_update_gauges(struct reload *r)
+{
+    size_t retained = 0;
+
+    for (size_t i = 0; i < r->history->count; i++)
+        retained += !r->history->entries[i].present;
+    atomic_store(&metrics_process.keyset_generation, r->generation);
+    atomic_store(&metrics_process.keys_published, r->current ? r->current->keyset->count : 0);
+    atomic_store(&metrics_process.keys_retained, retained);
 }
 
 /* One reload: publish the new set when its bytes differ from the current. */
@@ -210,7 +275,9 @@ static void reload_once(struct reload *r, struct worker *const *workers, size_t 
         else
             reload_publish(r, next, workers, n);
     }
+    reload_tls_context(r, workers, n, now);
     reload_check_signing_key(r, now);
+    reload_update_gauges(r);
 }
 
 /* The state file must not land among the keys: it would be read as one. */
@@ -257,8 +324,9 @@ struct reload *reload_create(const struct config *cfg)
         reload_free(r);
         return NULL;
     }
+    health_init(cfg->key_reload_interval);
     reload_once(r, NULL, 0);
-    if (r->current == NULL) {
+    if (r->current == NULL || (cfg->tls_listen_count > 0 && r->tls == NULL)) {
         reload_free(r);
         return NULL;
     }
@@ -269,6 +337,11 @@ struct reload *reload_create(const struct config *cfg)
 struct snapshot *reload_current(const struct reload *r)
 {
     return r->current;
+}
+
+SSL_CTX *reload_tls(const struct reload *r)
+{
+    return r->tls;
 }
 
 /* The monotonic ms at which a wall-clock deadline falls, never sooner than
@@ -335,6 +408,7 @@ void reload_free(struct reload *r)
     if (r == NULL)
         return;
     watch_free(r->watch);
+    SSL_CTX_free(r->tls);
     snapshot_release(r->current);
     history_free(r->history);
     free(r);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include "config/config.h"
 #include "keys/snapshot.h"
+#include <openssl/ssl.h>
 #include "worker.h"
 
 struct reload;
@@ -27,6 +28,10 @@ struct reload *reload_create(const struct config *cfg);
 
 /* The snapshot currently published (the reloader keeps its reference). */
 struct snapshot *reload_current(const struct reload *r);
+
+/* The TLS context for --tls-listen (NULL without); the reloader keeps its
+ * reference and hands new ones to the workers itself. */
+SSL_CTX *reload_tls(const struct reload *r);
 
 /* Serves until SIGTERM or SIGINT (blocked in the caller's mask, listed in
  * signals), publishing each new snapshot to workers. Returns the signal. */

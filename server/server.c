@@ -4,56 +4,85 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "handler_admin.h"
 #include "handler_docs.h"
 #include "handler_tokenreview.h"
+#include "health.h"
 #include "listener.h"
 #include "log.h"
+#include "request_log.h"
 #include "worker.h"
 
 /* How long a stopping worker waits for the responses it is writing. */
 #define SERVER_DRAIN_MS 10000
 
-/* The public listeners serve GETs only: a request body is never needed. */
-#define SERVER_MAX_DOCS_BODY 16384
+/* The public and admin listeners serve GETs only: no request body needed. */
+#define SERVER_MAX_GET_BODY 16384
 
-/* One kind of listener — the public documents, or the TokenReview API —
- * with its own h2o configuration, addresses, and workers (one per thread,
- * each with its own SO_REUSEPORT sockets). */
+/* One kind of listener — the public documents, the TokenReview API or the
+ * admin endpoints — with its own h2o configuration, addresses, and workers
+ * (one per thread, each with its own SO_REUSEPORT sockets). */
 struct server_site {
     h2o_globalconf_t conf;
-    const struct config_listen *listens;
-    size_t nlistens;
+    const struct config_listen *plain;
+    size_t nplain;
+    const struct config_listen *tls;
+    size_t ntls;
+    unsigned threads;
     const char *what; /* what it serves, for the log; NULL: the two document URLs */
 };
 
-/* A fresh h2o configuration with one handler for every path. No Server
- * header: it costs bytes on every response and tells attackers which
+/* A fresh h2o configuration with one handler for every path, the limits of
+ * cfg, and (observed) the request hook that feeds metrics and the access
+ * log — not for the admin listener, whose probes would drown both. No
+ * Server header: it costs bytes on every response and tells attackers which
  * library version to look up. */
-static h2o_pathconf_t *server_configure(h2o_globalconf_t *conf, size_t max_body)
+static h2o_pathconf_t *server_configure(h2o_globalconf_t *conf, const struct config *cfg, size_t max_body, int observed)
 {
     h2o_config_init(conf);
     conf->server_name = h2o_iovec_init(H2O_STRLIT(""));
     conf->max_request_entity_size = max_body;
+    conf->http1.req_timeout = (uint64_t)cfg->request_timeout * 1000;
+    conf->http2.idle_timeout = (uint64_t)cfg->idle_timeout * 1000;
+    conf->http2.max_concurrent_requests_per_connection = cfg->http2_max_streams;
     h2o_hostconf_t *host = h2o_config_register_host(conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    return h2o_config_register_path(host, "/", 0);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    if (observed)
+        request_log_register(path);
+    return path;
+}
+
+/* One listening socket of one thread. TCP listeners get a socket per
+ * thread (SO_REUSEPORT); a Unix socket is opened once and shared. */
+static int server_open_one(const struct config_listen *l, unsigned thread, int first_fd, char *err, size_t errlen)
+{
+    if (l->unix_path != NULL && thread > 0)
+        return dup(first_fd);
+    return listener_open(l, thread == 0, err, errlen);
 }
 
 /* Opens every listening socket of every worker of site before any thread
  * starts, so that a port in use is reported once, at start, as a clear
- * error. Returns threads * nlistens descriptors, or NULL. */
-static int *server_open_listeners(const struct server_site *site, unsigned threads)
+ * error. Returns threads * (nplain + ntls) sockets, or NULL. */
+static struct worker_fd *server_open_listeners(const struct server_site *site)
 {
-    size_t n = (size_t)threads * site->nlistens;
-    int *fds = malloc(n * sizeof(*fds));
+    size_t per = site->nplain + site->ntls, n = (size_t)site->threads * per;
+    struct worker_fd *fds = calloc(n ? n : 1, sizeof(*fds));
     char err[512];
 
     for (size_t i = 0; fds != NULL && i < n; i++) {
-        if ((fds[i] = listener_open(&site->listens[i % site->nlistens], err, sizeof(err))) < 0) {
+        size_t k = i % per;
+        int tls = k >= site->nplain;
+        const struct config_listen *l = tls ? &site->tls[k - site->nplain] : &site->plain[k];
+        fds[i] =
+            (struct worker_fd){.fd = server_open_one(l, (unsigned)(i / per), fds[k].fd, err, sizeof(err)), .tls = tls};
+        if (fds[i].fd < 0) {
             log_msg(LOG_ERROR, "%s", err);
             while (i-- > 0)
-                close(fds[i]);
+                close(fds[i].fd);
             free(fds);
             return NULL;
         }
@@ -61,18 +90,32 @@ static int *server_open_listeners(const struct server_site *site, unsigned threa
     return fds;
 }
 
-/* Creates and starts the workers of site, appending them to workers.
- * Returns 0, or -1 (logged) with the ones that did start still listed. */
-static int server_start_site(const struct server_site *site, unsigned threads, struct snapshot *snap,
-                             struct worker **workers, size_t *nworkers)
+static void server_log_site(const struct server_site *site)
 {
-    int *fds = server_open_listeners(site, threads);
-    int rc = fds ? 0 : -1;
     char url[300];
 
-    for (unsigned t = 0; rc == 0 && t < threads; t++) {
-        struct worker *w =
-            worker_create((h2o_globalconf_t *)&site->conf, fds + t * site->nlistens, site->nlistens, snap);
+    for (size_t i = 0; i < site->nplain + site->ntls; i++) {
+        int tls = i >= site->nplain;
+        listener_url(tls ? &site->tls[i - site->nplain] : &site->plain[i], tls ? "https" : "http", url, sizeof(url));
+        if (site->what != NULL)
+            log_msg(LOG_INFO, "listening on %s (%u threads): %s", url, site->threads, site->what);
+        else
+            log_msg(LOG_INFO, "listening on %s (%u threads): %s/.well-known/openid-configuration %s/openid/v1/jwks",
+                    url, site->threads, url, url);
+    }
+}
+
+/* Creates and starts the workers of site, appending them to workers.
+ * Returns 0, or -1 (logged) with the ones that did start still listed. */
+static int server_start_site(const struct server_site *site, struct snapshot *snap, const struct worker_env *env,
+                             struct worker **workers, size_t *nworkers)
+{
+    size_t per = site->nplain + site->ntls;
+    struct worker_fd *fds = server_open_listeners(site);
+    int rc = fds ? 0 : -1;
+
+    for (unsigned t = 0; rc == 0 && t < site->threads; t++) {
+        struct worker *w = worker_create((h2o_globalconf_t *)&site->conf, fds + t * per, per, snap, env);
         int err = w ? worker_start(w) : ENOMEM;
         if (err != 0) {
             log_msg(LOG_ERROR, "cannot start a worker thread: %s", strerror(err));
@@ -81,14 +124,8 @@ static int server_start_site(const struct server_site *site, unsigned threads, s
         }
         workers[(*nworkers)++] = w;
     }
-    for (size_t i = 0; rc == 0 && i < site->nlistens; i++) {
-        listener_url(&site->listens[i], url, sizeof(url));
-        if (site->what != NULL)
-            log_msg(LOG_INFO, "listening on %s (%u threads): %s", url, threads, site->what);
-        else
-            log_msg(LOG_INFO, "listening on %s (%u threads): %s/.well-known/openid-configuration %s/openid/v1/jwks",
-                    url, threads, url, url);
-    }
+    if (rc == 0)
+        server_log_site(site);
     free(fds);
     return rc;
 }
@@ -105,35 +142,65 @@ static void server_block_signals(sigset_t *set)
     signal(SIGPIPE, SIG_IGN);
 }
 
-int server_run(const struct config *cfg, struct reload *reload)
+/* SIGTERM: /readyz turns 503 at once, and the listeners keep serving for
+ * --shutdown-grace so load balancers notice and drain before they close. */
+static void server_grace(const struct config *cfg, int sig)
 {
-    static struct server_site docs, review;
-    size_t nworkers = 0, max_workers = (size_t)cfg->threads * 2;
-    struct worker **workers = calloc(max_workers, sizeof(*workers));
+    struct timespec left = {.tv_sec = (time_t)cfg->shutdown_grace};
+
+    health_begin_shutdown();
+    log_msg(LOG_INFO, "received %s; /readyz answers 503, serving %lus more before shutting down", strsignal(sig),
+            cfg->shutdown_grace);
+    while (nanosleep(&left, &left) != 0 && errno == EINTR)
+        ;
+}
+
+int server_run(const struct config *cfg, struct reload *reload, struct accesslog *accesslog)
+{
+    static struct server_site docs, review, admin;
+    struct worker_env env = {
+        .tls = reload_tls(reload), .accesslog = accesslog, .max_connections = cfg->max_connections};
+    size_t nworkers = 0;
+    struct worker **workers = calloc((size_t)cfg->threads * 2 + 1, sizeof(*workers));
     sigset_t signals;
     int rc = 1;
 
     server_block_signals(&signals);
     if (workers == NULL)
         return 1;
-    docs = (struct server_site){.listens = cfg->listens, .nlistens = cfg->listen_count};
-    handler_docs_register(server_configure(&docs.conf, SERVER_MAX_DOCS_BODY), cfg->cors);
-    review = (struct server_site){.listens = cfg->token_review_listens,
-                                  .nlistens = cfg->token_review_listen_count,
+    docs = (struct server_site){.plain = cfg->listens,
+                                .nplain = cfg->listen_count,
+                                .tls = cfg->tls_listens,
+                                .ntls = cfg->tls_listen_count,
+                                .threads = cfg->threads};
+    handler_docs_register(server_configure(&docs.conf, cfg, SERVER_MAX_GET_BODY, 1), cfg);
+    review = (struct server_site){.plain = cfg->token_review_listens,
+                                  .nplain = cfg->token_review_listen_count,
+                                  .threads = cfg->threads,
                                   .what = "POST /apis/authentication.k8s.io/v1/tokenreviews"};
-    handler_tokenreview_register(server_configure(&review.conf, TOKENREVIEW_MAX_BODY), cfg);
-    if (server_start_site(&docs, cfg->threads, reload_current(reload), workers, &nworkers) == 0 &&
+    handler_tokenreview_register(server_configure(&review.conf, cfg, TOKENREVIEW_MAX_BODY, 1), cfg);
+    admin = (struct server_site){.plain = cfg->admin_listens,
+                                 .nplain = cfg->admin_listen_count,
+                                 .threads = 1,
+                                 .what = "/livez /readyz /metrics"};
+    handler_admin_register(server_configure(&admin.conf, cfg, SERVER_MAX_GET_BODY, 0));
+    if (server_start_site(&docs, reload_current(reload), &env, workers, &nworkers) == 0 &&
         (!cfg->enable_token_review ||
-         server_start_site(&review, cfg->threads, reload_current(reload), workers, &nworkers) == 0)) {
-        log_msg(LOG_INFO, "received %s; shutting down", strsignal(reload_run(reload, workers, nworkers, &signals)));
+         server_start_site(&review, reload_current(reload), &env, workers, &nworkers) == 0) &&
+        (cfg->admin_listen_count == 0 ||
+         server_start_site(&admin, reload_current(reload), &env, workers, &nworkers) == 0)) {
+        server_grace(cfg, reload_run(reload, workers, nworkers, &signals));
         rc = 0;
     }
+    if (nworkers > 0)
+        log_msg(LOG_INFO, "shutting down: finishing in-flight requests");
     for (size_t i = 0; i < nworkers; i++)
         worker_stop(workers[i], SERVER_DRAIN_MS);
     for (size_t i = 0; i < nworkers; i++)
         worker_join(workers[i]);
     h2o_config_dispose(&docs.conf);
     h2o_config_dispose(&review.conf);
+    h2o_config_dispose(&admin.conf);
     free(workers);
     return rc;
 }

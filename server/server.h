@@ -6,11 +6,13 @@
 #define OIDC_SERVER_H
 
 #include "config/config.h"
+#include "accesslog.h"
 #include "reload.h"
 
-/* Serves the snapshots of reload with cfg until SIGTERM or SIGINT. Returns
- * the process exit status: 0 after a clean shutdown, 1 when it could not
- * start. */
-int server_run(const struct config *cfg, struct reload *reload);
+/* Serves the snapshots (and TLS certificate) of reload with cfg until
+ * SIGTERM or SIGINT, then for --shutdown-grace more. accesslog may be NULL.
+ * Returns the process exit status: 0 after a clean shutdown, 1 when it
+ * could not start. */
+int server_run(const struct config *cfg, struct reload *reload, struct accesslog *accesslog);
 
 #endif

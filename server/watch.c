@@ -102,10 +102,12 @@ void watch_reset(struct watch *w, char *const *paths, size_t npaths)
 {
     struct stat st;
 
-    if (w->fd >= 0)
-        close(w->fd);
+    /* The inotify descriptor is kept: closing one waits for the kernel to
+     * retire its marks, which was seen to take seconds under load. Adding a
+     * watch that exists returns it again; the kernel drops watches of
+     * deleted directories itself. Only the table of what matters is new. */
     w->count = 0;
-    if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+    if (w->fd < 0 && (w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
         return;
     for (size_t i = 0; i < npaths; i++) {
         watch_file(w, paths[i]);

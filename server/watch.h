@@ -14,8 +14,9 @@ struct watch;
 
 struct watch *watch_create(void);
 
-/* Drops every watch and watches paths again (files or directories). Called
- * before each read of the files: whatever changes after it raises an event. */
+/* Watches paths (files or directories) as they are now, forgetting what
+ * was watched for earlier layouts. Called before each read of the files:
+ * whatever changes after it raises an event. */
 void watch_reset(struct watch *w, char *const *paths, size_t npaths);
 
 /* The descriptor to poll for POLLIN, or -1 when inotify is unavailable. */

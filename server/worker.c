@@ -1,11 +1,13 @@
 #include "worker.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "log.h"
+#include "metrics.h"
 
 /* Accepting in small batches keeps one busy listener from starving the
  * connections the loop already has. */
@@ -21,10 +23,22 @@ struct worker_pin {
     int retired;
 };
 
+enum worker_msg_type { WORKER_MSG_SNAPSHOT, WORKER_MSG_TLS, WORKER_MSG_STOP };
+
 struct worker_msg {
     h2o_multithread_message_t super;
-    struct snapshot *snap; /* NULL: stop */
-    unsigned drain_ms;
+    enum worker_msg_type type;
+    struct snapshot *snap; /* SNAPSHOT: one reference, handed over */
+    SSL_CTX *tls;          /* TLS: one reference, handed over */
+    unsigned drain_ms;     /* STOP */
+};
+
+/* A listening socket and how its connections are accepted (TLS or not). */
+struct worker_listener {
+    h2o_socket_t *sock;
+    struct worker *worker;
+    int fd;
+    int tls;
 };
 
 /* An open client connection, tracked so that the idle ones can be closed
@@ -37,12 +51,20 @@ struct worker_conn {
 
 struct worker {
     h2o_context_t ctx; /* first: handlers find the worker from req->conn->ctx */
-    h2o_accept_ctx_t accept_ctx;
+    h2o_accept_ctx_t accept_plain;
+    h2o_accept_ctx_t accept_tls; /* ssl_ctx: the current certificate, owned reference */
     h2o_evloop_t *loop;
     h2o_multithread_receiver_t receiver;
     h2o_linklist_t conns; /* of struct worker_conn */
-    h2o_socket_t **listeners;
+    struct worker_listener *listeners;
     size_t nlisteners;
+    struct worker_env env;
+    h2o_globalconf_t *conf;
+    sem_t ready; /* posted once the thread can take messages */
+    struct metrics_thread *metrics;
+    struct accesslog_buffer *accesslog;
+    h2o_timeout_t flush_timeout;
+    h2o_timeout_entry_t flush_entry;
     struct worker_pin *pin;
     size_t inflight;
     int stopping;
@@ -105,12 +127,20 @@ static void worker_swap_pin(struct worker *w, struct snapshot *snap)
 static void worker_close_listeners(struct worker *w)
 {
     for (size_t i = 0; i < w->nlisteners; i++) {
-        if (w->listeners[i] != NULL) {
-            h2o_socket_read_stop(w->listeners[i]);
-            h2o_socket_close(w->listeners[i]);
-            w->listeners[i] = NULL;
+        if (w->listeners[i].sock != NULL) {
+            h2o_socket_read_stop(w->listeners[i].sock);
+            h2o_socket_close(w->listeners[i].sock);
+            w->listeners[i].sock = NULL;
         }
     }
+}
+
+/* New connections use the new certificate; open ones keep theirs (their
+ * SSL objects hold a reference to the old context). */
+static void worker_swap_tls(struct worker *w, SSL_CTX *tls)
+{
+    SSL_CTX_free(w->accept_tls.ssl_ctx);
+    w->accept_tls.ssl_ctx = tls;
 }
 
 static void worker_begin_stop(struct worker *w, unsigned drain_ms)
@@ -134,11 +164,17 @@ static void worker_on_message(h2o_multithread_receiver_t *receiver, h2o_linklist
     while (!h2o_linklist_is_empty(messages)) {
         struct worker_msg *msg = H2O_STRUCT_FROM_MEMBER(struct worker_msg, super.link, messages->next);
         h2o_linklist_unlink(&msg->super.link);
-        if (msg->snap != NULL) {
+        switch (msg->type) {
+        case WORKER_MSG_SNAPSHOT:
             worker_swap_pin(w, msg->snap);
             snapshot_release(msg->snap);
-        } else {
+            break;
+        case WORKER_MSG_TLS:
+            worker_swap_tls(w, msg->tls);
+            break;
+        case WORKER_MSG_STOP:
             worker_begin_stop(w, msg->drain_ms);
+            break;
         }
         free(msg);
     }
@@ -148,22 +184,36 @@ static void worker_on_conn_close(void *data)
 {
     struct worker_conn *conn = data;
 
+    atomic_fetch_sub(&metrics_process.connections, 1);
     h2o_linklist_unlink(&conn->link);
     free(conn);
 }
 
-static void worker_on_accept(h2o_socket_t *listener, const char *err)
+/* Takes one more connection unless the process is at --max-connections:
+ * then it is closed at once, which costs the client a retry but keeps the
+ * server's memory bounded. */
+static int worker_admit(struct worker *w)
 {
-    struct worker *w = listener->data;
+    if (atomic_fetch_add(&metrics_process.connections, 1) < w->env.max_connections)
+        return 1;
+    atomic_fetch_sub(&metrics_process.connections, 1);
+    atomic_fetch_add(&metrics_process.connections_refused, 1);
+    return 0;
+}
+
+static void worker_on_accept(h2o_socket_t *listener_sock, const char *err)
+{
+    struct worker_listener *listener = listener_sock->data;
+    struct worker *w = listener->worker;
 
     if (err != NULL)
         return;
     for (int i = 0; i < WORKER_ACCEPT_BATCH; i++) {
-        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+        h2o_socket_t *sock = h2o_evloop_socket_accept(listener_sock);
         struct worker_conn *conn;
         if (sock == NULL)
             break;
-        if ((conn = calloc(1, sizeof(*conn))) == NULL) {
+        if (!worker_admit(w) || (conn = calloc(1, sizeof(*conn))) == NULL) {
             h2o_socket_close(sock);
             continue;
         }
@@ -172,11 +222,12 @@ static void worker_on_accept(h2o_socket_t *listener, const char *err)
         h2o_linklist_insert(&w->conns, &conn->link);
         sock->on_close.cb = worker_on_conn_close;
         sock->on_close.data = conn;
-        h2o_accept(&w->accept_ctx, sock);
+        h2o_accept(listener->tls ? &w->accept_tls : &w->accept_plain, sock);
     }
 }
 
-struct worker *worker_create(h2o_globalconf_t *conf, const int *fds, size_t nfds, struct snapshot *snap)
+struct worker *worker_create(h2o_globalconf_t *conf, const struct worker_fd *fds, size_t nfds, struct snapshot *snap,
+                             const struct worker_env *env)
 {
     struct worker *w = calloc(1, sizeof(*w));
 
@@ -187,19 +238,90 @@ struct worker *worker_create(h2o_globalconf_t *conf, const int *fds, size_t nfds
         free(w);
         return NULL;
     }
+    w->conf = conf;
+    w->env = *env;
+    if (env->tls != NULL)
+        SSL_CTX_up_ref(env->tls);
+    w->metrics = metrics_thread_new();
+    for (size_t i = 0; i < nfds; i++)
+        w->listeners[i] = (struct worker_listener){.worker = w, .fd = fds[i].fd, .tls = fds[i].tls};
+    w->nlisteners = nfds;
+    sem_init(&w->ready, 0, 0);
+    return w;
+}
+
+/* Builds the event loop on the worker's own thread: h2o 2.2 keeps per-thread
+ * buffer pools, and a loop set up on one thread and run on another would
+ * share the first thread's pool without a lock. */
+static void worker_init_loop(struct worker *w)
+{
     w->loop = h2o_evloop_create();
-    h2o_context_init(&w->ctx, w->loop, conf);
-    w->accept_ctx.ctx = &w->ctx;
-    w->accept_ctx.hosts = conf->hosts;
+    h2o_context_init(&w->ctx, w->loop, w->conf);
+    w->accept_plain = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf->hosts};
+    w->accept_tls = w->accept_plain;
+    w->accept_tls.ssl_ctx = w->env.tls;
     h2o_linklist_init_anchor(&w->conns);
     h2o_multithread_register_receiver(w->ctx.queue, &w->receiver, worker_on_message);
-    for (size_t i = 0; i < nfds; i++) {
-        w->listeners[i] = h2o_evloop_socket_create(w->loop, fds[i], H2O_SOCKET_FLAG_DONT_READ);
-        w->listeners[i]->data = w;
-        h2o_socket_read_start(w->listeners[i], worker_on_accept);
+    for (size_t i = 0; i < w->nlisteners; i++) {
+        w->listeners[i].sock = h2o_evloop_socket_create(w->loop, w->listeners[i].fd, H2O_SOCKET_FLAG_DONT_READ);
+        w->listeners[i].sock->data = &w->listeners[i];
+        h2o_socket_read_start(w->listeners[i].sock, worker_on_accept);
     }
-    w->nlisteners = nfds;
-    return w;
+}
+
+/* Tears the loop down on its own thread, for the same reason. h2o asserts
+ * that no connection and no timer is left when disposing; connections that
+ * would not close are left to the process exit. */
+static void worker_dispose_loop(struct worker *w)
+{
+    h2o_multithread_unregister_receiver(w->ctx.queue, &w->receiver);
+    worker_close_listeners(w);
+    if (!h2o_linklist_is_empty(&w->conns))
+        return;
+    /* h2o_context_request_shutdown armed this one for HTTP/2. */
+    if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
+        h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
+    h2o_context_dispose(&w->ctx);
+    h2o_evloop_destroy(w->loop);
+}
+
+struct metrics_thread *worker_metrics(h2o_context_t *ctx)
+{
+    return ((struct worker *)ctx)->metrics;
+}
+
+struct accesslog_buffer *worker_accesslog(h2o_context_t *ctx)
+{
+    return ((struct worker *)ctx)->accesslog;
+}
+
+/* Hands the access-log lines of this thread to the writer regularly, so a
+ * quiet server still writes its last lines promptly. */
+static void worker_on_flush(h2o_timeout_entry_t *entry)
+{
+    struct worker *w = H2O_STRUCT_FROM_MEMBER(struct worker, flush_entry, entry);
+
+    accesslog_flush(w->accesslog);
+    h2o_timeout_link(w->loop, &w->flush_timeout, &w->flush_entry);
+}
+
+static void worker_start_accesslog(struct worker *w)
+{
+    if (w->env.accesslog == NULL || (w->accesslog = accesslog_buffer_new(w->env.accesslog)) == NULL)
+        return;
+    h2o_timeout_init(w->loop, &w->flush_timeout, ACCESSLOG_FLUSH_MS);
+    w->flush_entry.cb = worker_on_flush;
+    h2o_timeout_link(w->loop, &w->flush_timeout, &w->flush_entry);
+}
+
+static void worker_stop_accesslog(struct worker *w)
+{
+    if (w->accesslog == NULL)
+        return;
+    h2o_timeout_unlink(&w->flush_entry);
+    h2o_timeout_dispose(w->loop, &w->flush_timeout);
+    accesslog_buffer_free(w->accesslog);
+    w->accesslog = NULL;
 }
 
 static int worker_drained(struct worker *w)
@@ -231,59 +353,66 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
 
+    worker_init_loop(w);
+    worker_start_accesslog(w);
+    sem_post(&w->ready);
     while (!w->stopping)
         h2o_evloop_run(w->loop, INT32_MAX);
     while (!worker_drained(w))
         h2o_evloop_run(w->loop, 10);
     worker_close_idle(w);
+    worker_stop_accesslog(w);
+    worker_dispose_loop(w);
     return NULL;
 }
 
 int worker_start(struct worker *w)
 {
-    return pthread_create(&w->thread, NULL, worker_main, w);
+    int err = pthread_create(&w->thread, NULL, worker_main, w);
+
+    while (err == 0 && sem_wait(&w->ready) != 0)
+        ;
+    return err;
 }
 
-static void worker_send(struct worker *w, struct snapshot *snap, unsigned drain_ms)
+static void worker_send(struct worker *w, struct worker_msg m)
 {
-    struct worker_msg *msg = calloc(1, sizeof(*msg));
+    struct worker_msg *msg = malloc(sizeof(*msg));
 
     if (msg == NULL) {
         log_msg(LOG_ERROR, "out of memory: cannot message a worker thread");
-        snapshot_release(snap);
+        snapshot_release(m.snap);
+        SSL_CTX_free(m.tls);
         return;
     }
-    msg->snap = snap;
-    msg->drain_ms = drain_ms;
+    *msg = m;
     h2o_multithread_send_message(&w->receiver, &msg->super);
 }
 
 void worker_publish(struct worker *w, struct snapshot *snap)
 {
-    worker_send(w, snapshot_ref(snap), 0);
+    worker_send(w, (struct worker_msg){.type = WORKER_MSG_SNAPSHOT, .snap = snapshot_ref(snap)});
+}
+
+void worker_publish_tls(struct worker *w, SSL_CTX *tls)
+{
+    if (SSL_CTX_up_ref(tls))
+        worker_send(w, (struct worker_msg){.type = WORKER_MSG_TLS, .tls = tls});
 }
 
 void worker_stop(struct worker *w, unsigned drain_ms)
 {
-    worker_send(w, NULL, drain_ms);
+    worker_send(w, (struct worker_msg){.type = WORKER_MSG_STOP, .drain_ms = drain_ms});
 }
 
 void worker_join(struct worker *w)
 {
     pthread_join(w->thread, NULL);
-    h2o_multithread_unregister_receiver(w->ctx.queue, &w->receiver);
-    worker_close_listeners(w);
-    if (h2o_linklist_is_empty(&w->conns)) {
-        /* h2o asserts that no connection and no timer is left when
-         * disposing; h2o_context_request_shutdown armed one for HTTP/2. */
-        if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
-            h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
-        h2o_context_dispose(&w->ctx);
-        h2o_evloop_destroy(w->loop);
-    }
+    sem_destroy(&w->ready);
     w->pin->retired = 1;
     if (w->pin->inflight == 0)
         worker_pin_free(w->pin);
+    SSL_CTX_free(w->accept_tls.ssl_ctx);
     free(w->listeners);
     free(w);
 }

@@ -9,20 +9,40 @@
 
 #include <stddef.h>
 #include <h2o.h>
+#include <openssl/ssl.h>
+#include "accesslog.h"
 #include "keys/snapshot.h"
 
 struct worker;
 
+/* A listening socket for a worker, and whether it speaks TLS. */
+struct worker_fd {
+    int fd;
+    int tls;
+};
+
+/* What every worker shares. */
+struct worker_env {
+    SSL_CTX *tls;                  /* certificate for TLS listeners, or NULL (a reference is taken) */
+    struct accesslog *accesslog;   /* or NULL */
+    unsigned long max_connections; /* over all threads */
+};
+
 /* Creates a worker that will accept on the listening sockets fds (it owns
  * them from now on) and serve from snap (it takes one reference). Returns
  * NULL on out of memory. */
-struct worker *worker_create(h2o_globalconf_t *conf, const int *fds, size_t nfds, struct snapshot *snap);
+struct worker *worker_create(h2o_globalconf_t *conf, const struct worker_fd *fds, size_t nfds, struct snapshot *snap,
+                             const struct worker_env *env);
 
 /* Starts the worker's thread. Returns 0 or an errno value. */
 int worker_start(struct worker *w);
 
 /* Thread-safe: hands the worker a new snapshot (taking one reference). */
 void worker_publish(struct worker *w, struct snapshot *snap);
+
+/* Thread-safe: new TLS connections use tls from now on (a reference is
+ * taken); open connections keep their certificate. */
+void worker_publish_tls(struct worker *w, SSL_CTX *tls);
 
 /* Thread-safe: stops accepting, lets in-flight requests finish (at most
  * drain_ms), then ends the worker's loop. */
@@ -34,5 +54,10 @@ void worker_join(struct worker *w);
 /* For handlers: the snapshot to answer req from. It stays valid, however
  * many snapshots are published meanwhile, until req is disposed. */
 const struct snapshot *worker_pin_snapshot(h2o_req_t *req);
+
+/* For handlers and loggers: the thread's counters and access-log buffer
+ * (NULL when the access log is off). */
+struct metrics_thread *worker_metrics(h2o_context_t *ctx);
+struct accesslog_buffer *worker_accesslog(h2o_context_t *ctx);
 
 #endif

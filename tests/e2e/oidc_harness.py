@@ -382,6 +382,14 @@ class Server:
         if listen:
             h = "[%s]" % host if ":" in host else host
             argv += ["--listen", "%s:%d" % (h, self.port)]
+        # Parallel tests must not fight over the default admin port, and a
+        # test's SIGTERM should not wait for the production drain grace.
+        self.admin_port = None
+        if "--admin-listen" not in argv:
+            self.admin_port = free_port("127.0.0.1")
+            argv += ["--admin-listen", "127.0.0.1:%d" % self.admin_port]
+        if "--shutdown-grace" not in argv:
+            argv += ["--shutdown-grace", "0s"]
         self.argv = argv
         self.errdir = tempfile.mkdtemp(prefix="oidc-e2e-stderr-")
         self.errpath = os.path.join(self.errdir, "stderr.log")
@@ -728,3 +736,288 @@ def sighup_and_wait(server, timeout=3.0, settle=0.3):
     got = wait_for_log(server, r"SIGHUP: reloading keys", n + 1, timeout)
     time.sleep(settle)
     return got >= n + 1
+
+
+# --------------------------------------------------------------------------
+# token verification helpers (TokenReview API, verify/token commands,
+# PyJWT, node jose, a small HTTPS server)
+
+FIXTURES = os.environ.get("OIDC_FIXTURES") or os.path.join(REPO, "tests", "fixtures")
+TOKENREVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def ensure_pyjwt():
+    """Makes `import jwt` and `import cryptography` work: CI installs them
+    as Debian packages (python3-jwt, python3-cryptography) for the system
+    interpreter, while cmake may have picked another python3 (pyenv, venv).
+    When they are missing here but the system interpreter has them, the
+    test re-executes itself under SYSTEM_PYTHON; otherwise nothing happens
+    and the import fails with a clear message in the test module."""
+    import sys
+    try:
+        import jwt  # noqa: F401
+        import cryptography  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if os.environ.get("OIDC_E2E_REEXEC") or os.path.realpath(sys.executable) == os.path.realpath(SYSTEM_PYTHON):
+        return
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        return
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import jwt, cryptography"], capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        return
+    os.environ["OIDC_E2E_REEXEC"] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+
+
+def pyjwt_problem():
+    try:
+        import jwt  # noqa: F401
+        import cryptography  # noqa: F401
+    except ImportError as e:
+        return ("PyJWT / cryptography not importable (%s); install Debian's python3-jwt and "
+                "python3-cryptography (scripts/setup.sh)" % e)
+    return None
+
+
+def b64url_decode(s: str) -> bytes:
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def jwt_parts(token: str):
+    """(header dict, payload dict, signature bytes) of a compact JWS, no checks."""
+    h, p, s = token.split(".")
+    return json.loads(b64url_decode(h)), json.loads(b64url_decode(p)), b64url_decode(s)
+
+
+def jws_compact(header, payload, sign=None):
+    """Builds a compact JWS from dicts (or bytes, taken as already-serialized
+    JSON); sign(signing_input_bytes) -> signature bytes (None: empty)."""
+    def enc(v):
+        if isinstance(v, (bytes, bytearray)):
+            return b64url(bytes(v))
+        return b64url(json.dumps(v, separators=(",", ":")).encode())
+    signing_input = enc(header) + "." + enc(payload)
+    sig = sign(signing_input.encode("ascii")) if sign else b""
+    return signing_input + "." + b64url(sig)
+
+
+def kube_claims(issuer, audiences, namespace="default", sa="default", sa_uid="sa-uid-0001",
+                pod=None, node=None, now=None, lifetime=3600, jti="11111111-2222-4333-8444-555555555555"):
+    """A bound service-account token payload shaped as kube-apiserver issues
+    it (REFERENCE.md section 3). pod/node: (name, uid) tuples or None."""
+    now = int(time.time()) if now is None else int(now)
+    k8s = {"namespace": namespace}
+    if node:
+        k8s["node"] = {"name": node[0], "uid": node[1]}
+    if pod:
+        k8s["pod"] = {"name": pod[0], "uid": pod[1]}
+    k8s["serviceaccount"] = {"name": sa, "uid": sa_uid}
+    return {"aud": list(audiences), "exp": now + lifetime, "iat": now, "iss": issuer, "jti": jti,
+            "kubernetes.io": k8s, "nbf": now, "sub": "system:serviceaccount:%s:%s" % (namespace, sa)}
+
+
+def run_bin(args, input=None, timeout=RUN_TIMEOUT):
+    """Like run_once, with optional bytes/str on standard input."""
+    if isinstance(input, str):
+        input = input.encode()
+    try:
+        r = subprocess.run([BIN, *args], input=input if input is not None else b"",
+                           capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        return None, (e.stdout or b"").decode(errors="replace"), (e.stderr or b"").decode(errors="replace")
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+def mint_token(signing_key, issuer, audiences=(), namespace="default", sa="default", sa_uid="sa-uid-0001",
+               pod=None, node=None, duration=None, extra=()):
+    """A token from `oidc-discovery token`; returns the compact JWS string."""
+    args = ["token", "--signing-key-file", signing_key, "--issuer", issuer,
+            "--namespace", namespace, "--service-account", sa, "--service-account-uid", sa_uid]
+    for a in audiences:
+        args += ["--audience", a]
+    if pod:
+        args += ["--pod-name", pod[0], "--pod-uid", pod[1]]
+    if node:
+        args += ["--node-name", node[0], "--node-uid", node[1]]
+    if duration:
+        args += ["--duration", duration]
+    args += list(extra)
+    rc, out, err = run_bin(args)
+    if rc != 0:
+        raise AssertionError("oidc-discovery token failed (%r): %s" % (rc, err))
+    token = out.strip()
+    if token.count(".") != 2 or "\n" in token:
+        raise AssertionError("oidc-discovery token printed %r" % out)
+    return token
+
+
+def start_review_server(testcase, args, public_port=None):
+    """Starts `serve` with the TokenReview API on a second free loopback port.
+    Returns the Server; its review port is server.review_port."""
+    review_port = free_port()
+    kw = {"port": public_port} if public_port else {}
+    srv = testcase.start_server(list(args) + ["--enable-token-review", "--token-review-listen",
+                                              "127.0.0.1:%d" % review_port], **kw)
+    srv.review_port = review_port
+    # the public port accepting does not mean the review port does yet
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", review_port), timeout=1.0):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError("review port %d not accepting; stderr:\n%s" % (review_port, srv.stderr()))
+            time.sleep(0.05)
+    return srv
+
+
+def review_post(port, body, content_type="application/json", method="POST", path=TOKENREVIEW_PATH,
+                host="127.0.0.1"):
+    """One request to a TokenReview listener: (status, headers, body bytes).
+    body: dict (serialized as JSON), str or bytes."""
+    if isinstance(body, dict):
+        body = json.dumps(body).encode()
+    elif isinstance(body, str):
+        body = body.encode()
+    headers = {}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    c = http.client.HTTPConnection(host, port, timeout=SOCK_TIMEOUT)
+    try:
+        return do_request(c, method, path, headers, body)
+    finally:
+        c.close()
+
+
+def review_body(token, audiences=None):
+    spec = {"token": token}
+    if audiences is not None:
+        spec["audiences"] = list(audiences)
+    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
+
+
+def review(port, token, audiences=None):
+    """POSTs a TokenReview; returns (http status, parsed JSON answer)."""
+    st, h, b = review_post(port, review_body(token, audiences))
+    try:
+        doc = json.loads(b)
+    except ValueError:
+        raise AssertionError("TokenReview answer %d is not JSON: %r" % (st, b[:300]))
+    return st, doc
+
+
+# node (panva/jose) --------------------------------------------------------
+
+NODE_TIMEOUT = 30
+
+
+def node_problem(*scripts):
+    """None when node, the given scripts and node_modules/jose are there;
+    else what is missing (the tests fail with it, they do not skip)."""
+    if shutil.which("node") is None:
+        return "`node` is not on PATH; install Node.js 18 or 20 (scripts/setup.sh)"
+    for s in scripts:
+        if not os.path.isfile(os.path.join(NODE_DIR, s)):
+            return "missing %s" % os.path.join(NODE_DIR, s)
+    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules", "jose")):
+        return "%s/node_modules/jose is missing; run `npm ci` in %s" % (NODE_DIR, NODE_DIR)
+    return None
+
+
+def run_node(script, *args, timeout=NODE_TIMEOUT):
+    r = subprocess.run(["node", os.path.join(NODE_DIR, script), *args], cwd=NODE_DIR,
+                       capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+# TLS: a test CA, server certificates, a tiny static HTTPS server ------------
+
+def make_ca(dirpath, name="ca"):
+    """A self-signed CA (EC P-256) for one test: returns (cert path, key path)."""
+    key = os.path.join(dirpath, name + ".key")
+    crt = os.path.join(dirpath, name + ".crt")
+    openssl("req", "-x509", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", crt, "-subj", "/CN=oidc-e2e test CA %s" % name, "-days", "2",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    return crt, key
+
+
+def make_server_cert(dirpath, ca, san, name="server"):
+    """A server certificate signed by ca (cert, key) for the subjectAltName
+    san (e.g. "IP:127.0.0.1" or "DNS:other.example"): (cert path, key path)."""
+    key = os.path.join(dirpath, name + ".key")
+    csr = os.path.join(dirpath, name + ".csr")
+    crt = os.path.join(dirpath, name + ".crt")
+    ext = os.path.join(dirpath, name + ".ext")
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", "/CN=oidc-e2e %s" % name)
+    with open(ext, "w") as f:
+        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                "extendedKeyUsage=serverAuth\n" % san)
+    openssl("x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial",
+            "-out", crt, "-days", "1", "-extfile", ext)
+    return crt, key
+
+
+class StaticHTTPSServer:
+    """Serves fixed documents (path -> (content type, bytes)) over HTTPS on
+    127.0.0.1:<free port> from a thread. Use as a context manager."""
+
+    def __init__(self, cert, key, docs):
+        import http.server
+        import ssl
+        import threading
+        self.docs = dict(docs)
+        self.requests = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.requests.append(self.path)
+                doc = outer.docs.get(self.path)
+                if doc is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                ctype, body = doc
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                pass  # failed handshakes are the point of some tests
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.httpd.timeout = SOCK_TIMEOUT
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.url = "https://127.0.0.1:%d" % self.port
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                                       daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+        return False

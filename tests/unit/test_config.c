@@ -12,7 +12,7 @@
 
 #include "config/config.h"
 
-#define MAX_ARGS 32
+#define MAX_ARGS 48
 
 static struct config cfg;
 static enum config_command cmd;
@@ -1856,4 +1856,674 @@ Test(config, token_help_and_version)
     cr_assert_eq(cmd, CONFIG_CMD_VERSION);
     cr_assert_eq(cfg.duration, 3600, "defaults only");
     cr_assert_str_eq(cfg.mint_namespace, "default");
+}
+
+/* ---- production serving ---- */
+
+#define NOT_FOR_KEYS        " is not valid for the keys command"
+#define LISTEN_FORM         "must be HOST:PORT, or [ADDRESS]:PORT for IPv6"
+#define UNIX_PROBLEM        "must be unix:/absolute/path"
+#define UNIX_TOO_LONG       "socket path longer than 107 bytes"
+#define TLS_NEEDS_FILES     "--tls-listen needs --tls-cert-file and --tls-private-key-file"
+#define ADMIN_NONE_ALONE    "--admin-listen none cannot be combined with addresses"
+#define PREFIX_PROBLEM      "must be a path like /oidc (leading slash, no trailing slash)"
+#define HOSTS_PROBLEM       "must be a comma-separated list of host names (optionally :port)"
+#define LOG_LEVEL_PROBLEM   "must be one of error, warn, info, debug"
+#define LOG_FORMAT_PROBLEM  "must be one of text, json"
+#define HEADER_PROBLEM      "must be an integer between 1024 and 65536"
+#define REQ_TIMEOUT_PROBLEM "must be a duration between 1s and 5m (like 90s, 15m, 24h, 7d or plain seconds)"
+#define IDLE_PROBLEM        "must be a duration between 1s and 1h (like 90s, 15m, 24h, 7d or plain seconds)"
+#define GRACE_PROBLEM       "must be a duration between 0 and 5m (like 90s, 15m, 24h, 7d or plain seconds)"
+#define CONN_PROBLEM        "must be an integer between 1 and 1000000"
+#define STREAMS_PROBLEM     "must be an integer between 1 and 1000"
+#define TLS_ARGS            "--tls-cert-file", "/tls.crt", "--tls-private-key-file", "/tls.key"
+
+/* Flags of serve and dev only, with a valid value each. */
+static const struct flag_case production_flags[] = {
+    {"--tls-listen", "127.0.0.1:8443"},
+    {"--tls-cert-file", "/tls.crt"},
+    {"--tls-private-key-file", "/tls.key"},
+    {"--admin-listen", "127.0.0.1:9091"},
+    {"--path-prefix", "/oidc"},
+    {"--allowed-hosts", "a.example"},
+    {"--access-log", "-"},
+    {"--max-request-header-size", "4096"},
+    {"--request-timeout", "5s"},
+    {"--http2-idle-timeout", "5s"},
+    {"--shutdown-grace", "1s"},
+    {"--max-connections", "10"},
+    {"--http2-max-concurrent-streams", "10"},
+};
+
+/* The defaults of the production serving settings, for any command. */
+static void production_defaults_are_set(void)
+{
+    cr_assert_eq(cfg.tls_listen_count, 0);
+    cr_assert_null(cfg.tls_listens);
+    cr_assert_null(cfg.tls_cert_file);
+    cr_assert_null(cfg.tls_key_file);
+    cr_assert_null(cfg.path_prefix);
+    cr_assert_eq(cfg.allowed_hosts.count, 0);
+    cr_assert_null(cfg.allowed_hosts.items);
+    cr_assert_eq(cfg.admin_listen_count, 1);
+    cr_assert_str_eq(cfg.admin_listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.admin_listens[0].port, 9090);
+    cr_assert_null(cfg.admin_listens[0].unix_path);
+    cr_assert_eq(cfg.no_admin, 0);
+    cr_assert_str_eq(cfg.log_level, "info");
+    cr_assert_str_eq(cfg.log_format, "text");
+    cr_assert_null(cfg.access_log);
+    cr_assert_eq(cfg.max_header_size, 8192);
+    cr_assert_eq(cfg.request_timeout, 10);
+    cr_assert_eq(cfg.idle_timeout, 60);
+    cr_assert_eq(cfg.shutdown_grace, 5);
+    cr_assert_eq(cfg.max_connections, 10000);
+    cr_assert_eq(cfg.http2_max_streams, 100);
+}
+
+Test(config, production_defaults)
+{
+    OK_WITH(NULL);
+    production_defaults_are_set();
+    cr_assert_null(cfg.listens[0].unix_path);
+    ok("dev", NULL);
+    production_defaults_are_set();
+    ok("--help", NULL);
+    production_defaults_are_set();
+    ok(VERIFY_ARGS, NULL);
+    cr_assert_str_eq(cfg.log_level, "info");
+    cr_assert_str_eq(cfg.log_format, "text");
+    ok("keys", "--service-account-key-file", "/k", NULL);
+    cr_assert_str_eq(cfg.log_level, "info");
+}
+
+Test(config, production_every_flag)
+{
+    OK_WITH("--tls-listen", "0.0.0.0:8443", "--tls-listen", "[::]:8443", TLS_ARGS, "--admin-listen", "127.0.0.1:9100",
+            "--admin-listen", "[::1]:9100", "--path-prefix", "/oidc/v1", "--allowed-hosts",
+            "A.example.com,b.example.com:8443", "--log-level", "debug", "--log-format", "json", "--access-log",
+            "/var/log/oidc/access.log", "--max-request-header-size", "16384", "--request-timeout", "30s",
+            "--http2-idle-timeout", "2m", "--shutdown-grace", "0", "--max-connections", "500",
+            "--http2-max-concurrent-streams", "250", NULL);
+    cr_assert_eq(cfg.tls_listen_count, 2);
+    cr_assert_str_eq(cfg.tls_listens[0].host, "0.0.0.0");
+    cr_assert_eq(cfg.tls_listens[0].port, 8443);
+    cr_assert_str_eq(cfg.tls_listens[1].host, "::");
+    cr_assert_null(cfg.tls_listens[1].unix_path);
+    cr_assert_str_eq(cfg.tls_cert_file, "/tls.crt");
+    cr_assert_str_eq(cfg.tls_key_file, "/tls.key");
+    cr_assert_eq(cfg.admin_listen_count, 2);
+    cr_assert_str_eq(cfg.admin_listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.admin_listens[0].port, 9100);
+    cr_assert_str_eq(cfg.admin_listens[1].host, "::1");
+    cr_assert_eq(cfg.no_admin, 0);
+    cr_assert_str_eq(cfg.path_prefix, "/oidc/v1");
+    list_is(&cfg.allowed_hosts, 2, "a.example.com", "b.example.com:8443");
+    cr_assert_str_eq(cfg.log_level, "debug");
+    cr_assert_str_eq(cfg.log_format, "json");
+    cr_assert_str_eq(cfg.access_log, "/var/log/oidc/access.log");
+    cr_assert_eq(cfg.max_header_size, 16384);
+    cr_assert_eq(cfg.request_timeout, 30);
+    cr_assert_eq(cfg.idle_timeout, 120);
+    cr_assert_eq(cfg.shutdown_grace, 0);
+    cr_assert_eq(cfg.max_connections, 500);
+    cr_assert_eq(cfg.http2_max_streams, 250);
+    /* the public listener is unchanged */
+    cr_assert_eq(cfg.listen_count, 1);
+    cr_assert_eq(cfg.listens[0].port, 8080);
+}
+
+Test(config, production_flags_in_dev_and_equals_form)
+{
+    ok("dev", "--tls-listen=127.0.0.1:8443", "--tls-cert-file=/c", "--tls-private-key-file=/k", "--path-prefix=/a",
+       "--path-prefix=/b", "--access-log=-", "--log-level=warn", "--log-level=error", "--shutdown-grace=5m", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_DEV);
+    cr_assert_eq(cfg.tls_listen_count, 1);
+    cr_assert_str_eq(cfg.path_prefix, "/b", "the last value wins");
+    cr_assert_str_eq(cfg.access_log, "-");
+    cr_assert_str_eq(cfg.log_level, "error");
+    cr_assert_eq(cfg.shutdown_grace, 300);
+    cr_assert_eq(cfg.admin_listen_count, 1);
+    cr_assert_eq(cfg.admin_listens[0].port, 9090);
+    /* dev's issuer stays plain http on the first --listen */
+    cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:8080");
+}
+
+/* ---- --listen unix:/path ---- */
+
+Test(config, listen_unix)
+{
+    char path107[200], arg[220];
+
+    OK_WITH("--listen", "unix:/run/oidc/http.sock", NULL);
+    cr_assert_eq(cfg.listen_count, 1);
+    cr_assert_null(cfg.listens[0].host);
+    cr_assert_eq(cfg.listens[0].port, 0);
+    cr_assert_str_eq(cfg.listens[0].unix_path, "/run/oidc/http.sock");
+    OK_WITH("--listen", "127.0.0.1:80", "--listen", "unix:/a.sock", "--listen", "[::1]:80", NULL);
+    cr_assert_eq(cfg.listen_count, 3);
+    cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
+    cr_assert_null(cfg.listens[0].unix_path);
+    cr_assert_null(cfg.listens[1].host);
+    cr_assert_str_eq(cfg.listens[1].unix_path, "/a.sock");
+    cr_assert_str_eq(cfg.listens[2].host, "::1");
+    /* 107 bytes fit sun_path with its NUL; 108 do not */
+    memset(path107, 'a', sizeof path107);
+    path107[0] = '/';
+    path107[107] = '\0';
+    snprintf(arg, sizeof arg, "unix:%s", path107);
+    OK_WITH("--listen", arg, NULL);
+    cr_assert_eq(strlen(cfg.listens[0].unix_path), 107);
+    path107[107] = 'a';
+    path107[108] = '\0';
+    snprintf(arg, sizeof arg, "unix:%s", path107);
+    char want[CONFIG_ERR_MAX];
+    snprintf(want, sizeof want, "--listen \"%s\": " UNIX_TOO_LONG, arg);
+    flag_fails(want, "--listen", arg);
+}
+
+Test(config, listen_unix_errors)
+{
+    flag_fails("--listen \"unix:rel.sock\": " UNIX_PROBLEM, "--listen", "unix:rel.sock");
+    flag_fails("--listen \"unix:\": " UNIX_PROBLEM, "--listen", "unix:");
+    flag_fails("--listen \"unix:./x.sock\": " UNIX_PROBLEM, "--listen", "unix:./x.sock");
+    flag_fails("--listen \"unix:8080\": " UNIX_PROBLEM, "--listen", "unix:8080");
+    /* only --listen takes a Unix socket */
+    fails("--tls-listen \"unix:/x\": " LISTEN_FORM, SERVE_ARGS, "--tls-listen", "unix:/x", TLS_ARGS, NULL);
+    flag_fails("--admin-listen \"unix:/x\": " LISTEN_FORM, "--admin-listen", "unix:/x");
+    fails("--token-review-listen \"unix:/x\": " LISTEN_FORM, SERVE_ARGS, "--enable-token-review",
+          "--token-review-listen", "unix:/x", NULL);
+    fails("--tls-listen \"unix:rel\": " LISTEN_FORM, SERVE_ARGS, "--tls-listen", "unix:rel", TLS_ARGS, NULL);
+}
+
+Test(config, dev_issuer_skips_unix_listens)
+{
+    ok("dev", "--listen", "unix:/run/dev.sock", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:8080");
+    cr_assert_str_eq(cfg.jwks_uri, "http://127.0.0.1:8080/openid/v1/jwks");
+    cr_assert_str_eq(cfg.listens[0].unix_path, "/run/dev.sock");
+    ok("dev", "--listen", "unix:/run/dev.sock", "--listen", "localhost:9000", "--listen", "127.0.0.1:9001", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://localhost:9000");
+    ok("dev", "--listen", "unix:/a.sock", "--listen", "[::1]:9443", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://[::1]:9443");
+}
+
+/* ---- TLS ---- */
+
+Test(config, tls_rules)
+{
+    fails(TLS_NEEDS_FILES, SERVE_ARGS, "--tls-listen", "127.0.0.1:8443", NULL);
+    fails(TLS_NEEDS_FILES, SERVE_ARGS, "--tls-listen", "127.0.0.1:8443", "--tls-cert-file", "/c", NULL);
+    fails(TLS_NEEDS_FILES, SERVE_ARGS, "--tls-listen", "127.0.0.1:8443", "--tls-private-key-file", "/k", NULL);
+    fails(TLS_NEEDS_FILES, "dev", "--tls-listen", "127.0.0.1:8443", NULL);
+    flag_fails("--tls-cert-file needs --tls-listen", "--tls-cert-file", "/c");
+    flag_fails("--tls-private-key-file needs --tls-listen", "--tls-private-key-file", "/k");
+    fails("--tls-cert-file needs --tls-listen", SERVE_ARGS, TLS_ARGS, NULL);
+    fails("--tls-private-key-file needs --tls-listen", "dev", "--tls-private-key-file", "/k", NULL);
+    ok("dev", "--tls-listen", "[::1]:8443", TLS_ARGS, NULL);
+    cr_assert_str_eq(cfg.tls_listens[0].host, "::1");
+}
+
+Test(config, tls_value_errors)
+{
+    fails("--tls-listen \"nope\": " LISTEN_FORM, SERVE_ARGS, "--tls-listen", "nope", TLS_ARGS, NULL);
+    fails("--tls-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS, "--tls-listen",
+          "127.0.0.1:0", TLS_ARGS, NULL);
+    fails("--tls-listen \":1\": has no host", SERVE_ARGS, "--tls-listen", ":1", TLS_ARGS, NULL);
+    /* a bad value is reported before the missing files */
+    flag_fails("--tls-listen \"[zz]:1\": has an invalid host", "--tls-listen", "[zz]:1");
+    flag_fails("--tls-cert-file \"\": must not be empty", "--tls-cert-file", "");
+    flag_fails("--tls-private-key-file \"\": must not be empty", "--tls-private-key-file", "");
+    fails("--tls-listen: missing value", "--tls-listen", NULL);
+}
+
+/* ---- admin listener and listener clashes ---- */
+
+Test(config, admin_listen_none)
+{
+    OK_WITH("--admin-listen", "none", NULL);
+    cr_assert_eq(cfg.no_admin, 1);
+    cr_assert_eq(cfg.admin_listen_count, 0);
+    cr_assert_null(cfg.admin_listens);
+    ok("dev", "--admin-listen", "none", NULL);
+    cr_assert_eq(cfg.no_admin, 1);
+    /* none frees 127.0.0.1:9090 for a public listener */
+    OK_WITH("--admin-listen", "none", "--listen", "127.0.0.1:9090", NULL);
+    cr_assert_eq(cfg.listens[0].port, 9090);
+    fails(ADMIN_NONE_ALONE, SERVE_ARGS, "--admin-listen", "none", "--admin-listen", "127.0.0.1:9091", NULL);
+    fails(ADMIN_NONE_ALONE, SERVE_ARGS, "--admin-listen", "127.0.0.1:9091", "--admin-listen", "none", NULL);
+    fails(ADMIN_NONE_ALONE, "dev", "--admin-listen", "none", "--admin-listen", "none", NULL);
+    /* spelled exactly */
+    flag_fails("--admin-listen \"None\": " LISTEN_FORM, "--admin-listen", "None");
+    flag_fails("--admin-listen \"\": " LISTEN_FORM, "--admin-listen", "");
+    flag_fails("--admin-listen \"127.0.0.1:99999\": must have a port between 1 and 65535", "--admin-listen",
+               "127.0.0.1:99999");
+}
+
+Test(config, listener_clashes)
+{
+    /* the default admin address against a public one */
+    flag_fails("--admin-listen \"127.0.0.1:9090\": must differ from every --listen address", "--listen",
+               "127.0.0.1:9090");
+    fails("--admin-listen \"127.0.0.1:9090\": must differ from every --listen address", "dev", "--listen",
+          "127.0.0.1:9090", NULL);
+    /* tls against listen, case-insensitively */
+    fails("--tls-listen \"127.0.0.1:8443\": must differ from every --listen address", SERVE_ARGS, "--listen",
+          "127.0.0.1:8443", "--tls-listen", "127.0.0.1:8443", TLS_ARGS, NULL);
+    fails("--tls-listen \"LOCALHOST:8443\": must differ from every --listen address", SERVE_ARGS, "--listen",
+          "localhost:8443", "--tls-listen", "127.0.0.1:9443", "--tls-listen", "LOCALHOST:8443", TLS_ARGS, NULL);
+    /* token review against tls; against listen as before */
+    fails("--token-review-listen \"127.0.0.1:8443\": must differ from every --tls-listen address", SERVE_ARGS,
+          "--tls-listen", "127.0.0.1:8443", TLS_ARGS, "--enable-token-review", "--token-review-listen",
+          "127.0.0.1:8443", NULL);
+    fails("--token-review-listen \"127.0.0.1:8080\": " MUST_DIFFER, SERVE_ARGS, "--enable-token-review",
+          "--token-review-listen", "127.0.0.1:8080", NULL);
+    /* admin against each */
+    fails("--admin-listen \"127.0.0.1:8080\": must differ from every --listen address", SERVE_ARGS, "--admin-listen",
+          "127.0.0.1:8080", NULL);
+    fails("--admin-listen \"[::1]:8443\": must differ from every --tls-listen address", SERVE_ARGS, "--tls-listen",
+          "[::1]:8443", TLS_ARGS, "--admin-listen", "[::1]:8443", NULL);
+    fails("--admin-listen \"127.0.0.1:7000\": must differ from every --token-review-listen address", SERVE_ARGS,
+          "--enable-token-review", "--token-review-listen", "127.0.0.1:7000", "--admin-listen", "127.0.0.1:9091",
+          "--admin-listen", "127.0.0.1:7000", NULL);
+    /* the same port on other hosts, and other ports on one host, are fine */
+    OK_WITH("--listen", "127.0.0.1:80", "--tls-listen", "127.0.0.1:443", TLS_ARGS, "--enable-token-review",
+            "--token-review-listen", "127.0.0.1:8443", "--admin-listen", "10.0.0.1:80", "--admin-listen", "[::1]:443",
+            NULL);
+    cr_assert_eq(cfg.admin_listen_count, 2);
+    /* a Unix socket clashes with no TCP address */
+    OK_WITH("--listen", "unix:/127.0.0.1:9090", NULL);
+    cr_assert_str_eq(cfg.listens[0].unix_path, "/127.0.0.1:9090");
+}
+
+Test(config, listener_rules_come_before_clashes)
+{
+    fails(LISTEN_NEEDS_REVIEW, SERVE_ARGS, "--token-review-listen", "127.0.0.1:8080", NULL);
+    fails(TLS_NEEDS_FILES, SERVE_ARGS, "--tls-listen", "127.0.0.1:8080", NULL);
+}
+
+/* ---- --path-prefix ---- */
+
+Test(config, path_prefix_valid)
+{
+    char long_prefix[300];
+    const char *good[] = {"/oidc",        "/a/b/c", "/tenant-1/oidc_x.y~z",
+                          "/a%20b",       "/a%2Fb", "/a:b@c",
+                          "/!$&'()*+,;=", "/..a",   "/a.",
+                          "/.well",       "/...",   "/A/B"};
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        OK_WITH("--path-prefix", good[i], NULL);
+        cr_assert_str_eq(cfg.path_prefix, good[i]);
+    }
+    memset(long_prefix, 'p', sizeof long_prefix);
+    long_prefix[0] = '/';
+    long_prefix[256] = '\0';
+    OK_WITH("--path-prefix", long_prefix, NULL);
+    cr_assert_eq(strlen(cfg.path_prefix), 256);
+    long_prefix[256] = 'p';
+    long_prefix[257] = '\0';
+    char want[CONFIG_ERR_MAX];
+    snprintf(want, sizeof want, "--path-prefix \"%s\": " PREFIX_PROBLEM, long_prefix);
+    flag_fails(want, "--path-prefix", long_prefix);
+}
+
+Test(config, path_prefix_invalid)
+{
+    const char *bad[][2] = {{"", "\"\""},
+                            {"/", "\"/\""},
+                            {"p", "\"p\""},
+                            {"oidc/", "\"oidc/\""},
+                            {"/oidc/", "\"/oidc/\""},
+                            {"//oidc", "\"//oidc\""},
+                            {"/a//b", "\"/a//b\""},
+                            {"/.", "\"/.\""},
+                            {"/..", "\"/..\""},
+                            {"/./a", "\"/./a\""},
+                            {"/a/.", "\"/a/.\""},
+                            {"/a/../b", "\"/a/../b\""},
+                            {"/a b", "\"/a b\""},
+                            {"/a?b", "\"/a?b\""},
+                            {"/a#b", "\"/a#b\""},
+                            {"/a%2", "\"/a%2\""},
+                            {"/a%zz", "\"/a%zz\""},
+                            {"/a\\b", "\"/a\\\\b\""},
+                            {"/[x]", "\"/[x]\""},
+                            {"/a\"b", "\"/a\\\"b\""},
+                            {"/\xc3\xa4", "\"/\\xc3\\xa4\""},
+                            {"https://a.example/p", "\"https://a.example/p\""}};
+    char want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want, "--path-prefix %s: " PREFIX_PROBLEM, bad[i][1]);
+        flag_fails(want, "--path-prefix", bad[i][0]);
+    }
+}
+
+/* ---- --allowed-hosts ---- */
+
+Test(config, allowed_hosts)
+{
+    OK_WITH("--allowed-hosts", "a.example.com,b.example.com:8443", NULL);
+    list_is(&cfg.allowed_hosts, 2, "a.example.com", "b.example.com:8443");
+    OK_WITH("--allowed-hosts", "OIDC.Example.COM,LocalHost:8080,[FE80::1]:443", NULL);
+    list_is(&cfg.allowed_hosts, 3, "oidc.example.com", "localhost:8080", "[fe80::1]:443");
+    OK_WITH("--allowed-hosts", "127.0.0.1,[::1],127.0.0.1:65535,my_host.internal.", NULL);
+    list_is(&cfg.allowed_hosts, 4, "127.0.0.1", "[::1]", "127.0.0.1:65535", "my_host.internal.");
+    /* repeated flags are joined in order */
+    OK_WITH("--allowed-hosts", "a,b", "--allowed-hosts", "C:1", NULL);
+    list_is(&cfg.allowed_hosts, 3, "a", "b", "c:1");
+    ok("dev", "--allowed-hosts", "localhost:8080", NULL);
+    list_is(&cfg.allowed_hosts, 1, "localhost:8080");
+}
+
+Test(config, allowed_hosts_errors)
+{
+    char long_host[300], want[CONFIG_ERR_MAX];
+    const char *bad[][2] = {{"a b", "\"a b\""},
+                            {"", "\"\""},
+                            {",", "\",\""},
+                            {"a,,b", "\"a,,b\""},
+                            {"a,", "\"a,\""},
+                            {",a", "\",a\""},
+                            {"a:0", "\"a:0\""},
+                            {"a:65536", "\"a:65536\""},
+                            {"a:", "\"a:\""},
+                            {"a:x", "\"a:x\""},
+                            {"a:1:2", "\"a:1:2\""},
+                            {":80", "\":80\""},
+                            {"::1", "\"::1\""},
+                            {"[::1", "\"[::1\""},
+                            {"[zz]", "\"[zz]\""},
+                            {"[]", "\"[]\""},
+                            {"[::1]x", "\"[::1]x\""},
+                            {"[::1]:", "\"[::1]:\""},
+                            {"a/b", "\"a/b\""},
+                            {"*.example.com", "\"*.example.com\""},
+                            {"https://a.example", "\"https://a.example\""},
+                            {"u@a.example", "\"u@a.example\""}};
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want, "--allowed-hosts %s: " HOSTS_PROBLEM, bad[i][1]);
+        flag_fails(want, "--allowed-hosts", bad[i][0]);
+    }
+    memset(long_host, 'h', sizeof long_host);
+    long_host[253] = '\0';
+    OK_WITH("--allowed-hosts", long_host, NULL);
+    cr_assert_eq(strlen(cfg.allowed_hosts.items[0]), 253);
+    long_host[253] = 'h';
+    long_host[254] = '\0';
+    snprintf(want, sizeof want, "--allowed-hosts \"%s\": " HOSTS_PROBLEM, long_host);
+    flag_fails(want, "--allowed-hosts", long_host);
+}
+
+/* ---- logging ---- */
+
+Test(config, log_level_and_format)
+{
+    const char *levels[] = {"error", "warn", "info", "debug"};
+
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        OK_WITH("--log-level", levels[i], NULL);
+        cr_assert_str_eq(cfg.log_level, levels[i]);
+    }
+    OK_WITH("--log-format", "json", NULL);
+    cr_assert_str_eq(cfg.log_format, "json");
+    OK_WITH("--log-format", "text", NULL);
+    cr_assert_str_eq(cfg.log_format, "text");
+    flag_fails("--log-level \"x\": " LOG_LEVEL_PROBLEM, "--log-level", "x");
+    flag_fails("--log-level \"INFO\": " LOG_LEVEL_PROBLEM, "--log-level", "INFO");
+    flag_fails("--log-level \"warning\": " LOG_LEVEL_PROBLEM, "--log-level", "warning");
+    flag_fails("--log-level \"\": " LOG_LEVEL_PROBLEM, "--log-level", "");
+    flag_fails("--log-format \"yaml\": " LOG_FORMAT_PROBLEM, "--log-format", "yaml");
+    flag_fails("--log-format \"JSON\": " LOG_FORMAT_PROBLEM, "--log-format", "JSON");
+    flag_fails("--log-format \"\": " LOG_FORMAT_PROBLEM, "--log-format", "");
+}
+
+Test(config, logging_flags_for_verify_and_keys)
+{
+    ok(VERIFY_ARGS, "--log-level", "debug", "--log-format", "json", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERIFY);
+    cr_assert_str_eq(cfg.log_level, "debug");
+    cr_assert_str_eq(cfg.log_format, "json");
+    ok("keys", "--service-account-key-file", "/k", "--log-level", "error", "--log-format", "json", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_KEYS);
+    cr_assert_str_eq(cfg.log_level, "error");
+    cr_assert_str_eq(cfg.log_format, "json");
+    fails("--log-level \"loud\": " LOG_LEVEL_PROBLEM, VERIFY_ARGS, "--log-level", "loud", NULL);
+    fails("--log-level" NOT_FOR_TOKEN, TOKEN_ARGS, "--log-level", "debug", NULL);
+    fails("--log-format" NOT_FOR_TOKEN, TOKEN_ARGS, "--log-format", "json", NULL);
+}
+
+Test(config, production_flags_only_for_serve_and_dev)
+{
+    EACH_FLAG_FAILS(production_flags, NOT_FOR_VERIFY, VERIFY_ARGS);
+    EACH_FLAG_FAILS(production_flags, NOT_FOR_KEYS, "keys", "--service-account-key-file", "/k");
+    EACH_FLAG_FAILS(production_flags, NOT_FOR_TOKEN, TOKEN_ARGS);
+    /* even where the value is bad */
+    fails("--path-prefix" NOT_FOR_VERIFY, "verify", "--path-prefix", "x", NULL);
+    fails("--listen" NOT_FOR_VERIFY, "verify", "--listen", "unix:/x", NULL);
+}
+
+Test(config, access_log)
+{
+    OK_WITH("--access-log", "-", NULL);
+    cr_assert_str_eq(cfg.access_log, "-");
+    OK_WITH("--access-log", "/var/log/access.log", NULL);
+    cr_assert_str_eq(cfg.access_log, "/var/log/access.log");
+    flag_fails("--access-log \"\": must not be empty", "--access-log", "");
+}
+
+/* ---- limits and timeouts ---- */
+
+Test(config, production_number_limits)
+{
+    OK_WITH("--max-request-header-size", "1024", "--max-connections", "1", "--http2-max-concurrent-streams", "1",
+            "--request-timeout", "1s", "--http2-idle-timeout", "1", "--shutdown-grace", "0s", NULL);
+    cr_assert_eq(cfg.max_header_size, 1024);
+    cr_assert_eq(cfg.max_connections, 1);
+    cr_assert_eq(cfg.http2_max_streams, 1);
+    cr_assert_eq(cfg.request_timeout, 1);
+    cr_assert_eq(cfg.idle_timeout, 1);
+    cr_assert_eq(cfg.shutdown_grace, 0);
+    OK_WITH("--max-request-header-size", "65536", "--max-connections", "1000000", "--http2-max-concurrent-streams",
+            "1000", "--request-timeout", "5m", "--http2-idle-timeout", "1h", "--shutdown-grace", "300", NULL);
+    cr_assert_eq(cfg.max_header_size, 65536);
+    cr_assert_eq(cfg.max_connections, 1000000);
+    cr_assert_eq(cfg.http2_max_streams, 1000);
+    cr_assert_eq(cfg.request_timeout, 300);
+    cr_assert_eq(cfg.idle_timeout, 3600);
+    cr_assert_eq(cfg.shutdown_grace, 300);
+}
+
+Test(config, production_number_errors)
+{
+    const char *bad[][3] = {
+        {"--max-request-header-size", "1023", HEADER_PROBLEM},
+        {"--max-request-header-size", "65537", HEADER_PROBLEM},
+        {"--max-request-header-size", "8k", HEADER_PROBLEM},
+        {"--max-request-header-size", "", HEADER_PROBLEM},
+        {"--max-connections", "0", CONN_PROBLEM},
+        {"--max-connections", "1000001", CONN_PROBLEM},
+        {"--max-connections", "-1", CONN_PROBLEM},
+        {"--http2-max-concurrent-streams", "0", STREAMS_PROBLEM},
+        {"--http2-max-concurrent-streams", "1001", STREAMS_PROBLEM},
+        {"--http2-max-concurrent-streams", "1e2", STREAMS_PROBLEM},
+        {"--request-timeout", "0", REQ_TIMEOUT_PROBLEM},
+        {"--request-timeout", "301", REQ_TIMEOUT_PROBLEM},
+        {"--request-timeout", "6m", REQ_TIMEOUT_PROBLEM},
+        {"--request-timeout", "1h", REQ_TIMEOUT_PROBLEM},
+        {"--request-timeout", "10 s", REQ_TIMEOUT_PROBLEM},
+        {"--http2-idle-timeout", "0s", IDLE_PROBLEM},
+        {"--http2-idle-timeout", "3601", IDLE_PROBLEM},
+        {"--http2-idle-timeout", "2h", IDLE_PROBLEM},
+        {"--shutdown-grace", "301", GRACE_PROBLEM},
+        {"--shutdown-grace", "6m", GRACE_PROBLEM},
+        {"--shutdown-grace", "-1", GRACE_PROBLEM},
+        {"--shutdown-grace", "x", GRACE_PROBLEM},
+    };
+    char want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(want, sizeof want, "%s \"%s\": %s", bad[i][0], bad[i][1], bad[i][2]);
+        flag_fails(want, bad[i][0], bad[i][1]);
+    }
+}
+
+/* ---- production serving in the config file ---- */
+
+Test(config, file_production_keys)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"listen\": [\"unix:/run/oidc.sock\", \"127.0.0.1:8080\"],\n"
+               " \"tls-listen\": [\"0.0.0.0:8443\", \"[::]:8443\"], \"tls-cert-file\": \"/c.pem\",\n"
+               " \"tls-private-key-file\": \"/k.pem\", \"admin-listen\": \"127.0.0.1:9100\",\n"
+               " \"path-prefix\": \"/oidc\", \"allowed-hosts\": [\"A.example,b.example:8443\", \"[::1]\"],\n"
+               " \"log-level\": \"warn\", \"log-format\": \"json\", \"access-log\": \"-\",\n"
+               " \"max-request-header-size\": 2048, \"request-timeout\": \"20s\", \"http2-idle-timeout\": 120,\n"
+               " \"shutdown-grace\": \"1m\", \"max-connections\": 64, \"http2-max-concurrent-streams\": 8}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.listen_count, 2);
+    cr_assert_str_eq(cfg.listens[0].unix_path, "/run/oidc.sock");
+    cr_assert_null(cfg.listens[0].host);
+    cr_assert_str_eq(cfg.listens[1].host, "127.0.0.1");
+    cr_assert_eq(cfg.tls_listen_count, 2);
+    cr_assert_str_eq(cfg.tls_listens[1].host, "::");
+    cr_assert_str_eq(cfg.tls_cert_file, "/c.pem");
+    cr_assert_str_eq(cfg.tls_key_file, "/k.pem");
+    cr_assert_eq(cfg.admin_listen_count, 1);
+    cr_assert_eq(cfg.admin_listens[0].port, 9100);
+    cr_assert_str_eq(cfg.path_prefix, "/oidc");
+    list_is(&cfg.allowed_hosts, 3, "a.example", "b.example:8443", "[::1]");
+    cr_assert_str_eq(cfg.log_level, "warn");
+    cr_assert_str_eq(cfg.log_format, "json");
+    cr_assert_str_eq(cfg.access_log, "-");
+    cr_assert_eq(cfg.max_header_size, 2048);
+    cr_assert_eq(cfg.request_timeout, 20);
+    cr_assert_eq(cfg.idle_timeout, 120);
+    cr_assert_eq(cfg.shutdown_grace, 60);
+    cr_assert_eq(cfg.max_connections, 64);
+    cr_assert_eq(cfg.http2_max_streams, 8);
+    /* flags replace the file's lists and values */
+    ok("--config", path, "--tls-listen", "127.0.0.1:9443", "--allowed-hosts", "c.example", "--admin-listen", "none",
+       "--log-level", "debug", "--request-timeout", "1m", NULL);
+    cr_assert_eq(cfg.tls_listen_count, 1);
+    cr_assert_eq(cfg.tls_listens[0].port, 9443);
+    list_is(&cfg.allowed_hosts, 1, "c.example");
+    cr_assert_eq(cfg.no_admin, 1);
+    cr_assert_eq(cfg.admin_listen_count, 0);
+    cr_assert_str_eq(cfg.log_level, "debug");
+    cr_assert_eq(cfg.request_timeout, 60);
+}
+
+Test(config, file_admin_listen_none)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"admin-listen\": \"none\"}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.no_admin, 1);
+    cr_assert_null(cfg.admin_listens);
+    ok("--config", path, "--admin-listen", "127.0.0.1:9", NULL);
+    cr_assert_eq(cfg.no_admin, 0);
+    cr_assert_eq(cfg.admin_listens[0].port, 9);
+    write_file("{\"admin-listen\": [\"none\", \"127.0.0.1:9\"]}");
+    fails(ADMIN_NONE_ALONE, "dev", "--config", path, NULL);
+}
+
+Test(config, file_production_rules)
+{
+    char want[CONFIG_ERR_MAX];
+
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"tls-listen\": \"127.0.0.1:8080\"}");
+    fails(TLS_NEEDS_FILES, "--config", path, NULL);
+    snprintf(want, sizeof want, "config file %s: key \"tls-listen\": must differ from every --listen address", path);
+    fails(want, "--config", path, TLS_ARGS, NULL);
+    ok("--config", path, TLS_ARGS, "--listen", "127.0.0.1:80", NULL);
+    cr_assert_eq(cfg.tls_listens[0].port, 8080);
+    /* keys reads serve's file but opens no listener, so the serving rules are not its */
+    ok("keys", "--config", path, NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_KEYS);
+    write_file("{\"service-account-key-file\": \"/k\", \"listen\": \"127.0.0.1:9090\"}");
+    ok("keys", "--config", path, NULL);
+    snprintf(want, sizeof want, "--admin-listen \"127.0.0.1:9090\": must differ from every --listen address");
+    fails(want, "dev", "--config", path, NULL);
+}
+
+Test(config, file_production_errors)
+{
+    file_fails("{\"tls-listen\": 8443}", "key \"tls-listen\": must be a string or an array of strings");
+    file_fails("{\"tls-listen\": \"unix:/x\"}", "key \"tls-listen\": " LISTEN_FORM);
+    file_fails("{\"listen\": \"unix:x.sock\"}", "key \"listen\": " UNIX_PROBLEM);
+    file_fails("{\"tls-cert-file\": true}", "key \"tls-cert-file\": must be a string");
+    file_fails("{\"tls-private-key-file\": [\"/k\"]}", "key \"tls-private-key-file\": must be a string");
+    file_fails("{\"tls-cert-file\": \"\"}", "key \"tls-cert-file\": must not be empty");
+    file_fails("{\"admin-listen\": false}", "key \"admin-listen\": must be a string or an array of strings");
+    file_fails("{\"admin-listen\": [\"x\"]}", "key \"admin-listen\": " LISTEN_FORM);
+    file_fails("{\"path-prefix\": 1}", "key \"path-prefix\": must be a string");
+    file_fails("{\"path-prefix\": \"/\"}", "key \"path-prefix\": " PREFIX_PROBLEM);
+    file_fails("{\"allowed-hosts\": {}}", "key \"allowed-hosts\": must be a string or an array of strings");
+    file_fails("{\"allowed-hosts\": [\"a\", \"a b\"]}", "key \"allowed-hosts\": " HOSTS_PROBLEM);
+    file_fails("{\"log-level\": 1}", "key \"log-level\": " LOG_LEVEL_PROBLEM);
+    file_fails("{\"log-level\": \"trace\"}", "key \"log-level\": " LOG_LEVEL_PROBLEM);
+    file_fails("{\"log-format\": null}", "key \"log-format\": " LOG_FORMAT_PROBLEM);
+    file_fails("{\"log-format\": \"xml\"}", "key \"log-format\": " LOG_FORMAT_PROBLEM);
+    file_fails("{\"access-log\": false}", "key \"access-log\": must be a string");
+    file_fails("{\"access-log\": \"\"}", "key \"access-log\": must not be empty");
+    file_fails("{\"max-request-header-size\": \"8192\"}", "key \"max-request-header-size\": " HEADER_PROBLEM);
+    file_fails("{\"max-request-header-size\": 100}", "key \"max-request-header-size\": " HEADER_PROBLEM);
+    file_fails("{\"request-timeout\": true}", "key \"request-timeout\": " REQ_TIMEOUT_PROBLEM);
+    file_fails("{\"request-timeout\": 0}", "key \"request-timeout\": " REQ_TIMEOUT_PROBLEM);
+    file_fails("{\"http2-idle-timeout\": \"2h\"}", "key \"http2-idle-timeout\": " IDLE_PROBLEM);
+    file_fails("{\"shutdown-grace\": 301}", "key \"shutdown-grace\": " GRACE_PROBLEM);
+    file_fails("{\"max-connections\": 0}", "key \"max-connections\": " CONN_PROBLEM);
+    file_fails("{\"http2-max-concurrent-streams\": 1.5}", "key \"http2-max-concurrent-streams\": " STREAMS_PROBLEM);
+    file_fails("{\"log-level\": \"info\", \"log-level\": \"debug\"}", "duplicate key \"log-level\"");
+    /* the last keys still fit the duplicate-key bitmask */
+    file_fails("{\"http2-max-concurrent-streams\": 1, \"http2-max-concurrent-streams\": 2}",
+               "duplicate key \"http2-max-concurrent-streams\"");
+}
+
+Test(config, verify_shares_the_production_config_file)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+               " \"tls-listen\": \"127.0.0.1:8443\", \"log-level\": \"debug\", \"path-prefix\": \"/oidc\"}");
+    ok("verify", "--config", path, "--token-file", "-", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERIFY);
+    cr_assert_str_eq(cfg.log_level, "debug");
+}
+
+Test(config, usage_lists_production_serving)
+{
+    const char *u = config_usage(CONFIG_CMD_SERVE);
+    const char *want[] = {"\nProduction serving (serve and dev",
+                          "--listen unix:/path",
+                          "--tls-listen HOST:PORT",
+                          "--tls-cert-file PATH",
+                          "--tls-private-key-file PATH",
+                          "--admin-listen HOST:PORT|none",
+                          "default 127.0.0.1:9090; none: no admin listener",
+                          "--path-prefix /PATH",
+                          "--allowed-hosts LIST",
+                          "(default: any host)",
+                          "--log-level LEVEL",
+                          "error, warn, info or debug (default info)",
+                          "--log-format FORMAT",
+                          "text or json (default text)",
+                          "--access-log PATH",
+                          "--max-request-header-size BYTES",
+                          "1024 to 65536 (default 8192)",
+                          "--request-timeout DURATION",
+                          "1s to 5m (default 10s)",
+                          "--http2-idle-timeout DURATION",
+                          "1s to 1h (default 60s)",
+                          "--shutdown-grace DURATION",
+                          "0 to 5m (default 5s)",
+                          "--max-connections N",
+                          "1 to 1000000 (default 10000)",
+                          "--http2-max-concurrent-streams N",
+                          "1 to 1000 (default 100)"};
+
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_assert_not_null(strstr(u, want[i]), "usage lacks %s", want[i]);
 }
