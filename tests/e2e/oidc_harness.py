@@ -1021,3 +1021,174 @@ class StaticHTTPSServer:
         self.httpd.server_close()
         self.thread.join(timeout=5)
         return False
+
+
+# --------------------------------------------------------------------------
+# production serving: system-python modules, TLS clients, the admin
+# listener's metrics, curl
+
+def ensure_system_modules(*modules):
+    """ensure_pyjwt() for any modules: when one of them cannot be imported
+    here but SYSTEM_PYTHON has them all (Debian packages such as
+    python3-prometheus-client), the test re-executes itself under
+    SYSTEM_PYTHON. Otherwise nothing happens and the import fails later with
+    a clear message (see modules_problem)."""
+    import importlib
+    import sys
+    if modules_problem(*modules) is None:
+        return
+    if os.environ.get("OIDC_E2E_REEXEC") or os.path.realpath(sys.executable) == os.path.realpath(SYSTEM_PYTHON):
+        return
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        return
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import " + ", ".join(modules)], capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        return
+    importlib.invalidate_caches()
+    os.environ["OIDC_E2E_REEXEC"] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+
+
+def modules_problem(*modules):
+    """None when every module imports; else a message naming the first
+    that does not."""
+    import importlib
+    for m in modules:
+        try:
+            importlib.import_module(m)
+        except ImportError as e:
+            return "python module %s not importable (%s); run scripts/setup.sh" % (m, e)
+    return None
+
+
+TLS_SAN = "IP:127.0.0.1,DNS:localhost"
+
+
+def cert_der(path) -> bytes:
+    return pem_body(read_bytes(path), "CERTIFICATE")
+
+
+def cert_fingerprint(path) -> str:
+    """sha256 hex of the DER of the first certificate in a PEM file."""
+    return hashlib.sha256(cert_der(path)).hexdigest()
+
+
+def cert_not_after(path) -> int:
+    """notAfter of a PEM certificate as a Unix time."""
+    import ssl
+    out = openssl("x509", "-in", path, "-noout", "-enddate").decode().strip()
+    return int(ssl.cert_time_to_seconds(out.split("=", 1)[1]))
+
+
+def tls_context(cafile, alpn=("http/1.1",)):
+    import ssl
+    ctx = ssl.create_default_context(cafile=cafile)
+    if alpn:
+        ctx.set_alpn_protocols(list(alpn))
+    return ctx
+
+
+def tls_connect(port, cafile, host="127.0.0.1", alpn=("http/1.1",), server_hostname=None):
+    """A verified TLS socket to host:port (server_hostname defaults to host)."""
+    ctx = tls_context(cafile, alpn)
+    raw = socket.create_connection((host, port), timeout=SOCK_TIMEOUT)
+    try:
+        return ctx.wrap_socket(raw, server_hostname=server_hostname or host)
+    except Exception:
+        raw.close()
+        raise
+
+
+def tls_peer_fingerprint(port, cafile, host="127.0.0.1"):
+    """sha256 hex of the certificate a new TLS connection is given."""
+    with tls_connect(port, cafile, host) as s:
+        return hashlib.sha256(s.getpeercert(binary_form=True)).hexdigest()
+
+
+def https_request(port, method, path, cafile, headers=None, body=None, host="127.0.0.1"):
+    """One HTTP/1.1 request over a fresh verified TLS connection:
+    (status, headers lower->list, body)."""
+    c = http.client.HTTPSConnection(host, port, timeout=SOCK_TIMEOUT, context=tls_context(cafile))
+    try:
+        return do_request(c, method, path, headers, body)
+    finally:
+        c.close()
+
+
+def raw_request(sock, path, host="x", method="GET", extra=b""):
+    """Sends one HTTP/1.1 request (keep-alive) on a raw or TLS socket."""
+    sock.sendall(b"%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (method.encode(), path.encode(), host.encode(), extra))
+
+
+def wait_accepting(port, host="127.0.0.1", timeout=START_TIMEOUT):
+    """True once host:port accepts TCP connections (within timeout)."""
+    deadline = time.monotonic() + timeout
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    while True:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(1.0)
+                s.connect((host, port))
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def admin_get(port, path, host="127.0.0.1"):
+    """GET on the admin listener: (status, headers, body)."""
+    c = http.client.HTTPConnection(host, port, timeout=SOCK_TIMEOUT)
+    try:
+        return do_request(c, "GET", path)
+    finally:
+        c.close()
+
+
+def scrape_metrics(port):
+    """Parses /metrics of the admin listener with prometheus_client's own
+    parser; returns {(sample name, frozenset(labels.items())): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+    st, h, body = admin_get(port, "/metrics")
+    if st != 200:
+        raise AssertionError("/metrics answered %d: %r" % (st, body[:300]))
+    out = {}
+    for fam in text_string_to_metric_families(body.decode("utf-8")):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def metric(samples, name, **labels):
+    """One sample's value (None when absent)."""
+    return samples.get((name, frozenset(labels.items())))
+
+
+def curl(*args, timeout=30):
+    """Runs curl -sS with args; returns CompletedProcess (text)."""
+    return subprocess.run(["curl", "-sS", "--max-time", "10", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+class TLSServerTestCase(ServerTestCase):
+    """ServerTestCase with a test CA and a way to start a server that also
+    listens with TLS on a known port (server.tls_port)."""
+
+    def setUp(self):
+        super().setUp()
+        self.ca = make_ca(self.tmp)
+        self.ca_cert = self.ca[0]
+
+    def new_cert(self, name, san=TLS_SAN):
+        return make_server_cert(self.tmp, self.ca, san, name=name)
+
+    def start_tls_server(self, args, cert, key, tls_port=None, **kw):
+        tls_port = tls_port or free_port()
+        srv = self.start_server(list(args) + ["--tls-listen", "127.0.0.1:%d" % tls_port,
+                                              "--tls-cert-file", cert, "--tls-private-key-file", key], **kw)
+        srv.tls_port = tls_port
+        if not wait_accepting(tls_port):
+            raise AssertionError("TLS port %d not accepting; stderr:\n%s" % (tls_port, srv.stderr()))
+        return srv
