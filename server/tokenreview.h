@@ -10,9 +10,6 @@
 #include <stddef.h>
 #include "keys/token.h"
 
-/* The request body is bounded by the server; this bounds its nesting. */
-#define TOKENREVIEW_MAX_DEPTH 32
-
 struct tokenreview_request {
     char *token;
     char **audiences; /* spec.audiences, when given */
