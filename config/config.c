@@ -3,8 +3,8 @@
  *
  * config_parse() works in stages, each in its own function:
  *
- *   parse_command()  picks "serve", "dev", "keys", "verify" or "token" from
- *                    argv[1];
+ *   parse_command()  picks "serve", "dev", "keys", "verify", "token" or
+ *                    "export" from argv[1];
  *   scan_flags()     reads argv with getopt_long into a list of flags without
  *                    applying them, because --config must take effect first
  *                    wherever it appears;
@@ -119,11 +119,15 @@
 #define FOR_SERVING (CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_DEV) | CMD(CONFIG_CMD_KEYS))
 #define FOR_VERIFY  CMD(CONFIG_CMD_VERIFY)
 #define FOR_TOKEN   CMD(CONFIG_CMD_TOKEN)
-#define FOR_EVERY   (FOR_SERVING | FOR_VERIFY | FOR_TOKEN)
+#define FOR_EXPORT  CMD(CONFIG_CMD_EXPORT)
+#define FOR_EVERY   (FOR_SERVING | FOR_VERIFY | FOR_TOKEN | FOR_EXPORT)
+/* The flags that decide the published bytes: export writes what serve
+ * would serve with them, so it takes these and no listener flag. */
+#define FOR_DOCUMENTS (FOR_SERVING | FOR_EXPORT)
 /* The commands that open listeners: production serving options. */
 #define FOR_SERVERS (CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_DEV))
 /* The commands that log to stderr and take --log-level and --log-format. */
-#define FOR_LOGGING (FOR_SERVING | FOR_VERIFY)
+#define FOR_LOGGING (FOR_SERVING | FOR_VERIFY | FOR_EXPORT)
 
 /* Every flag. The first OPT_KEYS are also the keys of the config file; the
  * first OPT_SETTINGS keep their values as strings in a struct setting. */
@@ -177,6 +181,7 @@ enum opt {
     OPT_NODE_NAME,
     OPT_NODE_UID,
     OPT_DURATION,
+    OPT_OUT, /* export */
     OPT_SETTINGS,
     OPT_NO_CORS = OPT_SETTINGS,
     OPT_NO_CACHE,
@@ -239,6 +244,7 @@ static const struct option long_options[OPT_COUNT + 1] = {
     LONG_OPTION(OPT_NODE_NAME, "node-name", required_argument),
     LONG_OPTION(OPT_NODE_UID, "node-uid", required_argument),
     LONG_OPTION(OPT_DURATION, "duration", required_argument),
+    LONG_OPTION(OPT_OUT, "out", required_argument),
     LONG_OPTION(OPT_NO_CORS, "no-cors", no_argument),
     LONG_OPTION(OPT_NO_CACHE, "no-cache", no_argument),
     LONG_OPTION(OPT_OUTPUT, "output", required_argument),
@@ -257,9 +263,9 @@ static const struct opt_spec {
     const char *problem;    /* what a value of the wrong JSON type (or out of range) is told */
     unsigned commands;      /* CMD() bits of the commands that take the flag */
 } opt_specs[OPT_COUNT] = {
-    [OPT_ISSUER] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING | FOR_VERIFY},
-    [OPT_JWKS_URI] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING},
-    [OPT_KEY_FILE] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING | FOR_VERIFY},
+    [OPT_ISSUER] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_DOCUMENTS | FOR_VERIFY},
+    [OPT_JWKS_URI] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_DOCUMENTS},
+    [OPT_KEY_FILE] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_DOCUMENTS | FOR_VERIFY},
     [OPT_LISTEN] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING},
     [OPT_THREADS] = {.kind = KIND_UINT,
                      .min = 1,
@@ -270,8 +276,8 @@ static const struct opt_spec {
                      .min = 0,
                      .max = MAX_MAX_AGE,
                      .problem = RANGE_PROBLEM(0, MAX_MAX_AGE),
-                     .commands = FOR_SERVING},
-    [OPT_CONTENT_TYPE] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING},
+                     .commands = FOR_DOCUMENTS},
+    [OPT_CONTENT_TYPE] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_DOCUMENTS},
     [OPT_CORS] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_SERVING},
     [OPT_ALLOW_INSECURE] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_EVERY},
     [OPT_KEY_RELOAD_INTERVAL] =
@@ -280,8 +286,8 @@ static const struct opt_spec {
                            .min = 0,
                            .max = MAX_RETENTION_DAYS * DAY,
                            .problem = DURATION_PROBLEM("0", XSTR(MAX_RETENTION_DAYS) "d"),
-                           .commands = FOR_SERVING},
-    [OPT_STATE_DIR] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING},
+                           .commands = FOR_DOCUMENTS},
+    [OPT_STATE_DIR] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_DOCUMENTS},
     [OPT_SIGNING_KEY_FILE] = {.kind = KIND_STRING, .problem = "must be a string", .commands = FOR_SERVING | FOR_TOKEN},
     [OPT_API_AUDIENCES] = {.kind = KIND_LIST, .problem = LIST_PROBLEM, .commands = FOR_SERVING | FOR_VERIFY},
     [OPT_TOKEN_LEEWAY] = {.kind = KIND_DURATION,
@@ -358,6 +364,7 @@ static const struct opt_spec {
                       .max = MAX_DURATION_DAYS * DAY,
                       .problem = DURATION_PROBLEM("1s", XSTR(MAX_DURATION_DAYS) "d"),
                       .commands = FOR_TOKEN},
+    [OPT_OUT] = {.kind = KIND_STRING, .commands = FOR_EXPORT},
     [OPT_NO_CORS] = {.kind = KIND_BOOL, .commands = FOR_SERVING},
     [OPT_NO_CACHE] = {.kind = KIND_BOOL, .commands = FOR_VERIFY},
     [OPT_OUTPUT] = {.kind = KIND_STRING, .commands = CMD(CONFIG_CMD_KEYS)},
@@ -369,7 +376,7 @@ static const struct opt_spec {
 /* The command names, for argv[1] and for messages. */
 static const char *const command_names[] = {
     [CONFIG_CMD_SERVE] = "serve",   [CONFIG_CMD_DEV] = "dev",     [CONFIG_CMD_KEYS] = "keys",
-    [CONFIG_CMD_VERIFY] = "verify", [CONFIG_CMD_TOKEN] = "token",
+    [CONFIG_CMD_VERIFY] = "verify", [CONFIG_CMD_TOKEN] = "token", [CONFIG_CMD_EXPORT] = "export",
 };
 
 /* The values of one option gathered from the config file and the command
@@ -925,7 +932,8 @@ static int parse_command(struct parser *p, int argc, char **argv, int *first)
             return 0;
         }
     }
-    return fail(p, "unknown command %s (commands: serve, dev, keys, verify, token)", quote(argv[1], strlen(argv[1])).s);
+    return fail(p, "unknown command %s (commands: serve, dev, keys, verify, token, export)",
+                quote(argv[1], strlen(argv[1])).s);
 }
 
 /* Reports a flag nobody knows, by its name without any "=value". */
@@ -1392,15 +1400,18 @@ static int check_output(struct parser *p)
 
 /* The options a command cannot do without, in the order they are asked
  * for. Only `keys`, which publishes nothing, may lack an issuer; dev
- * generates its own keys; verify's keys and issuer are check_verify's. */
+ * generates its own keys; verify's keys and issuer are check_verify's;
+ * export must be told where to write. */
 static const struct requirement {
     unsigned commands;
     enum opt id;
     const char *message;
 } requirements[] = {
-    {CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_DEV), OPT_ISSUER, "--service-account-issuer is required (at least one)"},
-    {CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_KEYS), OPT_KEY_FILE,
+    {CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_DEV) | FOR_EXPORT, OPT_ISSUER,
+     "--service-account-issuer is required (at least one)"},
+    {CMD(CONFIG_CMD_SERVE) | CMD(CONFIG_CMD_KEYS) | FOR_EXPORT, OPT_KEY_FILE,
      "--service-account-key-file is required (at least one)"},
+    {FOR_EXPORT, OPT_OUT, "--out is required (the directory to write the documents into)"},
     {FOR_VERIFY, OPT_TOKEN_FILE, "--token-file is required (a path, or - for standard input)"},
     {FOR_TOKEN, OPT_SIGNING_KEY_FILE, "--signing-key-file is required (the private key that signs the token)"},
     {FOR_TOKEN, OPT_MINT_ISSUER, "--issuer is required"},
@@ -1540,10 +1551,12 @@ static int check_token(struct parser *p)
     return 0;
 }
 
-/* The rules between options, which differ by command. */
+/* The rules between options, which differ by command. export takes the
+ * serving rules too: it opens no listener, so only the retention rule can
+ * apply to it. */
 static int check_rules(struct parser *p)
 {
-    if (CMD(p->cmd) & FOR_SERVING)
+    if (CMD(p->cmd) & FOR_DOCUMENTS)
         return check_serving(p);
     return p->cmd == CONFIG_CMD_VERIFY ? check_verify(p) : check_token(p);
 }
@@ -1675,6 +1688,7 @@ static const struct field string_fields[] = {
     FIELD(OPT_LOG_LEVEL, log_level),
     FIELD(OPT_LOG_FORMAT, log_format),
     FIELD(OPT_ACCESS_LOG, access_log),
+    FIELD(OPT_OUT, export_dir),
 };
 
 static const struct field list_fields[] = {
@@ -1742,7 +1756,7 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
 const char *config_usage(enum config_command cmd)
 {
     (void)cmd; /* one text covers every command: most flags are shared, and each section says whose it is */
-    return "Usage: oidc-discovery [serve|dev|keys|verify|token] [flags]\n"
+    return "Usage: oidc-discovery [serve|dev|keys|verify|token|export] [flags]\n"
            "\n"
            "Commands:\n"
            "  serve                           Serve the discovery document and JWKS (the default)\n"
@@ -1751,6 +1765,8 @@ const char *config_usage(enum config_command cmd)
            "                                  first seen, retained until); needs no issuer\n"
            "  verify                          Verify one token and print a TokenReview-style result\n"
            "  token                           Mint a Kubernetes-shaped service-account token, for tests and demos\n"
+           "  export                          Write the documents serve would serve into --out DIR, for a bucket,\n"
+           "                                  and print the headers to upload each with\n"
            "\n"
            "Flags:\n"
            "  --service-account-issuer URL    Issuer to publish, https; repeatable, the first is published (required)\n"
@@ -1785,7 +1801,7 @@ const char *config_usage(enum config_command cmd)
            "  --token-review-listen HOST:PORT Listen address of the TokenReview API, never a --listen address;\n"
            "                                  repeatable (default none; only with --enable-token-review)\n"
            "\n"
-           "Production serving (serve and dev; --log-level and --log-format also verify and keys):\n"
+           "Production serving (serve and dev; --log-level and --log-format also verify, keys and export):\n"
            "  --tls-listen HOST:PORT          HTTPS listen address; repeatable (default none; needs --tls-cert-file\n"
            "                                  and --tls-private-key-file)\n"
            "  --tls-cert-file PATH            PEM certificate chain for --tls-listen (default none)\n"
@@ -1830,6 +1846,12 @@ const char *config_usage(enum config_command cmd)
            "  --node-name NAME                Bind the token to this node; with --node-uid (default none)\n"
            "  --node-uid UID                  UID of that node; with --node-name (default none)\n"
            "  --duration DURATION             Lifetime, 1s to 365d (default 1h)\n"
+           "\n"
+           "export (also takes serve's --service-account-* flags, --max-age, --jwks-content-type,\n"
+           "--allow-insecure-issuer, --key-retention, --state-dir (read, never written), --log-level, --log-format\n"
+           "and --config; its own flag is not a config-file key):\n"
+           "  --out DIR                       Directory to write .well-known/openid-configuration and\n"
+           "                                  openid/v1/jwks into, created when missing (required)\n"
            "\n"
            "Other commands:\n"
            "  -h, --help                      Print this help and exit\n"

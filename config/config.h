@@ -49,7 +49,8 @@ struct config {
     char *state_dir;                   /* --state-dir, NULL when unset */
     char *signing_key_file;            /* --signing-key-file, NULL when unset */
 
-    int output_json; /* keys --output json (default table) */
+    int output_json;  /* keys --output json (default table) */
+    char *export_dir; /* export --out DIR (required there, valid nowhere else) */
 
     /* Token verification (serve's TokenReview endpoint and `verify`). */
     struct config_strlist api_audiences; /* --api-audiences (comma list); empty = the issuers */
@@ -104,6 +105,7 @@ enum config_command {
     CONFIG_CMD_KEYS,    /* "keys": print the key set that would be published */
     CONFIG_CMD_VERIFY,  /* "verify": verify one token, print a TokenReview-style result */
     CONFIG_CMD_TOKEN,   /* "token": mint a kube-shaped token for tests and demos */
+    CONFIG_CMD_EXPORT,  /* "export": write both documents into a directory, for static hosting */
     CONFIG_CMD_HELP,    /* --help was asked for: print config_usage() */
     CONFIG_CMD_VERSION, /* --version */
 };

@@ -8,9 +8,7 @@
 #include "keys/history.h"
 #include "keys/jsonw.h"
 #include "keys/keyset.h"
-#include "log.h"
-
-#define KEYS_STATE_FILE "keys.json"
+#include "publish.h"
 
 /* What is printed for one key of the set. */
 struct keys_row {
@@ -89,55 +87,50 @@ static int keys_print_json(const struct keys_row *rows, size_t n)
     return 0;
 }
 
-static void keys_log_warning(void *ctx, const char *msg)
+/* Copies the kids the history holds before this run: a key that is not
+ * among them is one serve has not published yet. */
+static char *keys_kids_before(const struct history *h)
 {
-    (void)ctx;
-    log_msg(LOG_WARN, "%s", msg);
+    char *kids = calloc(h->count + 1, KEY_KID_LEN + 1);
+
+    for (size_t i = 0; kids != NULL && i < h->count; i++)
+        memcpy(kids + i * (KEY_KID_LEN + 1), h->entries[i].kid, KEY_KID_LEN + 1);
+    return kids;
 }
 
-/* Loads the history serve would start from: the state file, or nothing. */
-static struct history *keys_load_history(const struct config *cfg, char *err, size_t errlen)
+/* Whether kid is among the n kids keys_kids_before copied. */
+static int keys_was_known(const char *kids, size_t n, const char *kid)
 {
-    char path[4096];
-    struct history *h = NULL;
-
-    if (cfg->state_dir == NULL) {
-        if ((h = calloc(1, sizeof(*h))) == NULL)
-            snprintf(err, errlen, "out of memory");
-        return h;
-    }
-    snprintf(path, sizeof(path), "%s/%s", cfg->state_dir, KEYS_STATE_FILE);
-    history_load(path, &h, err, errlen);
-    return h;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(kids + i * (KEY_KID_LEN + 1), kid) == 0)
+            return 1;
+    return 0;
 }
 
 int keys_command(const struct config *cfg)
 {
     char err[1024] = "";
-    struct history *h = keys_load_history(cfg, err, sizeof(err));
-    struct keyset *ks =
-        h ? keyset_load(cfg->key_files.items, cfg->key_files.count, keys_log_warning, NULL, err, sizeof(err)) : NULL;
-    unsigned char *known = ks ? calloc(ks->count + 1, 1) : NULL;
+    struct history *h = publish_history_load(cfg, err, sizeof(err));
+    size_t nbefore = h ? h->count : 0;
+    char *before = h ? keys_kids_before(h) : NULL;
+    struct keyset *ks = NULL;
     struct keys_row *rows = NULL;
-    size_t inputs = ks ? ks->count : 0;
     int rc = 2;
 
-    for (size_t i = 0; known != NULL && i < inputs; i++)
-        known[i] = history_find(h, ks->keys[i].kid) != NULL;
-    if (known == NULL || history_apply(h, ks, cfg->key_retention, time(NULL), NULL, NULL, err, sizeof(err)) < 0 ||
+    if (before == NULL || publish_keyset(cfg, h, time(NULL), NULL, NULL, &ks, err, sizeof(err)) < 0 ||
         (rows = calloc(ks->count, sizeof(*rows))) == NULL) {
         fprintf(stderr, "oidc-discovery keys: %s\n", err[0] ? err : "out of memory");
         goto out;
     }
     for (size_t i = 0; i < ks->count; i++)
-        keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid), i >= inputs || known[i],
-                      cfg->key_retention);
+        keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid),
+                      keys_was_known(before, nbefore, ks->keys[i].kid), cfg->key_retention);
     if (!cfg->output_json)
         keys_print_table(rows, ks->count);
     rc = cfg->output_json && keys_print_json(rows, ks->count) != 0 ? 2 : 0;
 out:
     free(rows);
-    free(known);
+    free(before);
     keyset_free(ks);
     history_free(h);
     return rc;

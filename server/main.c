@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "keys/devkeys.h"
 #include "accesslog.h"
+#include "export_command.h"
 #include "keys_command.h"
 #include "log.h"
 #include "reload.h"
@@ -77,10 +78,11 @@ int main(int argc, char **argv)
         return 0;
     }
     main_init_log(&cfg);
-    if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN) {
+    if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN || cmd == CONFIG_CMD_EXPORT) {
         rc = cmd == CONFIG_CMD_KEYS     ? keys_command(&cfg)
              : cmd == CONFIG_CMD_VERIFY ? verify_command(&cfg)
-                                        : token_command(&cfg);
+             : cmd == CONFIG_CMD_TOKEN  ? token_command(&cfg)
+                                        : export_command(&cfg);
         goto out;
     }
     log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);

@@ -16,14 +16,13 @@
 #include "health.h"
 #include "log.h"
 #include "metrics.h"
+#include "publish.h"
 #include "tls.h"
 #include "watch.h"
 
 /* Writers produce bursts of events (create, write, rename); waiting this
  * long after the last one reads the files once, after the burst. */
 #define RELOAD_DEBOUNCE_MS 25
-
-#define RELOAD_STATE_FILE "keys.json"
 
 enum signing_state { SIGNING_UNKNOWN, SIGNING_UNREADABLE, SIGNING_UNPUBLISHED, SIGNING_YOUNG, SIGNING_MATURE };
 
@@ -52,12 +51,6 @@ static int64_t reload_now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void reload_log_warning(void *ctx, const char *msg)
-{
-    (void)ctx;
-    log_msg(LOG_WARN, "%s", msg);
 }
 
 static void reload_log_event(void *ctx, enum history_event ev, const struct history_entry *e, time_t until)
@@ -181,17 +174,9 @@ static void reload_check_signing_key(struct reload *r, time_t now)
 static struct snapshot *reload_build(struct reload *r, time_t now)
 {
     const struct config *cfg = r->cfg;
-    struct snapshot_params params = {
-        .issuer = cfg->issuers.count ? cfg->issuers.items[0] : "",
-        .jwks_uri = cfg->jwks_uri ? cfg->jwks_uri : "",
-        .jwks_content_type = cfg->jwks_content_type,
-        .max_age = cfg->max_age,
-    };
     char err[1024];
-    struct keyset *ks =
-        keyset_load(cfg->key_files.items, cfg->key_files.count, reload_log_warning, NULL, err, sizeof(err));
-    int changed =
-        ks ? history_apply(r->history, ks, cfg->key_retention, now, reload_log_event, NULL, err, sizeof(err)) : -1;
+    struct keyset *ks;
+    int changed = publish_keyset(cfg, r->history, now, reload_log_event, NULL, &ks, err, sizeof(err));
 
     health_reload_result(METRICS_SOURCE_KEYS, changed >= 0, now);
     if (changed < 0) {
@@ -199,7 +184,6 @@ static struct snapshot *reload_build(struct reload *r, time_t now)
         atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_KEYS], 1);
         log_msg(LOG_ERROR, "key reload failed (%lu so far)%s: %s", r->failures,
                 r->current ? ", keeping the published set" : "", err);
-        keyset_free(ks);
         return NULL;
     }
     atomic_store(&metrics_process.last_reload_success, (long long)now);
@@ -211,7 +195,7 @@ static struct snapshot *reload_build(struct reload *r, time_t now)
             log_msg(LOG_ERROR, "cannot persist key retention state: %s", err);
         }
     }
-    return snapshot_build(&params, ks, now);
+    return publish_snapshot(cfg, ks, now);
 }
 
 /* Rebuilds the TLS context when the certificate or key files changed and
@@ -310,7 +294,7 @@ struct reload *reload_create(const struct config *cfg)
         return NULL;
     }
     if (cfg->state_dir != NULL) {
-        snprintf(r->state_path, sizeof(r->state_path), "%s/%s", cfg->state_dir, RELOAD_STATE_FILE);
+        publish_state_path(cfg, r->state_path, sizeof(r->state_path));
         if (mkdir(cfg->state_dir, 0700) != 0 && errno != EEXIST)
             log_msg(LOG_ERROR, "--state-dir %s: cannot create: %s", cfg->state_dir, strerror(errno));
         if (!reload_state_dir_ok(cfg)) {

@@ -160,6 +160,9 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
     static struct server_site docs, review, admin;
     struct worker_env env = {
         .tls = reload_tls(reload), .accesslog = accesslog, .max_connections = cfg->max_connections};
+    /* Probes and scrapes must get through when clients fill the public
+     * side: the admin listener is outside --max-connections. */
+    struct worker_env admin_env = {.max_connections = 0};
     size_t nworkers = 0;
     struct worker **workers = calloc((size_t)cfg->threads * 2 + 1, sizeof(*workers));
     sigset_t signals;
@@ -188,7 +191,7 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
         (!cfg->enable_token_review ||
          server_start_site(&review, reload_current(reload), &env, workers, &nworkers) == 0) &&
         (cfg->admin_listen_count == 0 ||
-         server_start_site(&admin, reload_current(reload), &env, workers, &nworkers) == 0)) {
+         server_start_site(&admin, reload_current(reload), &admin_env, workers, &nworkers) == 0)) {
         server_grace(cfg, reload_run(reload, workers, nworkers, &signals));
         rc = 0;
     }

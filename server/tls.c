@@ -1,7 +1,6 @@
 #include "tls.h"
 
 #include <h2o.h>
-#include <h2o/http2.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -13,6 +12,10 @@
 #define TLS_CIPHERS_12                                                                                                 \
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"                         \
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+
+/* ALPN in order of preference. h2o's own list names only the HTTP/2
+ * variants, which leaves HTTP/1.1-only clients without a protocol. */
+static const h2o_iovec_t tls_alpn_protocols[] = {{H2O_STRLIT("h2")}, {H2O_STRLIT("http/1.1")}, {NULL, 0}};
 
 /* The first OpenSSL error as text, for messages. */
 static const char *tls_openssl_error(void)
@@ -60,7 +63,7 @@ SSL_CTX *tls_context_new(const char *cert_file, const char *key_file, time_t *no
                  key_file, cert_file);
         goto fail;
     }
-    h2o_ssl_register_alpn_protocols(ctx, h2o_http2_alpn_protocols);
+    h2o_ssl_register_alpn_protocols(ctx, tls_alpn_protocols);
     *not_after = tls_not_after(ctx);
     ERR_clear_error();
     return ctx;

@@ -184,7 +184,8 @@ static void worker_on_conn_close(void *data)
 {
     struct worker_conn *conn = data;
 
-    atomic_fetch_sub(&metrics_process.connections, 1);
+    if (conn->worker->env.max_connections != 0)
+        atomic_fetch_sub(&metrics_process.connections, 1);
     h2o_linklist_unlink(&conn->link);
     free(conn);
 }
@@ -194,6 +195,8 @@ static void worker_on_conn_close(void *data)
  * server's memory bounded. */
 static int worker_admit(struct worker *w)
 {
+    if (w->env.max_connections == 0)
+        return 1;
     if (atomic_fetch_add(&metrics_process.connections, 1) < w->env.max_connections)
         return 1;
     atomic_fetch_sub(&metrics_process.connections, 1);

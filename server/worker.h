@@ -25,7 +25,7 @@ struct worker_fd {
 struct worker_env {
     SSL_CTX *tls;                  /* certificate for TLS listeners, or NULL (a reference is taken) */
     struct accesslog *accesslog;   /* or NULL */
-    unsigned long max_connections; /* over all threads */
+    unsigned long max_connections; /* over all threads; 0: neither limited nor counted (admin) */
 };
 
 /* Creates a worker that will accept on the listening sockets fds (it owns

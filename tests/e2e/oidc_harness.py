@@ -1138,13 +1138,21 @@ def wait_accepting(port, host="127.0.0.1", timeout=START_TIMEOUT):
             time.sleep(0.05)
 
 
-def admin_get(port, path, host="127.0.0.1"):
-    """GET on the admin listener: (status, headers, body)."""
-    c = http.client.HTTPConnection(host, port, timeout=SOCK_TIMEOUT)
-    try:
-        return do_request(c, "GET", path)
-    finally:
-        c.close()
+def admin_get(port, path, host="127.0.0.1", timeout=START_TIMEOUT):
+    """GET on the admin listener: (status, headers, body). Server.start
+    waits for the public port only, so a refused connection is retried
+    until timeout (the admin listener may come up a moment later)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = http.client.HTTPConnection(host, port, timeout=SOCK_TIMEOUT)
+        try:
+            return do_request(c, "GET", path)
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+        finally:
+            c.close()
+        time.sleep(0.05)
 
 
 def scrape_metrics(port):
@@ -1192,3 +1200,23 @@ class TLSServerTestCase(ServerTestCase):
         if not wait_accepting(tls_port):
             raise AssertionError("TLS port %d not accepting; stderr:\n%s" % (tls_port, srv.stderr()))
         return srv
+
+
+SANITIZER_ERROR = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: |WARNING: ThreadSanitizer")
+
+
+class SanitizerCheck:
+    """Mixin for a ServerTestCase (list it first): at teardown, fails the
+    test when a server it started printed an AddressSanitizer,
+    LeakSanitizer or UBSan report (the -DOIDC_SANITIZE=ON build)."""
+
+    def tearDown(self):
+        for s in getattr(self, "_servers", []):
+            if s.proc is not None and s.proc.poll() is None:
+                s.stop()  # SIGTERM, so that LeakSanitizer runs at exit
+        reports = [(s.argv, s.stderr()) for s in getattr(self, "_servers", [])
+                   if SANITIZER_ERROR.search(s.stderr())]
+        super().tearDown()
+        if reports:
+            argv, err = reports[0]
+            self.fail("sanitizer report from %r:\n%s" % (argv, err[-6000:]))

@@ -391,8 +391,11 @@ Test(config, usage_lists_commands_and_flags)
 {
     const char *u = config_usage(CONFIG_CMD_HELP);
 
-    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev|keys|verify|token] [flags]\n", 60), 0);
+    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev|keys|verify|token|export] [flags]\n", 67), 0);
     cr_assert_not_null(strstr(u, "\n  dev "));
+    cr_assert_not_null(strstr(u, "\n  export "));
+    cr_assert_not_null(strstr(u, "\nexport ("));
+    cr_assert_not_null(strstr(u, "\n  --out DIR "));
     cr_assert_not_null(strstr(u, "\n  keys                            Print the key set that would be published (kid, "
                                  "alg, size, source,\n                                  first seen, retained until)"));
     cr_assert_not_null(strstr(u, "\nKey rotation (DURATION: 90s, 15m, 24h, 7d or plain seconds):\n  --key-"));
@@ -461,6 +464,7 @@ Test(config, usage_lists_commands_and_flags)
     cr_assert_str_eq(config_usage(CONFIG_CMD_DEV), u);
     cr_assert_str_eq(config_usage(CONFIG_CMD_VERIFY), u);
     cr_assert_str_eq(config_usage(CONFIG_CMD_TOKEN), u);
+    cr_assert_str_eq(config_usage(CONFIG_CMD_EXPORT), u);
     for (const char *line = u; *line; line += strcspn(line, "\n") + 1)
         cr_assert_leq(strcspn(line, "\n"), 110, "usage line too long: %.*s", (int)strcspn(line, "\n"), line);
 }
@@ -469,11 +473,11 @@ Test(config, usage_lists_commands_and_flags)
 
 Test(config, unknown_command)
 {
-    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token)", "x", NULL);
-    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token)", "servee", "--help", NULL);
-    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token)", "key", NULL);
-    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token)", "tokens", NULL);
-    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token)", "Verify", NULL);
+    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export)", "x", NULL);
+    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export)", "servee", "--help", NULL);
+    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export)", "key", NULL);
+    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export)", "tokens", NULL);
+    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export)", "Verify", NULL);
 }
 
 Test(config, unknown_flags)
@@ -2526,4 +2530,131 @@ Test(config, usage_lists_production_serving)
 
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert_not_null(strstr(u, want[i]), "usage lacks %s", want[i]);
+}
+
+/* ---- export ---- */
+
+#define EXPORT_ARGS     "export", SERVE_ARGS, "--out", "/o"
+#define NOT_FOR_EXPORT  " is not valid for the export command"
+#define ONLY_FOR_EXPORT " is only valid for the export command"
+#define OUT_REQUIRED    "--out is required (the directory to write the documents into)"
+
+/* Flags of serve, dev and keys that export does not take: none of them
+ * changes the published bytes. */
+static const struct flag_case not_export_flags[] = {
+    {"--listen", "127.0.0.1:1"},
+    {"--threads", "2"},
+    {"--cors", NULL},
+    {"--no-cors", NULL},
+    {"--key-reload-interval", "1s"},
+    {"--signing-key-file", "/k.key"},
+    {"--api-audiences", "a"},
+    {"--token-leeway", "1s"},
+    {"--max-token-size", "1024"},
+    {"--accept-legacy-tokens", NULL},
+    {"--enable-token-review", NULL},
+    {"--token-review-listen", "127.0.0.1:2"},
+    {"--output", "json"},
+};
+
+Test(config, export_defaults)
+{
+    ok(EXPORT_ARGS, NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_EXPORT);
+    cr_assert_str_eq(cfg.export_dir, "/o");
+    list_is(&cfg.issuers, 1, "https://a.example");
+    list_is(&cfg.key_files, 1, "/k.pub");
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_assert_eq(cfg.max_age, 3600);
+    cr_assert_str_eq(cfg.jwks_content_type, "application/jwk-set+json");
+    cr_assert_eq(cfg.key_retention, 0);
+    cr_assert_null(cfg.state_dir);
+    cr_assert_eq(cfg.allow_insecure_issuer, 0);
+}
+
+Test(config, export_takes_document_flags)
+{
+    ok("export", "--service-account-issuer", "http://a.example/x/", "--service-account-issuer", "https://b.example",
+       "--service-account-key-file", "/k1", "--service-account-key-file", "/k2", "--service-account-jwks-uri",
+       "http://cdn.example/jwks", "--max-age", "600", "--jwks-content-type", "application/json",
+       "--allow-insecure-issuer", "--key-retention", "24h", "--state-dir", "/s", "--log-level", "debug", "--log-format",
+       "json", "--out=/o/", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_EXPORT);
+    list_is(&cfg.issuers, 2, "http://a.example/x/", "https://b.example");
+    list_is(&cfg.key_files, 2, "/k1", "/k2");
+    cr_assert_str_eq(cfg.jwks_uri, "http://cdn.example/jwks");
+    cr_assert_eq(cfg.max_age, 600);
+    cr_assert_str_eq(cfg.jwks_content_type, "application/json");
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+    cr_assert_eq(cfg.key_retention, 86400);
+    cr_assert_str_eq(cfg.state_dir, "/s");
+    cr_assert_str_eq(cfg.log_level, "debug");
+    cr_assert_str_eq(cfg.log_format, "json");
+    cr_assert_str_eq(cfg.export_dir, "/o/");
+}
+
+Test(config, export_required)
+{
+    fails(OUT_REQUIRED, "export", SERVE_ARGS, NULL);
+    fails("--service-account-issuer is required (at least one)", "export", "--service-account-key-file", "/k", "--out",
+          "/o", NULL);
+    fails("--service-account-key-file is required (at least one)", "export", "--service-account-issuer",
+          "https://a.example", "--out", "/o", NULL);
+    fails("--service-account-issuer is required (at least one)", "export", NULL);
+}
+
+Test(config, export_value_errors)
+{
+    fails("--out \"\": must not be empty", EXPORT_ARGS, "--out", "", NULL);
+    fails("--out: missing value", "export", SERVE_ARGS, "--out", NULL);
+    fails("--max-age \"-1\": must be an integer between 0 and 31536000", EXPORT_ARGS, "--max-age", "-1", NULL);
+    fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits "
+          "http for development only)",
+          "export", "--service-account-issuer", "http://a.example", "--service-account-key-file", "/k", "--out", "/o",
+          NULL);
+    fails("--key-retention needs --state-dir, so that retained keys survive a restart", EXPORT_ARGS, "--key-retention",
+          "1d", NULL);
+}
+
+Test(config, export_refuses_listener_flags)
+{
+    EACH_FLAG_FAILS(not_export_flags, NOT_FOR_EXPORT, EXPORT_ARGS);
+    EACH_FLAG_FAILS(production_flags, NOT_FOR_EXPORT, EXPORT_ARGS);
+    EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, EXPORT_ARGS);
+    EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, EXPORT_ARGS);
+}
+
+Test(config, out_only_for_export)
+{
+    flag_fails("--out" ONLY_FOR_EXPORT, "--out", "/o");
+    fails("--out" ONLY_FOR_EXPORT, "dev", "--out", "/o", NULL);
+    fails("--out" ONLY_FOR_EXPORT, "keys", "--service-account-key-file", "/k", "--out", "/o", NULL);
+    fails("--out" ONLY_FOR_EXPORT, VERIFY_ARGS, "--out", "/o", NULL);
+    fails("--out" ONLY_FOR_EXPORT, TOKEN_ARGS, "--out", "/o", NULL);
+}
+
+Test(config, export_reads_serves_config_file)
+{
+    /* one file for serve and export: the listener keys are serve's to read */
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": [\"/k1\"], "
+               "\"listen\": \"0.0.0.0:8080\", \"max-age\": 60, \"jwks-content-type\": \"application/json\", "
+               "\"key-retention\": \"2d\", \"state-dir\": \"/s\"}");
+    ok("export", "--config", path, "--out", "/o", "--max-age", "120", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_EXPORT);
+    list_is(&cfg.key_files, 1, "/k1");
+    cr_assert_eq(cfg.max_age, 120, "flags override the file");
+    cr_assert_str_eq(cfg.jwks_content_type, "application/json");
+    cr_assert_eq(cfg.key_retention, 172800);
+    cr_assert_str_eq(cfg.state_dir, "/s");
+    cr_assert_str_eq(cfg.export_dir, "/o");
+    file_fails("{\"out\": \"/o\"}", "unknown key \"out\"");
+}
+
+Test(config, export_help_and_version)
+{
+    ok("export", "--help", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    ok("export", "--listen", "x", "--version", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_VERSION);
+    cr_assert_null(cfg.export_dir, "defaults only");
 }

@@ -1,0 +1,30 @@
+# oidc-discovery as a container: built on Debian 12, run on debian:12-slim
+# with only the runtime libraries, as an unprivileged user.
+#
+#   docker build -t oidc-discovery .
+#   docker run --rm -p 8080:8080 -v /etc/kubernetes/pki/sa.pub:/keys/sa.pub:ro \
+#     oidc-discovery serve --service-account-issuer https://oidc.example.com \
+#     --service-account-key-file /keys/sa.pub --listen 0.0.0.0:8080 --admin-listen 0.0.0.0:9090
+
+FROM debian:12 AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+        build-essential cmake pkg-config libh2o-dev libh2o-evloop-dev libssl-dev libyajl-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DOIDC_TESTS=OFF \
+    && cmake --build /build -j"$(nproc)" \
+    && cmake --install /build --prefix /usr/local --strip
+
+FROM debian:12-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libh2o-evloop0.13 libssl3 libyajl2 ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --gid 65532 oidc \
+    && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin oidc
+COPY --from=build /usr/local/bin/oidc-discovery /usr/local/bin/oidc-discovery
+USER 65532:65532
+EXPOSE 8080 9090
+ENTRYPOINT ["/usr/local/bin/oidc-discovery"]
+CMD ["--help"]

@@ -1,0 +1,286 @@
+{{/*
+Names and labels.
+*/}}
+{{- define "oidc-discovery.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "oidc-discovery.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "oidc-discovery.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "oidc-discovery.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "oidc-discovery.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "oidc-discovery.labels" -}}
+helm.sh/chart: {{ include "oidc-discovery.chart" . }}
+{{ include "oidc-discovery.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "oidc-discovery.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "oidc-discovery.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "oidc-discovery.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" in control-plane mode (a DaemonSet reading the host's key file).
+*/}}
+{{- define "oidc-discovery.controlPlane" -}}
+{{- if .Values.keys.controlPlane.enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+Checks the schema cannot express, or repeats it with a clearer message (the
+schema may be skipped with --skip-schema-validation). Renders nothing.
+*/}}
+{{- define "oidc-discovery.validate" -}}
+{{- if not .Values.issuer }}
+{{- fail "issuer is required: set it to kube-apiserver's --service-account-issuer, an https URL (e.g. --set issuer=https://oidc.example.com)" }}
+{{- end }}
+{{- $sources := list }}
+{{- if .Values.keys.existingSecret }}{{ $sources = append $sources "keys.existingSecret" }}{{ end }}
+{{- if .Values.keys.existingConfigMap }}{{ $sources = append $sources "keys.existingConfigMap" }}{{ end }}
+{{- if .Values.keys.controlPlane.enabled }}{{ $sources = append $sources "keys.controlPlane.enabled" }}{{ end }}
+{{- if ne (len $sources) 1 }}
+{{- fail (printf "set exactly one key source: keys.existingSecret, keys.existingConfigMap or keys.controlPlane.enabled (got %s)" (ternary "none" (join ", " $sources) (eq (len $sources) 0))) }}
+{{- end }}
+{{- if and .Values.keys.controlPlane.enabled .Values.autoscaling.enabled }}
+{{- fail "autoscaling.enabled does not apply to keys.controlPlane.enabled (a DaemonSet on the control-plane nodes): disable one of them" }}
+{{- end }}
+{{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The path the documents are served under: pathPrefix, or by default the
+issuer's path without a trailing slash; "/" means none. Empty for none.
+*/}}
+{{- define "oidc-discovery.pathPrefix" -}}
+{{- if eq .Values.pathPrefix "/" }}
+{{- else if .Values.pathPrefix }}
+{{- .Values.pathPrefix }}
+{{- else }}
+{{- trimSuffix "/" (urlParse .Values.issuer).path }}
+{{- end }}
+{{- end }}
+
+{{/*
+The container's arguments, as a YAML list.
+*/}}
+{{- define "oidc-discovery.args" -}}
+{{- $args := list "serve" "--service-account-issuer" .Values.issuer }}
+{{- if .Values.jwksUri }}
+{{- $args = concat $args (list "--service-account-jwks-uri" .Values.jwksUri) }}
+{{- end }}
+{{- if .Values.keys.controlPlane.enabled }}
+{{- $args = concat $args (list "--service-account-key-file" (printf "/keys/%s" (base .Values.keys.controlPlane.hostPath))) }}
+{{- else }}
+{{- $args = concat $args (list "--service-account-key-file" "/keys") }}
+{{- end }}
+{{- $args = concat $args (list "--listen" "0.0.0.0:8080" "--admin-listen" "0.0.0.0:9090") }}
+{{- if .Values.tls.existingSecret }}
+{{- $args = concat $args (list "--tls-listen" "0.0.0.0:8443" "--tls-cert-file" "/tls/tls.crt" "--tls-private-key-file" "/tls/tls.key") }}
+{{- end }}
+{{- if .Values.tokenReview.enabled }}
+{{- $args = concat $args (list "--enable-token-review" "--token-review-listen" "0.0.0.0:8081") }}
+{{- with .Values.tokenReview.apiAudiences }}
+{{- $args = concat $args (list "--api-audiences" (join "," .)) }}
+{{- end }}
+{{- end }}
+{{- $args = concat $args (list "--max-age" (toString (int64 .Values.maxAge))) }}
+{{- $args = concat $args (list "--state-dir" "/state") }}
+{{- if ne (toString .Values.keyRetention) "0" }}
+{{- $args = concat $args (list "--key-retention" (toString .Values.keyRetention)) }}
+{{- end }}
+{{- with include "oidc-discovery.pathPrefix" . }}
+{{- $args = concat $args (list "--path-prefix" .) }}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.threads) }}
+{{- $args = concat $args (list "--threads" (toString (int64 .Values.threads))) }}
+{{- end }}
+{{- $args = concat $args (list "--log-level" .Values.logLevel "--log-format" .Values.logFormat) }}
+{{- $args = concat $args .Values.extraArgs }}
+{{- toYaml $args }}
+{{- end }}
+
+{{/*
+The pod template shared by the Deployment and the DaemonSet.
+*/}}
+{{- define "oidc-discovery.podTemplate" -}}
+{{- $cp := .Values.keys.controlPlane.enabled -}}
+metadata:
+  labels:
+    {{- include "oidc-discovery.selectorLabels" . | nindent 4 }}
+    {{- with .Values.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with .Values.podAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  serviceAccountName: {{ include "oidc-discovery.serviceAccountName" . }}
+  automountServiceAccountToken: false
+  enableServiceLinks: false
+  terminationGracePeriodSeconds: {{ int64 .Values.terminationGracePeriodSeconds }}
+  {{- with .Values.priorityClassName }}
+  priorityClassName: {{ . }}
+  {{- end }}
+  {{- with .Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- $podSC := deepCopy .Values.podSecurityContext }}
+  {{- if and $cp .Values.keys.controlPlane.runAsRoot }}
+  {{- $_ := set $podSC "runAsNonRoot" false }}
+  {{- $_ := set $podSC "runAsUser" 0 }}
+  {{- $_ := set $podSC "runAsGroup" 0 }}
+  {{- $_ := set $podSC "fsGroup" 0 }}
+  {{- end }}
+  securityContext:
+    {{- toYaml $podSC | nindent 4 }}
+  containers:
+    - name: oidc-discovery
+      image: {{ include "oidc-discovery.image" . | quote }}
+      imagePullPolicy: {{ .Values.image.pullPolicy }}
+      args:
+        {{- include "oidc-discovery.args" . | nindent 8 }}
+      ports:
+        - name: http
+          containerPort: 8080
+          protocol: TCP
+        {{- if .Values.tls.existingSecret }}
+        - name: https
+          containerPort: 8443
+          protocol: TCP
+        {{- end }}
+        {{- if .Values.tokenReview.enabled }}
+        - name: tokenreview
+          containerPort: 8081
+          protocol: TCP
+        {{- end }}
+        - name: admin
+          containerPort: 9090
+          protocol: TCP
+      {{- with .Values.livenessProbe }}
+      livenessProbe:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with .Values.readinessProbe }}
+      readinessProbe:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with .Values.resources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml .Values.securityContext | nindent 8 }}
+      volumeMounts:
+        {{- if $cp }}
+        - name: keys
+          mountPath: {{ printf "/keys/%s" (base .Values.keys.controlPlane.hostPath) }}
+          readOnly: true
+        {{- else }}
+        - name: keys
+          mountPath: /keys
+          readOnly: true
+        {{- end }}
+        {{- if .Values.tls.existingSecret }}
+        - name: tls
+          mountPath: /tls
+          readOnly: true
+        {{- end }}
+        - name: state
+          mountPath: /state
+  volumes:
+    - name: keys
+      {{- if $cp }}
+      hostPath:
+        path: {{ .Values.keys.controlPlane.hostPath }}
+        type: File
+      {{- else if .Values.keys.existingSecret }}
+      secret:
+        secretName: {{ .Values.keys.existingSecret }}
+        defaultMode: 0444
+      {{- else }}
+      configMap:
+        name: {{ .Values.keys.existingConfigMap }}
+        defaultMode: 0444
+      {{- end }}
+    {{- if .Values.tls.existingSecret }}
+    - name: tls
+      secret:
+        secretName: {{ .Values.tls.existingSecret }}
+        defaultMode: 0440
+    {{- end }}
+    - name: state
+      emptyDir:
+        {{- if .Values.state.sizeLimit }}
+        sizeLimit: {{ .Values.state.sizeLimit }}
+        {{- else }} {}
+        {{- end }}
+  {{- $nodeSelector := .Values.nodeSelector }}
+  {{- if $cp }}
+  {{- $nodeSelector = merge (deepCopy .Values.nodeSelector) .Values.keys.controlPlane.nodeSelector }}
+  {{- end }}
+  {{- with $nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- $tolerations := .Values.tolerations }}
+  {{- if $cp }}
+  {{- $tolerations = concat .Values.keys.controlPlane.tolerations .Values.tolerations }}
+  {{- end }}
+  {{- with $tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if not $cp }}
+  topologySpreadConstraints:
+    {{- if .Values.topologySpreadConstraints }}
+    {{- toYaml .Values.topologySpreadConstraints | nindent 4 }}
+    {{- else }}
+    - maxSkew: 1
+      topologyKey: kubernetes.io/hostname
+      whenUnsatisfiable: ScheduleAnyway
+      labelSelector:
+        matchLabels:
+          {{- include "oidc-discovery.selectorLabels" . | nindent 10 }}
+    {{- end }}
+  {{- end }}
+{{- end }}

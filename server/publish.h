@@ -1,0 +1,40 @@
+/*
+ * publish: the one way a key set becomes the two published documents, so
+ * that serve, keys and export agree byte for byte. The key files are read,
+ * the retention history adds the keys still retained, and the snapshot is
+ * rendered with the configured issuer, jwks_uri, Content-Type and max-age.
+ *
+ * serve keeps one history for its lifetime and saves it; keys and export
+ * read the state in --state-dir and never write it.
+ */
+#ifndef OIDC_PUBLISH_H
+#define OIDC_PUBLISH_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "keys/history.h"
+#include "keys/keyset.h"
+#include "keys/snapshot.h"
+
+/* Writes the path of the retention state file inside --state-dir. */
+void publish_state_path(const struct config *cfg, char *path, size_t len);
+
+/* The history serve would start from, read only: the state file in
+ * --state-dir (a missing file is an empty history), or an empty history
+ * without --state-dir. NULL with the reason in err. */
+struct history *publish_history_load(const struct config *cfg, char *err, size_t errlen);
+
+/* Reads the key files and applies h's retention at now, reporting changes
+ * to cb (may be NULL). On success *out is the set to publish and the
+ * result is history_apply's: 1 when h needs saving, else 0. On failure
+ * returns -1 with *out NULL and the reason in err. */
+int publish_keyset(const struct config *cfg, struct history *h, time_t now, history_event_cb cb, void *cb_ctx,
+                   struct keyset **out, char *err, size_t errlen);
+
+/* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
+ * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */
+struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now);
+
+#endif

@@ -1,0 +1,226 @@
+"""End-to-end tests of the admin listener (`--admin-listen`): /livez,
+/readyz and /metrics.
+
+/metrics is parsed with prometheus_client's own parser (Debian's
+python3-prometheus-client; the test re-executes under the system python
+when the ctest interpreter lacks it) and its counters must move by exactly
+what the test did. /readyz must turn 503 during the shutdown grace (while
+the public listener still answers) and while key reloads keep failing.
+The admin port serves no documents and the public port no metrics.
+"""
+
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import oidc_harness as H
+
+H.ensure_system_modules("prometheus_client")
+
+ISSUER = "https://issuer.example"
+
+
+def req_key(path, status, method="GET"):
+    return ("oidc_http_requests_total", frozenset({"path": path, "method": method, "status": str(status)}.items()))
+
+
+class AdminBase(H.SanitizerCheck, H.ServerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        problem = H.modules_problem("prometheus_client")
+        if problem:
+            self.fail(problem)
+        self.key = self.keys.ec()
+        self.keyfile = os.path.join(self.tmp, "sa.key")
+        with open(self.keyfile, "wb") as f:
+            f.write(H.read_bytes(self.key.priv))
+
+    def args(self, *extra):
+        return ["--service-account-issuer", ISSUER, "--service-account-key-file", self.keyfile, *extra]
+
+    def metrics(self, srv):
+        try:
+            return H.scrape_metrics(srv.admin_port)
+        except OSError as e:
+            raise AssertionError("scraping 127.0.0.1:%d failed (%s); server %s; stderr:\n%s"
+                                 % (srv.admin_port, e, "exited %r" % srv.proc.poll()
+                                    if srv.proc.poll() is not None else "running", srv.stderr()))
+
+
+class TestEndpoints(AdminBase):
+
+    def test_livez_readyz(self):
+        srv = self.start_server(self.args())
+        st, h, b = H.admin_get(srv.admin_port, "/livez")
+        self.assertEqual(st, 200)
+        st, h, b = H.admin_get(srv.admin_port, "/readyz")
+        self.assertEqual((st, b.strip()), (200, b"ok"))
+        st, h, b = H.admin_get(srv.admin_port, "/metrics")
+        self.assertEqual(st, 200)
+        self.assertTrue(H.one(h, "content-type").startswith("text/plain"), h)
+
+    def test_ports_are_separate(self):
+        srv = self.start_server(self.args())
+        for path in (H.DISCOVERY, H.JWKS):
+            st, h, b = H.admin_get(srv.admin_port, path)
+            self.assertEqual(st, 404, "admin port served %s" % path)
+        st, h, b = srv.get("/metrics")
+        self.assertEqual(st, 404, "public port served /metrics")
+        self.assertNotIn(b"oidc_http_requests_total", b)
+        # and the documents are where they belong
+        self.check_both(srv, ISSUER, [self.key])
+
+    def test_admin_listen_none(self):
+        srv = self.start_server(self.args("--admin-listen", "none"))
+        self.assertIsNone(srv.admin_port)
+        self.check_both(srv, ISSUER, [self.key])
+
+    def test_build_info(self):
+        rc, out, err = H.run_once(["--version"])
+        self.assertEqual(rc, 0, err)
+        version = H.re.search(r"[0-9]+\.[0-9]+\.[0-9]+\S*", out).group(0)
+        srv = self.start_server(self.args())
+        m = self.metrics(srv)
+        self.assertEqual(H.metric(m, "oidc_build_info", version=version), 1, sorted(k for k in m if "build" in k[0]))
+
+
+class TestCounters(AdminBase):
+
+    def test_request_counters_move_exactly(self):
+        srv = self.start_server(self.args())
+        before = self.metrics(srv)
+        n = 7
+        for _ in range(n):
+            st, h, b = srv.get(H.JWKS)
+            self.assertEqual(st, 200)
+        etag = H.one(h, "etag")
+        for _ in range(3):
+            st, h2, b2 = srv.get(H.JWKS, headers={"If-None-Match": etag})
+            self.assertEqual(st, 304)
+        st, _, _ = srv.get(H.DISCOVERY)
+        self.assertEqual(st, 200)
+        after = self.metrics(srv)
+
+        def delta(key):
+            return after.get(key, 0) - before.get(key, 0)
+        self.assertEqual(delta(req_key(H.JWKS, 200)), n)
+        self.assertEqual(delta(req_key(H.DISCOVERY, 200)), 1)
+        self.assertEqual(delta(("oidc_http_not_modified_total", frozenset())), 3)
+        self.assertGreaterEqual(delta(("oidc_http_request_duration_seconds_count", frozenset())), n + 4)
+        self.assertGreater(delta(("oidc_http_request_duration_seconds_sum", frozenset())), 0)
+        self.assertGreaterEqual(delta(("oidc_http_response_bytes_total", frozenset())), n * len(b))
+        # histogram buckets are cumulative and end with +Inf == count
+        buckets = sorted(((float(dict(k[1])["le"]), v) for k, v in after.items()
+                          if k[0] == "oidc_http_request_duration_seconds_bucket"))
+        self.assertTrue(buckets)
+        self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
+        self.assertEqual(buckets[-1], (float("inf"), after[("oidc_http_request_duration_seconds_count", frozenset())]))
+        # scraping does not count as public traffic
+        again = self.metrics(srv)
+        self.assertEqual(again.get(req_key(H.JWKS, 200)), after.get(req_key(H.JWKS, 200)))
+
+    def test_keyset_generation_and_keys_published(self):
+        srv = self.start_server(self.args("--key-reload-interval", "1s"))
+        m = self.metrics(srv)
+        gen = H.metric(m, "oidc_keyset_generation")
+        self.assertIsNotNone(gen)
+        self.assertEqual(H.metric(m, "oidc_keys_published"), 1)
+        k2, k3 = self.keys.ec(), self.keys.rsa()
+        H.atomic_write(self.keyfile, H.read_bytes(k2.priv) + H.read_bytes(k3.priv))
+        want = sorted([k2.kid, k3.kid])
+        self.assertTrue(H.wait_until(lambda: sorted(H.jwks_kids(srv.get(H.JWKS)[2])) == want, 3.0),
+                        srv.stderr())
+        m = self.metrics(srv)
+        self.assertGreater(H.metric(m, "oidc_keyset_generation"), gen)
+        self.assertEqual(H.metric(m, "oidc_keys_published"), 2)
+        self.assertGreater(H.metric(m, "oidc_last_reload_success_timestamp_seconds"), time.time() - 60)
+
+    def test_reload_failures_and_readyz(self):
+        srv = self.start_server(self.args("--key-reload-interval", "1s"))
+        m = self.metrics(srv)
+        fail0 = H.metric(m, "oidc_reload_failures_total", source="keys")
+        self.assertEqual(fail0, 0)
+        H.atomic_write(self.keyfile, b"garbage, not a PEM file\n")
+        self.assertTrue(H.wait_until(
+            lambda: H.metric(self.metrics(srv), "oidc_reload_failures_total", source="keys") > fail0, 3.0),
+            srv.stderr())
+        # the old key set stays published
+        st, h, b = srv.get(H.JWKS)
+        self.assertEqual((st, b), (200, H.expected_jwks([self.key])))
+        # failing for longer than --key-reload-interval: not ready
+        last = [None]
+
+        def not_ready():
+            last[0] = H.admin_get(srv.admin_port, "/readyz")
+            return last[0][0] == 503
+        self.assertTrue(H.wait_until(not_ready, 4.0, interval=0.1), "readyz still %r; stderr:\n%s"
+                        % (last[0], srv.stderr()))
+        self.assertRegex(last[0][2].decode(errors="replace"), r"key", "503 without a reason")
+        self.assertEqual(H.one(H.admin_get(srv.admin_port, "/livez")[1], "content-type")[:10], "text/plain")
+        self.assertEqual(H.admin_get(srv.admin_port, "/livez")[0], 200, "livez must not follow readiness")
+        # fixed: ready again
+        H.atomic_write(self.keyfile, H.read_bytes(self.key.priv))
+        self.assertTrue(H.wait_until(lambda: H.admin_get(srv.admin_port, "/readyz")[0] == 200, 3.0),
+                        srv.stderr())
+
+    def test_token_reviews_counted(self):
+        signing = self.keys.rsa()
+        srv = H.start_review_server(self, ["--service-account-issuer", ISSUER,
+                                           "--service-account-key-file", signing.priv])
+        before = self.metrics(srv)
+        token = H.mint_token(signing.priv, ISSUER, audiences=[ISSUER])
+        for _ in range(2):
+            st, doc = H.review(srv.review_port, token)
+            self.assertEqual(st, 201)
+            self.assertTrue(doc["status"]["authenticated"], doc)
+        st, doc = H.review(srv.review_port, "not.a.token")
+        self.assertEqual(st, 201)
+        self.assertFalse(doc["status"]["authenticated"], doc)
+        after = self.metrics(srv)
+        ok = ("oidc_token_reviews_total", frozenset({"authenticated": "true", "reason": ""}.items()))
+        self.assertEqual(after.get(ok, 0) - before.get(ok, 0), 2)
+        bad = {k: v - before.get(k, 0) for k, v in after.items()
+               if k[0] == "oidc_token_reviews_total" and dict(k[1]).get("authenticated") == "false"}
+        self.assertEqual(sum(bad.values()), 1, bad)
+        (label,) = [dict(k[1]) for k, v in bad.items() if v == 1]
+        self.assertNotEqual(label.get("reason", ""), "", label)
+
+
+class TestShutdown(AdminBase):
+
+    def test_readyz_503_during_grace_then_exit_0(self):
+        srv = self.start_server(self.args("--shutdown-grace", "3s"))
+        self.assertEqual(H.admin_get(srv.admin_port, "/readyz")[0], 200)
+        t0 = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        last = [None]
+
+        def not_ready():
+            try:
+                last[0] = H.admin_get(srv.admin_port, "/readyz", timeout=0.5)
+            except OSError as e:
+                last[0] = e
+                return False
+            return last[0][0] == 503
+        self.assertTrue(H.wait_until(not_ready, 1.5, interval=0.05), "readyz: %r" % (last[0],))
+        self.assertTrue(last[0][2].strip(), "503 without a reason")
+        # the public listener still answers during the grace
+        self.assertLess(time.monotonic() - t0, 2.5)
+        st, h, b = srv.get(H.JWKS)
+        self.assertEqual((st, b), (200, H.expected_jwks([self.key])))
+        st, h, b = srv.get(H.DISCOVERY)
+        self.assertEqual(st, 200)
+        try:
+            rc = srv.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.fail("server did not exit within 10 s of SIGTERM with --shutdown-grace 3s")
+        self.assertEqual(rc, 0, srv.stderr())
+        elapsed = time.monotonic() - t0
+        self.assertLess(elapsed, 8.0)
+
+
+if __name__ == "__main__":
+    unittest.main()

