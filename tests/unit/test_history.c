@@ -4,6 +4,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "test_support.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,24 +18,6 @@
 
 #define MAX_FILES  8
 #define MAX_EVENTS 16
-
-/* Under AddressSanitizer a test that leaks crashes in its teardown, which
- * makes the test binary exit non-zero (a leak report alone would not). A
- * failed assertion skips the frees after it, so a failing test leaks too. */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-static void leak_check(void)
-{
-    if (__lsan_do_recoverable_leak_check()) {
-        cr_log_error("memory leaked, see the LeakSanitizer report");
-        abort();
-    }
-}
-#else
-static void leak_check(void)
-{
-}
-#endif
 
 /* Each test gets its own temporary directory for state files. */
 static char tmpdir[PATH_MAX];

@@ -5,6 +5,8 @@
  * and coreutils basenc, independently of the code under test.
  */
 #include <criterion/criterion.h>
+
+#include "test_support.h"
 #include <criterion/parameterized.h>
 
 #include <limits.h>
@@ -24,24 +26,6 @@
 #define NOKEYS            "does not contain any valid RSA or ECDSA public keys"
 #define SHA256_OF_NOTHING "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
 #define COUNT(a)          (sizeof(a) / sizeof((a)[0]))
-
-/* Under AddressSanitizer a test that leaks crashes in its teardown, which
- * makes the test binary exit non-zero (a leak report alone would not). A
- * failed assertion skips the frees after it, so a failing test leaks too. */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-static void leak_check(void)
-{
-    if (__lsan_do_recoverable_leak_check()) {
-        cr_log_error("memory leaked, see the LeakSanitizer report");
-        abort();
-    }
-}
-#else
-static void leak_check(void)
-{
-}
-#endif
 
 TestSuite(forms, .fini = leak_check);
 TestSuite(pem, .fini = leak_check);

@@ -3,6 +3,8 @@
  * kube-apiserver (Go encoding/json, compact) writes them.
  */
 #include <criterion/criterion.h>
+
+#include "test_support.h"
 #include <criterion/parameterized.h>
 
 #include <limits.h>
@@ -15,26 +17,6 @@
 #include "keys/keyset.h"
 #include "keys/render.h"
 #include "keys/snapshot.h"
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Under AddressSanitizer a test that leaks crashes in its teardown, which
- * makes the test binary exit non-zero (a leak report alone would not). A
- * failed assertion skips the frees after it, so a failing test leaks too. */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-static void leak_check(void)
-{
-    if (__lsan_do_recoverable_leak_check()) {
-        cr_log_error("memory leaked, see the LeakSanitizer report");
-        abort();
-    }
-}
-#else
-static void leak_check(void)
-{
-}
-#endif
 
 TestSuite(render, .fini = leak_check);
 TestSuite(snapshot, .fini = leak_check);

@@ -3,27 +3,12 @@
  */
 #include <criterion/criterion.h>
 
+#include "test_support.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "keys/vcache.h"
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-static void leak_check(void)
-{
-    if (__lsan_do_recoverable_leak_check()) {
-        cr_log_error("memory leaked, see the LeakSanitizer report");
-        abort();
-    }
-}
-#else
-static void leak_check(void)
-{
-}
-#endif
 
 TestSuite(vcache, .fini = leak_check);
 
