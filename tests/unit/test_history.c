@@ -16,8 +16,8 @@
 #include "keys/history.h"
 #include "keys/keyset.h"
 
-#define MAX_FILES  8
-#define MAX_EVENTS 16
+#define FIXTURE_MAX_FILES 8
+#define MAX_EVENTS        16
 
 /* Each test gets its own temporary directory for state files. */
 static char tmpdir[PATH_MAX];
@@ -48,36 +48,16 @@ TestSuite(state, .init = tmp_setup, .fini = tmp_teardown);
 /* ------------------------------------------------------------------------ */
 /* helpers                                                                    */
 
-/* keyset_load over fixture names; fails the test on error. */
-static struct keyset *load(const char *const *names, size_t n)
-{
-    char paths[MAX_FILES][PATH_MAX], err[1024] = "";
-    char *argv[MAX_FILES];
-    cr_assert_leq(n, MAX_FILES);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(paths[i], PATH_MAX, "%s/%s", FIXTURES, names[i]);
-        argv[i] = paths[i];
-    }
-    struct keyset *ks = keyset_load(argv, n, NULL, NULL, err, sizeof err);
-    cr_assert_not_null(ks, "keyset_load: %s", err);
-    return ks;
-}
-
-static struct keyset *load1(const char *name)
-{
-    return load(&name, 1);
-}
-
 static struct keyset *load2(const char *a, const char *b)
 {
     const char *names[] = {a, b};
-    return load(names, 2);
+    return fixture_keyset(names, 2);
 }
 
 /* The kid of a fixture (copied, so that no keyset outlives the call). */
 static void kid_of(const char *name, char kid[KEY_KID_LEN + 1])
 {
-    struct keyset *ks = load1(name);
+    struct keyset *ks = fixture_keyset1(name);
     memcpy(kid, ks->keys[0].kid, KEY_KID_LEN + 1);
     keyset_free(ks);
 }
@@ -209,7 +189,7 @@ Test(apply, leaving_without_retention_is_dropped)
 
     apply(h, ks, 0, 1000, &r);
     keyset_free(ks);
-    ks = load1("ec256.pub");
+    ks = fixture_keyset1("ec256.pub");
     cr_expect_eq(apply(h, ks, 0, 1010, &r), 1);
     cr_assert_eq(r.n, 1);
     expect_event(&r, 0, HISTORY_DROPPED, rsa, 0);
@@ -236,7 +216,7 @@ Test(apply, leaving_with_retention_is_retained_then_dropped)
     keyset_free(ks);
 
     /* rsa leaves at 1010: retained until 1110, after the input keys */
-    ks = load1("ec256.pub");
+    ks = fixture_keyset1("ec256.pub");
     cr_expect_eq(apply(h, ks, 100, 1010, &r), 1);
     cr_assert_eq(r.n, 1);
     expect_event(&r, 0, HISTORY_RETAINED, rsa, 1110);
@@ -254,7 +234,7 @@ Test(apply, leaving_with_retention_is_retained_then_dropped)
     keyset_free(ks);
 
     /* still retained, nothing to report or save */
-    ks = load1("ec256.pub");
+    ks = fixture_keyset1("ec256.pub");
     cr_expect_eq(apply(h, ks, 100, 1109, &r), 0);
     cr_expect_eq(r.n, 0);
     cr_assert_eq(ks->count, 2);
@@ -264,7 +244,7 @@ Test(apply, leaving_with_retention_is_retained_then_dropped)
     keyset_free(ks);
 
     /* at last_seen + retention it is dropped */
-    ks = load1("ec256.pub");
+    ks = fixture_keyset1("ec256.pub");
     cr_expect_eq(apply(h, ks, 100, 1110, &r), 1);
     cr_assert_eq(r.n, 1);
     expect_event(&r, 0, HISTORY_DROPPED, rsa, 0);
@@ -284,12 +264,12 @@ Test(apply, retained_keys_keep_history_order_after_inputs)
     kid_of("ec384.pub", e384);
     struct history *h = new_history();
     const char *all[] = {"rsa2048.pub", "ec256.pub", "ec384.pub"};
-    struct keyset *ks = load(all, 3);
+    struct keyset *ks = fixture_keyset(all, 3);
     struct events r;
 
     apply(h, ks, 60, 1000, &r);
     keyset_free(ks);
-    ks = load1("ec384.pub");
+    ks = fixture_keyset1("ec384.pub");
     cr_expect_eq(apply(h, ks, 60, 1005, &r), 1);
     cr_assert_eq(r.n, 2);
     expect_event(&r, 0, HISTORY_RETAINED, rsa, 1065);
@@ -312,7 +292,7 @@ Test(apply, retained_key_coming_back_is_present_again)
 
     apply(h, ks, 100, 1000, &r);
     keyset_free(ks);
-    ks = load1("ec256.pub");
+    ks = fixture_keyset1("ec256.pub");
     apply(h, ks, 100, 1010, &r);
     keyset_free(ks);
     ks = load2("ec256.pub", "rsa2048.pub");
@@ -338,7 +318,7 @@ Test(expiry, earliest_retained_key)
 {
     struct history *h = new_history();
     const char *all[] = {"rsa2048.pub", "ec256.pub", "ec384.pub"};
-    struct keyset *ks = load(all, 3);
+    struct keyset *ks = fixture_keyset(all, 3);
     struct events r;
 
     apply(h, ks, 50, 1000, &r);
@@ -348,18 +328,18 @@ Test(expiry, earliest_retained_key)
     apply(h, ks, 50, 1010, &r);
     cr_expect_eq(history_next_expiry(h, 50), 1060);
     keyset_free(ks);
-    ks = load1("ec384.pub"); /* ec256 leaves at 1020 */
+    ks = fixture_keyset1("ec384.pub"); /* ec256 leaves at 1020 */
     apply(h, ks, 50, 1020, &r);
     cr_expect_eq(history_next_expiry(h, 50), 1060);
     cr_expect_eq(history_next_expiry(h, 70), 1080, "computed from last_seen and the retention given");
     keyset_free(ks);
-    ks = load1("ec384.pub"); /* rsa expires */
+    ks = fixture_keyset1("ec384.pub"); /* rsa expires */
     apply(h, ks, 50, 1060, &r);
     cr_assert_eq(r.n, 1);
     cr_expect_eq(r.ev[0], HISTORY_DROPPED);
     cr_expect_eq(history_next_expiry(h, 50), 1070);
     keyset_free(ks);
-    ks = load1("ec384.pub"); /* ec256 expires */
+    ks = fixture_keyset1("ec384.pub"); /* ec256 expires */
     apply(h, ks, 50, 1075, &r);
     cr_expect_eq(history_next_expiry(h, 50), 0);
     cr_expect_eq(ks->count, 1);
@@ -384,7 +364,7 @@ Test(state, save_load_round_trip)
     kid_of("rsa2048.pub", rsa);
     struct history *h = new_history(), *back = NULL;
     const char *all[] = {"rsa2048.pub", "ec256.pub", "ec384.pub"};
-    struct keyset *ks = load(all, 3);
+    struct keyset *ks = fixture_keyset(all, 3);
     struct events r;
 
     apply(h, ks, 100, 1000, &r);
@@ -464,7 +444,7 @@ static void ec256_entry(char *buf, size_t len, const char *kid_override, const c
 {
     char kid[KEY_KID_LEN + 1];
     struct history *h = new_history();
-    struct keyset *ks = load1("ec256.pub");
+    struct keyset *ks = fixture_keyset1("ec256.pub");
     struct events r;
 
     kid_of("ec256.pub", kid);
@@ -569,7 +549,7 @@ Test(state, present_key_gone_after_load_leaves_now)
     /* a restart long after: rsa was present when last saved, so it left
      * "now" (not at its stale last_seen, which would drop it at once) */
     cr_assert_eq(history_load(path, &back, err, sizeof err), 0, "history_load: %s", err);
-    ks = load1("ec256.pub");
+    ks = fixture_keyset1("ec256.pub");
     cr_expect_eq(apply(back, ks, 100, 5000, &r), 1);
     cr_assert_eq(r.n, 1);
     expect_event(&r, 0, HISTORY_RETAINED, rsa, 5100);
@@ -597,7 +577,7 @@ Test(state, key_back_from_retention_survives_restart)
 
     state_path(path, sizeof path, "keys.json");
     for (size_t i = 0; i < 3; i++) {
-        ks = with_rsa[i] ? load2("ec256.pub", "rsa2048.pub") : load1("ec256.pub");
+        ks = with_rsa[i] ? load2("ec256.pub", "rsa2048.pub") : fixture_keyset1("ec256.pub");
         if (apply(h, ks, 100, times[i], &r) == 1)
             cr_assert_eq(history_save(h, path, err, sizeof err), 0, "history_save: %s", err);
         keyset_free(ks);
@@ -606,7 +586,7 @@ Test(state, key_back_from_retention_survives_restart)
 
     /* restart at 2000 without rsa: it was present until the restart */
     cr_assert_eq(history_load(path, &back, err, sizeof err), 0, "history_load: %s", err);
-    ks = load1("ec256.pub");
+    ks = fixture_keyset1("ec256.pub");
     apply(back, ks, 100, 2000, &r);
     cr_expect_eq(r.n, 1);
     if (r.n == 1)

@@ -19,8 +19,7 @@
 
 TestSuite(jwks_parse, .fini = leak_check);
 
-#define MAX_FILES 8
-#define DOC_MAX   16384
+#define DOC_MAX 16384
 
 /* Warnings received, one per line. */
 struct warnings {
@@ -36,25 +35,10 @@ static void collect(void *ctx, const char *msg)
     w->count++;
 }
 
-/* keyset_load over fixture names; fails the test on error. */
-static struct keyset *load(const char *const *names, size_t n)
-{
-    char paths[MAX_FILES][PATH_MAX], err[1024] = "";
-    char *argv[MAX_FILES];
-    cr_assert_leq(n, MAX_FILES);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(paths[i], PATH_MAX, "%s/%s", FIXTURES, names[i]);
-        argv[i] = paths[i];
-    }
-    struct keyset *ks = keyset_load(argv, n, NULL, NULL, err, sizeof err);
-    cr_assert_not_null(ks, "keyset_load: %s", err);
-    return ks;
-}
-
 /* The JWK kube-apiserver would publish for one fixture, copied into out. */
 static void fixture_jwk(const char *name, char *out, size_t outlen)
 {
-    struct keyset *ks = load(&name, 1);
+    struct keyset *ks = fixture_keyset(&name, 1);
     cr_assert_lt(ks->keys[0].jwk_len, outlen);
     memcpy(out, ks->keys[0].jwk, ks->keys[0].jwk_len + 1);
     keyset_free(ks);
@@ -143,7 +127,7 @@ static void assert_skipped(const char *skipped, const char *want)
  * come back, in order. */
 static void assert_round_trip(const char *const *names, size_t n)
 {
-    struct keyset *orig = load(names, n);
+    struct keyset *orig = fixture_keyset(names, n);
     struct render_doc d = {0};
     struct warnings w = {0};
     char err[512] = "";

@@ -20,7 +20,6 @@
 
 TestSuite(render, .fini = leak_check);
 TestSuite(snapshot, .fini = leak_check);
-#define MAX_FILES 8
 
 #define ISSUER    "https://issuer.example.com"
 #define JWKS_URI  ISSUER "/openid/v1/jwks"
@@ -31,26 +30,6 @@ TestSuite(snapshot, .fini = leak_check);
     "{\"issuer\":\"" iss "\",\"jwks_uri\":\"" uri "\",\"response_types_supported\":[\"id_token\"],"                    \
     "\"subject_types_supported\":[\"public\"],\"id_token_signing_alg_values_supported\":["
 #define DISCOVERY_TAIL "]}"
-
-/* keyset_load over fixture names; fails the test on error. */
-static struct keyset *load(const char *const *names, size_t n)
-{
-    char paths[MAX_FILES][PATH_MAX], err[1024] = "";
-    char *argv[MAX_FILES];
-    cr_assert_leq(n, MAX_FILES);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(paths[i], PATH_MAX, "%s/%s", FIXTURES, names[i]);
-        argv[i] = paths[i];
-    }
-    struct keyset *ks = keyset_load(argv, n, NULL, NULL, err, sizeof err);
-    cr_assert_not_null(ks, "keyset_load: %s", err);
-    return ks;
-}
-
-static struct keyset *load1(const char *name)
-{
-    return load(&name, 1);
-}
 
 /* Checks a document without stopping the test, so that it is still freed. */
 static void assert_doc(const struct render_doc *d, const char *want)
@@ -73,7 +52,7 @@ static void assert_discovery(const char *issuer, const char *uri, const struct k
 
 Test(render, jwks_multi_exact)
 {
-    struct keyset *ks = load1("multi.pem");
+    struct keyset *ks = fixture_keyset1("multi.pem");
     cr_assert_eq(ks->count, 3);
     char want[8192];
     snprintf(want, sizeof want, "{\"keys\":[%s,%s,%s]}", ks->keys[0].jwk, ks->keys[1].jwk, ks->keys[2].jwk);
@@ -96,7 +75,7 @@ Test(render, jwks_multi_exact)
 
 Test(render, jwks_single_exact)
 {
-    struct keyset *ks = load1("ec521.padded.sec1.key");
+    struct keyset *ks = fixture_keyset1("ec521.padded.sec1.key");
     char want[4096];
     snprintf(want, sizeof want, "{\"keys\":[%s]}", ks->keys[0].jwk);
     struct render_doc d = {0};
@@ -111,7 +90,7 @@ Test(render, jwks_single_exact)
 
 Test(render, discovery_multi_exact)
 {
-    struct keyset *ks = load1("multi.pem");
+    struct keyset *ks = fixture_keyset1("multi.pem");
     assert_discovery(ISSUER, JWKS_URI, ks,
                      "{\"issuer\":\"https://issuer.example.com\",\"jwks_uri\":\"https://issuer.example.com/openid/v1/"
                      "jwks\",\"response_types_supported\":[\"id_token\"],\"subject_types_supported\":[\"public\"],"
@@ -122,7 +101,7 @@ Test(render, discovery_multi_exact)
 /* Distinct algorithms, sorted ascending, whatever the key order. */
 /* Criterion hands parameters to tests in another process: no pointers. */
 struct algs_case {
-    char files[MAX_FILES][32];
+    char files[FIXTURE_MAX_FILES][32];
     char algs[64];
 };
 
@@ -141,13 +120,13 @@ ParameterizedTestParameters(render, discovery_algs)
 
 ParameterizedTest(struct algs_case *c, render, discovery_algs)
 {
-    const char *files[MAX_FILES];
+    const char *files[FIXTURE_MAX_FILES];
     size_t n = 0;
-    while (n < MAX_FILES && c->files[n][0]) {
+    while (n < FIXTURE_MAX_FILES && c->files[n][0]) {
         files[n] = c->files[n];
         n++;
     }
-    struct keyset *ks = load(files, n);
+    struct keyset *ks = fixture_keyset(files, n);
     char want[1024];
     snprintf(want, sizeof want, "%s%s%s", DISCOVERY_HEAD(ISSUER, JWKS_URI), c->algs, DISCOVERY_TAIL);
     assert_discovery(ISSUER, JWKS_URI, ks, want);
@@ -178,7 +157,7 @@ ParameterizedTestParameters(render, discovery_escaping)
 
 ParameterizedTest(struct escape_case *c, render, discovery_escaping)
 {
-    struct keyset *ks = load1("rsa2048.pub");
+    struct keyset *ks = fixture_keyset1("rsa2048.pub");
     char want[1024];
     snprintf(want, sizeof want,
              "{\"issuer\":\"%s\",\"jwks_uri\":\"%s\",\"response_types_supported\":[\"id_token\"],"
@@ -200,7 +179,7 @@ static const struct snapshot_params default_params = {
 
 static struct snapshot *build(const struct snapshot_params *p, const char *file, time_t loaded_at)
 {
-    struct snapshot *s = snapshot_build(p, load1(file), loaded_at);
+    struct snapshot *s = snapshot_build(p, fixture_keyset1(file), loaded_at);
     cr_assert_not_null(s, "snapshot_build(%s)", file);
     return s;
 }
@@ -229,7 +208,7 @@ static void assert_etag(const struct snapshot_doc *d)
 
 Test(snapshot, documents_and_headers)
 {
-    struct keyset *ks = load1("multi.pem");
+    struct keyset *ks = fixture_keyset1("multi.pem");
     struct render_doc disc = {0}, jwks = {0};
     cr_assert_eq(render_discovery(ISSUER, JWKS_URI, ks, &disc), 0);
     cr_assert_eq(render_jwks(ks, &jwks), 0);
