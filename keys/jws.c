@@ -3,6 +3,7 @@
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/obj_mac.h>
+#include <openssl/rsa.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,75 +22,133 @@ const struct jws_alg *jws_alg_find(const char *name)
     return NULL;
 }
 
-/* Re-encodes a raw r || s signature as DER for OpenSSL, refusing any other
- * length and r or s outside [1, n-1]: OpenSSL would refuse those too, but
- * as a plain bad signature, and a malformed signature is worth telling
- * apart. NULL when the format is wrong (or memory ran out). */
-static unsigned char *jws_raw_to_der(const struct jws_alg *a, const unsigned char *sig, size_t siglen, int *derlen)
+/* The alg's curve order, big-endian in coord_len bytes, into order: read
+ * once per key, since building the group costs more than a verification. */
+static int jws_curve_order(const struct jws_alg *a, unsigned char *order)
 {
-    EC_GROUP *group = NULL;
-    ECDSA_SIG *es = NULL;
-    BIGNUM *r = NULL, *s = NULL;
-    const BIGNUM *order;
-    unsigned char *der = NULL;
+    EC_GROUP *group = EC_GROUP_new_by_curve_name(a->curve_nid);
+    int ok = group != NULL && BN_bn2binpad(EC_GROUP_get0_order(group), order, (int)a->coord_len) == (int)a->coord_len;
 
-    if (siglen != 2 * a->coord_len)
-        return NULL;
-    group = EC_GROUP_new_by_curve_name(a->curve_nid);
-    r = BN_bin2bn(sig, (int)a->coord_len, NULL);
-    s = BN_bin2bn(sig + a->coord_len, (int)a->coord_len, NULL);
-    es = ECDSA_SIG_new();
-    if (group == NULL || r == NULL || s == NULL || es == NULL)
-        goto done;
-    order = EC_GROUP_get0_order(group);
-    if (BN_is_zero(r) || BN_is_zero(s) || BN_cmp(r, order) >= 0 || BN_cmp(s, order) >= 0)
-        goto done;
-    if (ECDSA_SIG_set0(es, r, s) != 1)
-        goto done;
-    r = s = NULL; /* owned by es now */
-    if ((*derlen = i2d_ECDSA_SIG(es, &der)) <= 0) {
-        OPENSSL_free(der);
-        der = NULL;
-    }
-done:
-    BN_free(r);
-    BN_free(s);
-    ECDSA_SIG_free(es);
     EC_GROUP_free(group);
-    return der;
+    return ok ? 0 : -1;
 }
 
-/* One-shot digest and verify of a signature in OpenSSL's form. */
-static int jws_evp_verify(const struct jws_alg *a, EVP_PKEY *pub, const void *msg, size_t msglen,
-                          const unsigned char *sig, size_t siglen)
+int jws_key_prepare(struct key *k)
 {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx != NULL && EVP_DigestVerifyInit(ctx, NULL, a->md(), NULL, pub) == 1 &&
-             EVP_DigestVerify(ctx, sig, siglen, msg, msglen) == 1;
+    const struct jws_alg *a = jws_alg_find(k->alg);
+    EVP_PKEY_CTX *ctx;
 
-    EVP_MD_CTX_free(ctx);
+    if (a == NULL || (a->coord_len != 0 && jws_curve_order(a, k->order) != 0))
+        return -1;
+    k->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
+    k->verify_ctx = ctx = EVP_PKEY_CTX_new_from_pkey(NULL, k->pub, NULL);
+    if (k->md == NULL || ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
+        (a->coord_len == 0 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) != 1) ||
+        EVP_PKEY_CTX_set_signature_md(ctx, k->md) != 1) {
+        ERR_clear_error();
+        return -1; /* key_clear frees what was made */
+    }
+    return 0;
+}
+
+/* 1 when the big-endian number x of len bytes is in [1, n-1]. */
+static int jws_in_range(const unsigned char *x, const unsigned char *n, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len && x[i] == 0)
+        i++;
+    return i < len && memcmp(x, n, len) < 0;
+}
+
+/* Appends x (len big-endian bytes, not zero) to der as a minimal DER
+ * INTEGER: leading zeros dropped, a zero prepended when the top bit is set
+ * (or it would read as negative). Returns the bytes written. */
+static size_t jws_der_integer(unsigned char *der, const unsigned char *x, size_t len)
+{
+    size_t o = 0;
+
+    while (x[0] == 0) {
+        x++;
+        len--;
+    }
+    der[o++] = 0x02;
+    der[o++] = (unsigned char)(len + (x[0] >> 7));
+    if (x[0] & 0x80)
+        der[o++] = 0;
+    memcpy(der + o, x, len);
+    return o + len;
+}
+
+/* Re-encodes a raw r || s signature as DER for OpenSSL (what i2d_ECDSA_SIG
+ * writes, built by hand: no allocation), refusing any other length and r or
+ * s outside [1, n-1]: OpenSSL would refuse those too, but as a plain bad
+ * signature, and a malformed signature is worth telling apart. Returns the
+ * DER length, or 0 when the format is wrong. */
+static size_t jws_raw_to_der(const struct jws_alg *a, const struct key *k, const unsigned char *sig, size_t siglen,
+                             unsigned char der[JWS_DER_MAX])
+{
+    const unsigned char *r = sig, *s = sig + a->coord_len;
+    size_t body, head;
+
+    if (siglen != 2 * a->coord_len || !jws_in_range(r, k->order, a->coord_len) ||
+        !jws_in_range(s, k->order, a->coord_len))
+        return 0;
+    /* The body goes after the longest SEQUENCE header (3 bytes: P-521's
+     * body is over 127 bytes), then moves back when the header is shorter. */
+    body = jws_der_integer(der + 3, r, a->coord_len);
+    body += jws_der_integer(der + 3 + body, s, a->coord_len);
+    head = body < 128 ? 2 : 3;
+    der[0] = 0x30;
+    if (head == 3)
+        der[1] = 0x81;
+    der[head - 1] = (unsigned char)body;
+    memmove(der + head, der + 3, body);
+    return head + body;
+}
+
+/* Hashes msg and checks sig over the digest with a private copy of the
+ * key's prepared context: the shared one is read-only (EVP_PKEY_CTX_dup
+ * takes it const), and a copy skips the per-call fetches of a new context.
+ * The same as EVP_DigestVerify, without its set-up. */
+static int jws_pkey_verify(const struct key *k, const void *msg, size_t msglen, const unsigned char *sig, size_t siglen)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    EVP_PKEY_CTX *ctx;
+    int ok;
+
+    if (EVP_Digest(msg, msglen, md, &mdlen, k->md, NULL) != 1)
+        return 0;
+    ctx = EVP_PKEY_CTX_dup(k->verify_ctx);
+    ok = ctx != NULL && EVP_PKEY_verify(ctx, sig, siglen, md, mdlen) == 1;
+    EVP_PKEY_CTX_free(ctx);
     return ok;
 }
 
-enum token_error jws_verify(const struct jws_alg *a, EVP_PKEY *pub, const void *msg, size_t msglen,
+enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const void *msg, size_t msglen,
                             const unsigned char *sig, size_t siglen)
 {
     enum token_error e = TOKEN_ERR_SIGNATURE;
-    unsigned char *der = NULL;
-    int derlen = 0;
+    unsigned char der[JWS_DER_MAX];
+    size_t derlen;
 
+    /* The prepared state is the key's alg's: never check with another. */
+    if (strcmp(a->name, k->alg) != 0)
+        return TOKEN_ERR_SIGNATURE;
     if (a->coord_len == 0) {
-        if (jws_evp_verify(a, pub, msg, msglen, sig, siglen))
+        if (jws_pkey_verify(k, msg, msglen, sig, siglen))
             e = TOKEN_OK;
-    } else if ((der = jws_raw_to_der(a, sig, siglen, &derlen)) == NULL) {
+    } else if ((derlen = jws_raw_to_der(a, k, sig, siglen, der)) == 0) {
         e = TOKEN_ERR_ECDSA_FORMAT;
-    } else if (jws_evp_verify(a, pub, msg, msglen, der, (size_t)derlen)) {
+    } else if (jws_pkey_verify(k, msg, msglen, der, derlen)) {
         e = TOKEN_OK;
     }
-    OPENSSL_free(der);
     /* A failed verification leaves errors queued; they must not surface in
-     * an unrelated later report. */
-    ERR_clear_error();
+     * an unrelated later report. (Peeking first is cheaper than clearing an
+     * empty queue.) */
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
     return e;
 }
 

@@ -11,8 +11,9 @@
 
 #include <stddef.h>
 
-/* The three segments of a compact JWS, base64url-decoded (owned). The
- * signing input (header "." payload, as sent) points into the token. */
+/* The three segments of a compact JWS, base64url-decoded, in one owned
+ * buffer that starts at seg[0]. The signing input (header "." payload, as
+ * sent) points into the token. */
 struct jwt_parts {
     unsigned char *seg[3]; /* header, payload, signature */
     size_t seglen[3];
@@ -40,14 +41,16 @@ struct jwt_value {
     struct jwt_value *next;         /* next sibling */
 };
 
-/* Parses len bytes of JSON into a tree. Returns the root (an object), or
- * NULL with the reason in err. */
+/* Parses len bytes of JSON into a tree, all of it in memory owned by the
+ * root. Returns the root (an object), or NULL with the reason in err. */
 struct jwt_value *jwt_parse(const unsigned char *json, size_t len, char *err, size_t errlen);
 
 /* The member called name of object obj, or NULL (also when obj is NULL or
  * not an object), so that lookups can be chained. */
 const struct jwt_value *jwt_get(const struct jwt_value *obj, const char *name);
 
-void jwt_value_free(struct jwt_value *v);
+/* Frees the whole tree of a root jwt_parse returned (only a root); NULL is
+ * a no-op. */
+void jwt_value_free(struct jwt_value *root);
 
 #endif

@@ -126,6 +126,17 @@ static void token_quote_list(char *dst, size_t size, const char *const *v, size_
     token_append(dst, size, "]");
 }
 
+/* token_fail with s quoted (token_quote) for the one %s of fmt: quoting
+ * costs, so it is done on refusal only. */
+__attribute__((format(printf, 3, 0))) static int token_fail_quoted(struct token_result *out, enum token_error e,
+                                                                   const char *fmt, const char *s)
+{
+    char q[64] = "";
+
+    token_quote(q, sizeof(q), s);
+    return token_fail(out, e, fmt, q);
+}
+
 /* Refuses alg none, HMAC, and any algorithm the policy does not allow, then
  * crit and self-supplied keys. Sets *alg. */
 static int token_check_header(const struct jwt_value *h, const struct token_policy *pol, const struct jws_alg **alg,
@@ -133,19 +144,17 @@ static int token_check_header(const struct jwt_value *h, const struct token_poli
 {
     const struct jwt_value *v = jwt_get(h, "alg");
     unsigned allowed = pol->algs ? pol->algs : TOKEN_ALG_ALL;
-    char q[64] = "";
 
     if (v == NULL || v->type != JWT_STRING)
         return token_fail(out, TOKEN_ERR_ALG_UNSUPPORTED, "token header has no alg string");
-    token_quote(q, sizeof(q), v->str);
     if (strcmp(v->str, "none") == 0)
         return token_fail(out, TOKEN_ERR_ALG_NONE, "unsigned token (alg \"none\") refused");
     for (size_t i = 0; i < sizeof(token_hmac_algs) / sizeof(token_hmac_algs[0]); i++)
         if (strcmp(v->str, token_hmac_algs[i]) == 0)
-            return token_fail(out, TOKEN_ERR_ALG_HMAC, "HMAC-signed token (alg %s) refused", q);
+            return token_fail_quoted(out, TOKEN_ERR_ALG_HMAC, "HMAC-signed token (alg %s) refused", v->str);
     *alg = jws_alg_find(v->str);
     if (*alg == NULL || ((*alg)->mask & allowed) == 0)
-        return token_fail(out, TOKEN_ERR_ALG_UNSUPPORTED, "token alg %s is not supported", q);
+        return token_fail_quoted(out, TOKEN_ERR_ALG_UNSUPPORTED, "token alg %s is not supported", v->str);
     if (jwt_get(h, "crit") != NULL)
         return token_fail(out, TOKEN_ERR_CRIT, "token header has crit: no JWS extension is understood");
     for (size_t i = 0; i < sizeof(token_embedded_key_members) / sizeof(token_embedded_key_members[0]); i++)
@@ -183,14 +192,14 @@ static int token_check_signature(const struct keyset *ks, const struct jwt_value
         if (strcmp(k->alg, alg->name) != 0)
             return token_fail(out, TOKEN_ERR_ALG_MISMATCH, "token alg %s does not match its key (%s)", alg->name,
                               k->alg);
-        e = jws_verify(alg, k->pub, parts->signing_input, parts->signing_input_len, parts->seg[2], parts->seglen[2]);
+        e = jws_verify(alg, k, parts->signing_input, parts->signing_input_len, parts->seg[2], parts->seglen[2]);
         return token_signature_outcome(e, alg, out);
     }
     for (size_t i = 0; i < ks->count; i++) {
         if (strcmp(ks->keys[i].alg, alg->name) != 0)
             continue;
         tried++;
-        e = jws_verify(alg, ks->keys[i].pub, parts->signing_input, parts->signing_input_len, parts->seg[2],
+        e = jws_verify(alg, &ks->keys[i], parts->signing_input, parts->signing_input_len, parts->seg[2],
                        parts->seglen[2]);
         /* A format error does not depend on the key: stop at the first. */
         if (e != TOKEN_ERR_SIGNATURE)
@@ -371,20 +380,30 @@ done:
     return rc;
 }
 
-/* Reads the {name, uid} object kubernetes.io.<what>: 1 when present and
- * complete, 0 when absent, -1 otherwise. */
-static int token_get_ref(const struct jwt_value *k8s, const char *what, const char *ref[2], struct token_result *out)
+/* A {name, uid} object claim kubernetes.io.<what>, with the labels of its
+ * messages spelled out at compile time rather than printed per token. */
+struct token_ref_claim {
+    const char *what, *label, *name_label, *uid_label;
+};
+#define TOKEN_REF_CLAIM(what) what, "kubernetes.io." what, "kubernetes.io." what ".name", "kubernetes.io." what ".uid"
+static const struct token_ref_claim token_ref_sa = {TOKEN_REF_CLAIM("serviceaccount")};
+static const struct token_ref_claim token_ref_pod = {TOKEN_REF_CLAIM("pod")};
+static const struct token_ref_claim token_ref_node = {TOKEN_REF_CLAIM("node")};
+static const struct token_ref_claim token_ref_secret = {TOKEN_REF_CLAIM("secret")};
+
+/* Reads the {name, uid} object claim rc: 1 when present and complete, 0
+ * when absent, -1 otherwise. */
+static int token_get_ref(const struct jwt_value *k8s, const struct token_ref_claim *rc, const char *ref[2],
+                         struct token_result *out)
 {
-    const struct jwt_value *o = jwt_get(k8s, what);
-    char name[64], uid[64];
+    const struct jwt_value *o = jwt_get(k8s, rc->what);
 
     if (o == NULL)
         return 0;
     if (o->type != JWT_OBJECT)
-        return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim kubernetes.io.%s is not an object", what);
-    snprintf(name, sizeof(name), "kubernetes.io.%s.name", what);
-    snprintf(uid, sizeof(uid), "kubernetes.io.%s.uid", what);
-    if (token_need_string(o, "name", name, &ref[0], out) != 0 || token_need_string(o, "uid", uid, &ref[1], out) != 0)
+        return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is not an object", rc->label);
+    if (token_need_string(o, "name", rc->name_label, &ref[0], out) != 0 ||
+        token_need_string(o, "uid", rc->uid_label, &ref[1], out) != 0)
         return -1;
     return 1;
 }
@@ -402,10 +421,10 @@ static int token_bound_claims(const struct jwt_value *payload, struct token_sa *
     if (k8s->type != JWT_OBJECT)
         return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim kubernetes.io is not an object");
     if (token_need_string(k8s, "namespace", "kubernetes.io.namespace", &c->ns, out) != 0 ||
-        (has_sa = token_get_ref(k8s, "serviceaccount", sa, out)) < 0 ||
-        (has_pod = token_get_ref(k8s, "pod", c->pod, out)) < 0 ||
-        (has_node = token_get_ref(k8s, "node", c->node, out)) < 0 ||
-        (has_secret = token_get_ref(k8s, "secret", c->secret, out)) < 0)
+        (has_sa = token_get_ref(k8s, &token_ref_sa, sa, out)) < 0 ||
+        (has_pod = token_get_ref(k8s, &token_ref_pod, c->pod, out)) < 0 ||
+        (has_node = token_get_ref(k8s, &token_ref_node, c->node, out)) < 0 ||
+        (has_secret = token_get_ref(k8s, &token_ref_secret, c->secret, out)) < 0)
         return -1;
     if (!has_sa)
         return token_fail(out, TOKEN_ERR_CLAIMS, "token has no kubernetes.io.serviceaccount claim");
@@ -430,19 +449,33 @@ static int token_legacy_claims(const struct jwt_value *payload, struct token_sa 
     return 0;
 }
 
-/* asprintf that counts a failure in *failed instead of returning it, so
- * that building the user is one straight sequence with one check. */
-__attribute__((format(printf, 2, 3))) static char *token_printf(int *failed, const char *fmt, ...)
+/* Joins the NULL-terminated string arguments into a new string (plain
+ * copies: printf's machinery costs more than the rest of the user). Counts
+ * a failure in *failed instead of returning it, so that building the user
+ * is one straight sequence with one check. */
+__attribute__((sentinel)) static char *token_concat(int *failed, ...)
 {
-    char *s;
+    const char *part;
+    size_t len = 0;
+    char *s, *p;
     va_list ap;
 
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0) {
-        s = NULL;
+    va_start(ap, failed);
+    while ((part = va_arg(ap, const char *)) != NULL)
+        len += strlen(part);
+    va_end(ap);
+    if ((s = p = malloc(len + 1)) == NULL) {
         *failed = 1;
+        return NULL;
+    }
+    va_start(ap, failed);
+    while ((part = va_arg(ap, const char *)) != NULL) {
+        size_t n = strlen(part);
+        memcpy(p, part, n);
+        p += n;
     }
     va_end(ap);
+    *p = '\0';
     return s;
 }
 
@@ -453,7 +486,7 @@ static void token_add_extra(struct token_user *u, const char *key, const char *p
     if (value == NULL || *value == '\0')
         return;
     u->extra[u->nextra].key = key;
-    u->extra[u->nextra++].value = token_printf(failed, "%s%s", prefix, value);
+    u->extra[u->nextra++].value = token_concat(failed, prefix, value, NULL);
 }
 
 /* Fills the user as kube-apiserver's service-account authenticator does. */
@@ -461,10 +494,10 @@ static int token_build_user(const struct token_sa *c, struct token_user *u, stru
 {
     int failed = 0;
 
-    u->username = token_printf(&failed, TOKEN_SA_PREFIX "%s:%s", c->ns, c->name);
-    u->uid = token_printf(&failed, "%s", c->uid);
-    u->groups[0] = token_printf(&failed, TOKEN_SA_GROUP);
-    u->groups[1] = token_printf(&failed, TOKEN_SA_GROUP ":%s", c->ns);
+    u->username = token_concat(&failed, TOKEN_SA_PREFIX, c->ns, ":", c->name, NULL);
+    u->uid = token_concat(&failed, c->uid, NULL);
+    u->groups[0] = token_concat(&failed, TOKEN_SA_GROUP, NULL);
+    u->groups[1] = token_concat(&failed, TOKEN_SA_GROUP ":", c->ns, NULL);
     token_add_extra(u, TOKEN_EXTRA_PREFIX "pod-name", "", c->pod[0], &failed);
     token_add_extra(u, TOKEN_EXTRA_PREFIX "pod-uid", "", c->pod[1], &failed);
     token_add_extra(u, TOKEN_EXTRA_PREFIX "node-name", "", c->node[0], &failed);

@@ -5,6 +5,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "test_support.h"
+
 #include <limits.h>
 #include <openssl/bn.h>
 #include <openssl/ec.h>
@@ -19,23 +21,6 @@
 #include "keys/keyset.h"
 #include "keys/token.h"
 #include "keys/token_mint.h"
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-static void leak_check(void)
-{
-    if (__lsan_do_recoverable_leak_check()) {
-        cr_log_error("memory leaked, see the LeakSanitizer report");
-        abort();
-    }
-}
-#else
-static void leak_check(void)
-{
-}
-#endif
 
 #define ISS "https://kubernetes.default.svc"
 #define NOW 1700000000L
@@ -958,4 +943,51 @@ Test(b64url, refusals)
     cr_expect_eq(b64url_decode("QQ\0A", 4, out, &n), -1);
     cr_expect_eq(b64url_decode("QQ", 2, out, &n), 0);
     cr_expect_eq(b64url_decode("QUE", 3, out, &n), 0);
+}
+
+/* Every byte, in every position of a group, is accepted exactly when it is
+ * in the alphabet, and decodes to its index there (the decoder uses a
+ * table; this pins it to the alphabet). */
+Test(b64url, alphabet_exhaustive)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char out[4];
+    size_t n;
+    for (int c = 0; c < 256; c++) {
+        const char *at = c ? memchr(alphabet, c, 64) : NULL;
+        for (int pos = 0; pos < 4; pos++) {
+            char s[4] = {'A', 'A', 'A', 'A'};
+            s[pos] = (char)c;
+            int rc = b64url_decode(s, 4, out, &n);
+            cr_expect_eq(rc, at ? 0 : -1, "byte 0x%02x at %d", c, pos);
+            if (rc == 0) {
+                unsigned long v = (unsigned long)out[0] << 16 | (unsigned long)out[1] << 8 | out[2];
+                cr_expect_eq(n, 3);
+                cr_expect_eq(v >> (18 - 6 * pos) & 63, (unsigned long)(at - alphabet), "byte 0x%02x at %d", c, pos);
+            }
+        }
+    }
+}
+
+/* A short last group: its last character must leave the unused low bits
+ * (4 after two characters, 2 after three) zero; every alphabet character
+ * is tried there. */
+Test(b64url, trailing_bits_exhaustive)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char out[8];
+    size_t n;
+    for (int i = 0; i < 64; i++) {
+        char two[6] = {'Q', 'U', 'J', 'D', 'Q', alphabet[i]}, three[3] = {'Q', 'Q', alphabet[i]};
+        cr_expect_eq(b64url_decode(two, 6, out, &n), (i & 15) ? -1 : 0, "QUJDQ%c", alphabet[i]);
+        if ((i & 15) == 0) {
+            cr_expect_eq(n, 4);
+            cr_expect_eq(out[3], (unsigned char)(16 << 2 | i >> 4));
+        }
+        cr_expect_eq(b64url_decode(three, 3, out, &n), (i & 3) ? -1 : 0, "QQ%c", alphabet[i]);
+        if ((i & 3) == 0) {
+            cr_expect_eq(n, 2);
+            cr_expect_eq(out[1], (unsigned char)((16 & 15) << 4 | i >> 2));
+        }
+    }
 }
