@@ -49,6 +49,22 @@ struct jwt_value *jwt_parse(const unsigned char *json, size_t len, char *err, si
  * not an object), so that lookups can be chained. */
 const struct jwt_value *jwt_get(const struct jwt_value *obj, const char *name);
 
+/* The exact header kube-apiserver writes: {"alg":"<5 letters or
+ * digits>","kid":"<43 base64url characters>"}, byte for byte. */
+#define JWT_COMPACT_ALG_LEN 5
+#define JWT_COMPACT_KID_LEN 43
+
+/* The tree of a compact header, held by the caller (no allocation). */
+struct jwt_compact_header {
+    struct jwt_value root, alg, kid;
+    char alg_str[JWT_COMPACT_ALG_LEN + 1], kid_str[JWT_COMPACT_KID_LEN + 1];
+};
+
+/* When json is exactly the compact header form, fills h with the tree
+ * jwt_parse would build for it and returns its root (never to be passed to
+ * jwt_value_free); otherwise NULL, and json must go through jwt_parse. */
+const struct jwt_value *jwt_parse_compact_header(const unsigned char *json, size_t len, struct jwt_compact_header *h);
+
 /* Frees the whole tree of a root jwt_parse returned (only a root); NULL is
  * a no-op. */
 void jwt_value_free(struct jwt_value *root);

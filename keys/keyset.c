@@ -16,6 +16,7 @@ struct keyset_loader {
     struct keyset *ks;
     keyset_warn_cb warn;
     void *warn_ctx;
+    int mode_checked; /* the current file's mode was looked at */
 };
 
 __attribute__((format(printf, 2, 3))) static void keyset_warn(struct keyset_loader *l, const char *fmt, ...)
@@ -64,6 +65,22 @@ int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const struc
     return 1;
 }
 
+/* A private key that group or others can read may already have leaked
+ * through a backup, a debug shell or another container sharing the volume,
+ * and this server only ever needs its public half. Warns once per file; a
+ * failed stat is left to the read that follows to report. */
+static void keyset_check_private_mode(struct keyset_loader *l, const char *path)
+{
+    struct stat st;
+
+    if (l->mode_checked)
+        return;
+    l->mode_checked = 1;
+    if (stat(path, &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)) != 0)
+        keyset_warn(l, "%s: private key file is readable by group or others (mode %04o); chmod 600 it", path,
+                    (unsigned)(st.st_mode & 07777));
+}
+
 /* pem_key_cb: adds one key of a file. The same key twice is published once:
  * two JWKs with one kid make clients such as panva/jose refuse the whole
  * set, and it is usually sa.key and sa.pub given together, so it only
@@ -76,7 +93,8 @@ static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int 
     const struct key *dup, *k;
     int rc;
 
-    (void)was_private;
+    if (was_private)
+        keyset_check_private_mode(l, path);
     snprintf(source, sizeof(source), "%s (block %d)", path, block);
     if ((rc = keyset_add(l->ks, pub, source, &dup, why, sizeof(why))) < 0) {
         snprintf(err, errlen, "%s: block %d: %s", path, block, why);
@@ -91,6 +109,13 @@ static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int 
         keyset_warn(l, "%s: RSA key of %d bits is below 2048 bits (kid %s); published anyway, as kube-apiserver does",
                     source, k->bits, k->kid);
     return 0;
+}
+
+/* Reads one key file; per-file state starts afresh. */
+static int keyset_read_file(struct keyset_loader *l, const char *path, char *err, size_t errlen)
+{
+    l->mode_checked = 0;
+    return pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
 }
 
 /* Directory entries worth reading: not hidden. This skips the kubelet's
@@ -123,7 +148,7 @@ static int keyset_load_dir(struct keyset_loader *l, const char *dir, char *err, 
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
         if (rc == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
             files++;
-            rc = pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
+            rc = keyset_read_file(l, path, err, errlen);
         }
         free(names[i]);
     }
@@ -141,7 +166,7 @@ static int keyset_load_path(struct keyset_loader *l, const char *path, char *err
 
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return keyset_load_dir(l, path, err, errlen);
-    return pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
+    return keyset_read_file(l, path, err, errlen);
 }
 
 /* Every set gets a fresh id so that caches keyed on a set notice a new one,

@@ -221,6 +221,17 @@ static struct jwt_value *token_parse(const unsigned char *json, size_t len, cons
     return v;
 }
 
+/* Parses the decoded header into *owned, or, when it is exactly
+ * kube-apiserver's compact form, into *compact without the JSON parser
+ * (jwt_parse_compact_header: the same tree, so the same decisions). */
+static const struct jwt_value *token_parse_header(const struct jwt_parts *parts, struct jwt_compact_header *compact,
+                                                  struct jwt_value **owned, struct token_result *out)
+{
+    const struct jwt_value *h = jwt_parse_compact_header(parts->seg[0], parts->seglen[0], compact);
+
+    return h != NULL ? h : (*owned = token_parse(parts->seg[0], parts->seglen[0], "header", out));
+}
+
 /* Reads the optional string member name of obj: 1 when present (in *s), 0
  * when absent, -1 when of another type. label names it in messages. */
 static int token_get_string(const struct jwt_value *obj, const char *name, const char *label, const char **s,
@@ -532,7 +543,9 @@ int token_verify(const struct keyset *ks, const struct token_policy *policy, con
 {
     size_t max = policy->max_size ? policy->max_size : TOKEN_DEFAULT_MAX_SIZE;
     struct jwt_parts parts = {0};
-    struct jwt_value *header = NULL, *payload = NULL;
+    struct jwt_value *owned_header = NULL, *payload = NULL;
+    struct jwt_compact_header compact;
+    const struct jwt_value *header;
     const struct jws_alg *alg = NULL;
     int rc = -1, split;
 
@@ -548,7 +561,7 @@ int token_verify(const struct keyset *ks, const struct token_policy *policy, con
             token_fail(out, TOKEN_ERR_BASE64, "token segment is not unpadded base64url");
         goto done;
     }
-    if ((header = token_parse(parts.seg[0], parts.seglen[0], "header", out)) == NULL ||
+    if ((header = token_parse_header(&parts, &compact, &owned_header, out)) == NULL ||
         token_check_header(header, policy, &alg, out) != 0 ||
         token_check_signature(ks, header, alg, &parts, out) != 0 ||
         (payload = token_parse(parts.seg[1], parts.seglen[1], "payload", out)) == NULL)
@@ -557,7 +570,7 @@ int token_verify(const struct keyset *ks, const struct token_policy *policy, con
 done:
     if (rc != 0)
         token_user_clear(&out->user);
-    jwt_value_free(header);
+    jwt_value_free(owned_header);
     jwt_value_free(payload);
     jwt_parts_clear(&parts);
     return rc;

@@ -18,6 +18,7 @@
 
 #include "keys/b64url.h"
 #include "keys/jws.h"
+#include "keys/jwt.h"
 #include "keys/keyset.h"
 #include "keys/token.h"
 #include "keys/token_mint.h"
@@ -990,4 +991,99 @@ Test(b64url, trailing_bits_exhaustive)
             cr_expect_eq(out[1], (unsigned char)((16 & 15) << 4 | i >> 2));
         }
     }
+}
+
+/* ---------------------------------------------------------------- */
+/* The compact-header fast path (jwt_parse_compact_header)          */
+
+/* Asserts that two trees are the same: types, names, strings, order. */
+static void assert_same_tree(const struct jwt_value *a, const struct jwt_value *b)
+{
+    cr_assert_eq(a->type, b->type);
+    cr_assert((a->name == NULL) == (b->name == NULL));
+    if (a->name != NULL)
+        cr_assert_str_eq(a->name, b->name);
+    if (a->type == JWT_STRING)
+        cr_assert_str_eq(a->str, b->str);
+    const struct jwt_value *x = a->child, *y = b->child;
+    for (; x != NULL && y != NULL; x = x->next, y = y->next)
+        assert_same_tree(x, y);
+    cr_assert(x == NULL && y == NULL, "different member counts");
+}
+
+/* The fast path takes hdr and builds jwt_parse's tree for it. */
+static void expect_compact(const char *hdr)
+{
+    struct jwt_compact_header c;
+    char err[128];
+    const struct jwt_value *fast = jwt_parse_compact_header((const unsigned char *)hdr, strlen(hdr), &c);
+    struct jwt_value *slow = jwt_parse((const unsigned char *)hdr, strlen(hdr), err, sizeof(err));
+    cr_assert_not_null(fast, "%s not taken by the fast path", hdr);
+    cr_assert_not_null(slow, "%s: %s", hdr, err);
+    assert_same_tree(fast, slow);
+    jwt_value_free(slow);
+}
+
+/* The fast path leaves hdr to jwt_parse. */
+static void expect_not_compact(const char *hdr)
+{
+    struct jwt_compact_header c;
+    cr_expect_null(jwt_parse_compact_header((const unsigned char *)hdr, strlen(hdr), &c), "%s taken", hdr);
+}
+
+Test(token, compact_header_same_tree)
+{
+    expect_compact(header("RS256", "RS256"));
+    expect_compact(header("ES256", "ES256"));
+    expect_compact(header("ES512", "ES384"));
+    expect_compact(header("HS256", "RS256"));
+    expect_compact("{\"alg\":\"zz9Zz\",\"kid\":\"-_-_-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL\"}");
+}
+
+Test(token, compact_header_near_misses)
+{
+    const char *kid = kid_of("RS256");
+    char buf[512], k[KEY_KID_LEN + 1];
+    const char *forms[] = {
+        "{ \"alg\":\"RS256\",\"kid\":\"%s\"}",      /* whitespace */
+        "{\"alg\":\"RS256\", \"kid\":\"%s\"}",      /* whitespace */
+        "{\"alg\":\"RS256\",\"kid\":\"%s\"} ",      /* trailing byte */
+        "{\"kid\":\"%s\",\"alg\":\"RS256\"}",       /* member order */
+        "{\"alg\":\"RS25\\u0036\",\"kid\":\"%s\"}", /* escaped alg */
+        "{\"alg\":\"RS256\",\"kid\":\"%s\",\"crit\":[]}",
+        "{\"alg\":\"RS256\",\"kid\":\"%s\",\"jku\":\"x\"}",
+        "{\"alg\":\"RS256\",\"kid\":\"%s\",\"alg\":\"RS256\"}",
+        "{\"alg\":\"RS256\",\"kjd\":\"%s\"}", /* same length, other name */
+    };
+    for (size_t i = 0; i < COUNT(forms); i++) {
+        snprintf(buf, sizeof(buf), forms[i], kid);
+        expect_not_compact(buf);
+    }
+    /* Same length, a kid character that is not base64url. */
+    const char bad[] = {'"', '\\', '.', '=', ' ', '\x01', '\x7f', '\xc3'};
+    for (size_t i = 0; i < COUNT(bad); i++) {
+        memcpy(k, kid, sizeof(k));
+        k[7] = bad[i];
+        snprintf(buf, sizeof(buf), "{\"alg\":\"RS256\",\"kid\":\"%s\"}", k);
+        expect_not_compact(buf);
+    }
+    expect_not_compact("{\"alg\":\"RS-56\",\"kid\":\"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ\"}");
+    expect_not_compact("{\"alg\":\"RS256\",\"kid\":\"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP\"}");
+}
+
+/* Token decisions on compact headers, and on their slow-path twins. */
+Test(token, compact_header_decisions)
+{
+    char spaced[256];
+    expect(sign(rsa, "RS256", header("RS256", "RS256"), VALID_PAYLOAD), TOKEN_OK);
+    snprintf(spaced, sizeof(spaced), "{\"alg\": \"RS256\", \"kid\": \"%s\"}", kid_of("RS256"));
+    expect(sign(rsa, "RS256", spaced, VALID_PAYLOAD), TOKEN_OK);
+    expect(sign(ec256, "ES256", header("ES256", "ES256"), VALID_PAYLOAD), TOKEN_OK);
+    expect(sign(rsa, "RS256", header("RS256", "ES256"), VALID_PAYLOAD), TOKEN_ERR_ALG_MISMATCH);
+    expect(sign(rsa, "RS256", header("HS256", "RS256"), VALID_PAYLOAD), TOKEN_ERR_ALG_HMAC);
+    expect(sign(rsa, "RS256", header("RS384", "RS256"), VALID_PAYLOAD), TOKEN_ERR_ALG_UNSUPPORTED);
+    expect(sign(rsa, "RS256", "{\"alg\":\"RS256\",\"kid\":\"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ\"}",
+                VALID_PAYLOAD),
+           TOKEN_ERR_UNKNOWN_KID);
+    expect(sign(ec256, "ES256", header("ES256", "ES256"), "[1]"), TOKEN_ERR_JSON);
 }

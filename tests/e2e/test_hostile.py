@@ -1,0 +1,198 @@
+"""End-to-end tests of hostile HTTP/1.1 input on the public listener:
+request smuggling (ambiguous message framing) and path variants.
+
+h2o 2.2.5 by itself lets Transfer-Encoding win over Content-Length, uses
+the first of two Content-Length fields and reads a chunked body on GET, all
+on a kept-alive connection; the server refuses each with 400 and closes the
+connection, so bytes smuggled after such a request are never answered.
+
+Paths are matched byte for byte (the query aside): no percent-decoding and
+no dot-segment removal, like kube-apiserver's exact mux paths.
+"""
+
+import socket
+import unittest
+
+import oidc_harness as H
+
+ISSUER = "https://issuer.example"
+NEXT = b"GET " + H.JWKS.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+
+# name -> request bytes, each followed on the wire by NEXT
+SMUGGLING = {
+    "content-length then transfer-encoding":
+        b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "transfer-encoding then content-length":
+        b"POST %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+    "get with content-length and transfer-encoding":
+        b"GET %s HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "two equal content-length":
+        b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+    "two different content-length":
+        b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello",
+    "two different content-length, larger first":
+        b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 0\r\n\r\nhello",
+    "mixed-case duplicate content-length":
+        b"GET %s HTTP/1.1\r\nHost: x\r\ncontent-length: 0\r\nCONTENT-LENGTH: 0\r\n\r\n",
+    "leading empty line, then both":
+        b"\r\nPOST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "no space after the colons":
+        b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length:5\r\nTransfer-Encoding:chunked\r\n\r\n0\r\n\r\n",
+    "chunked body on get":
+        b"GET %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "chunked body on head":
+        b"HEAD %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+}
+
+
+class HostileTestCase(H.ServerTestCase):
+    def setUp(self):
+        super().setUp()
+        self.key = self.keys.ec()
+        self.srv = self.start_server(["--service-account-issuer", ISSUER,
+                                      "--service-account-key-file", self.key.pub])
+
+    def exchange(self, data):
+        """Sends data on one connection; returns (first response, whether the
+        server closed the connection, every byte left after the first response)."""
+        s = self.srv.raw_socket()
+        try:
+            s.sendall(data)
+            r = H.RawReader(s)
+            first = r.read_response("HEAD" if data.startswith(b"HEAD") else "GET")
+            closed = r.wait_closed()
+            return first, closed, r.buf
+        finally:
+            s.close()
+
+
+class SmugglingTest(HostileTestCase):
+    def test_each_variant_refused_and_connection_closed(self):
+        for name, req in SMUGGLING.items():
+            with self.subTest(name):
+                (st, h, body), closed, rest = self.exchange((req % H.JWKS.encode()) + NEXT)
+                self.assertEqual(st, 400, body)
+                self.assertEqual(H.one(h, "connection"), "close")
+                self.assertTrue(closed, "connection left open after %s" % name)
+                # the pipelined request after the smuggling attempt is never answered
+                self.assertEqual(rest, b"", "bytes after the 400: %r" % rest[:200])
+
+    def test_pipelined_request_after_smuggling_not_answered(self):
+        # The body "GET /x..." would be a second request to a front end that
+        # honours Content-Length while h2o honours chunked.
+        req = (b"POST " + H.JWKS.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 43\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + NEXT + NEXT)
+        (st, _, _), closed, rest = self.exchange(req)
+        self.assertEqual(st, 400)
+        self.assertTrue(closed)
+        self.assertNotIn(b"HTTP/1.1", rest)
+
+    def test_refused_after_an_ordinary_request_on_the_same_connection(self):
+        # the second request's head is found where h2o parsed it, not at the
+        # start of the connection's first request
+        req = SMUGGLING["two different content-length"] % H.JWKS.encode()
+        s = self.srv.raw_socket()
+        try:
+            s.sendall(NEXT + req + NEXT)
+            r = H.RawReader(s)
+            self.assertEqual(r.read_response()[0], 200)
+            st, h, _ = r.read_response()
+            self.assertEqual(st, 400)
+            self.assertEqual(H.one(h, "connection"), "close")
+            self.assertTrue(r.wait_closed())
+            self.assertEqual(r.buf, b"")
+        finally:
+            s.close()
+
+    def test_server_still_serves_after_refusals(self):
+        for req in SMUGGLING.values():
+            self.exchange((req % H.JWKS.encode()) + NEXT)
+        self.check_both(self.srv, ISSUER, [self.key])
+
+    def test_plain_requests_unaffected(self):
+        # one Content-Length, no Transfer-Encoding: ordinary framing, kept alive
+        for data, want in ((b"GET %s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 200),
+                           (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", 405),
+                           (b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n", 200)):
+            with self.subTest(data=data):
+                s = self.srv.raw_socket()
+                try:
+                    s.sendall((data % H.JWKS.encode()) + NEXT)
+                    r = H.RawReader(s)
+                    self.assertEqual(r.read_response()[0], want)
+                    st, h, _ = r.read_response()
+                    self.assertEqual(st, 200, "pipelined request after an ordinary one")
+                finally:
+                    s.close()
+
+
+class SmugglingOverTLSTest(H.TLSServerTestCase):
+    def test_refused_over_tls(self):
+        key = self.keys.ec()
+        cert, tkey = self.new_cert("server")
+        srv = self.start_tls_server(["--service-account-issuer", ISSUER, "--service-account-key-file", key.pub],
+                                    cert, tkey)
+        for name in ("content-length then transfer-encoding", "two equal content-length", "chunked body on get"):
+            with self.subTest(name):
+                s = H.tls_connect(srv.tls_port, self.ca_cert)
+                try:
+                    s.sendall((SMUGGLING[name] % H.JWKS.encode()) + NEXT)
+                    r = H.RawReader(s)
+                    st, h, _ = r.read_response()
+                    self.assertEqual(st, 400)
+                    self.assertEqual(H.one(h, "connection"), "close")
+                    self.assertTrue(r.wait_closed())
+                    self.assertEqual(r.buf, b"")
+                finally:
+                    s.close()
+
+
+class PathVariantTest(HostileTestCase):
+    VARIANTS = ("/openid/v1/%6Awks", "/openid/v1/%6awks", "//openid/v1/jwks", "/openid/v1/jwks/..",
+                "/openid/v1/./jwks", "/openid/v1/jwks%00", "/openid/v1/jwks/", "/openid/v1//jwks",
+                "/.well-known/openid-configuration/.", "/.well-known/%6Fpenid-configuration",
+                "/OPENID/v1/jwks")
+
+    def test_variants_not_found(self):
+        for path in self.VARIANTS:
+            with self.subTest(path):
+                st, h, body = self.srv.get(path)
+                self.assertEqual(st, 404, body)
+                self.assertEqual(body, b'{"error":"not found"}')
+
+    def test_query_ignored(self):
+        st, _, body = self.srv.get(H.JWKS + "?x=%2e%2e")
+        self.assertEqual(st, 200)
+        self.assertEqual(body, H.expected_jwks([self.key]))
+
+    def test_raw_nul_byte(self):
+        # h2o's parser refuses control characters in the request target
+        # (400, or simply closing the connection); never the JWKS.
+        s = self.srv.raw_socket()
+        try:
+            s.sendall(b"GET /openid/v1/jwks\x00 HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = H.RawReader(s)
+            try:
+                st, _, _ = r.read_response()
+            except (EOFError, ConnectionResetError):
+                return
+            self.assertIn(st, (400, 404))
+        finally:
+            s.close()
+
+    def test_raw_nul_in_header_value(self):
+        s = self.srv.raw_socket()
+        try:
+            s.sendall(b"GET /openid/v1/jwks HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n")
+            r = H.RawReader(s)
+            try:
+                st, _, _ = r.read_response()
+            except (EOFError, ConnectionResetError, socket.timeout):
+                return
+            self.assertIn(st, (200, 400))
+        finally:
+            s.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
