@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http_framing.h"
 #include "worker.h"
 
 #define DISCOVERY_PATH "/.well-known/openid-configuration"
@@ -163,51 +164,6 @@ static size_t handler_docs_head_size(h2o_req_t *req)
     return n;
 }
 
-/* Counts the Content-Length and Transfer-Encoding fields of the raw
- * HTTP/1 request head. h2o 2.2.5 keeps neither in req->headers (it only
- * remembers which one frames the body), so the head is read again from the
- * socket's input buffer: h2o consumes each request from that buffer only
- * after answering it, so the current head starts at input->bytes, already
- * parsed (and its names lower-cased) by h2o. */
-static void handler_docs_count_framing(const h2o_buffer_t *in, size_t *cl, size_t *te)
-{
-    const char *p = in->bytes, *end = in->bytes + (in->size < H2O_MAX_REQLEN ? in->size : H2O_MAX_REQLEN);
-    const char *eol;
-    int first = 1;
-
-    *cl = *te = 0;
-    for (; p < end && (eol = memchr(p, '\n', (size_t)(end - p))) != NULL; p = eol + 1, first = 0) {
-        size_t len = (size_t)(eol - p) - (eol > p && eol[-1] == '\r');
-        if (len == 0 && !first)
-            return; /* the empty line ending the head */
-        if (first)
-            continue; /* the request line */
-        if (len > 15 && h2o_lcstris(p, 15, H2O_STRLIT("content-length:")))
-            ++*cl;
-        else if (len > 18 && h2o_lcstris(p, 18, H2O_STRLIT("transfer-encoding:")))
-            ++*te;
-    }
-}
-
-/* Request smuggling (RFC 9112 6.1, 6.3): h2o 2.2.5 lets Transfer-Encoding
- * win over Content-Length, takes the first of two Content-Length fields and
- * reads a chunked body on GET, then keeps the connection open. A proxy in
- * front that frames the message the other way would see a different next
- * request, so such messages are refused and the connection closed. None of
- * our endpoints takes a body, so a chunked GET or HEAD is refused too.
- * HTTP/2 frames messages itself and is not affected. */
-static int handler_docs_ambiguous_framing(h2o_req_t *req, int is_get_or_head)
-{
-    h2o_socket_t *sock;
-    size_t cl, te;
-
-    if (req->version >= 0x200 || req->entity.base == NULL || req->conn->callbacks->get_socket == NULL ||
-        (sock = req->conn->callbacks->get_socket(req->conn)) == NULL || sock->input == NULL)
-        return 0; /* h2o saw neither field: no body, nothing to smuggle */
-    handler_docs_count_framing(sock->input, &cl, &te);
-    return cl > 1 || (cl > 0 && te > 0) || (te > 0 && is_get_or_head);
-}
-
 /* 400 for a request whose framing is ambiguous; the connection is closed
  * afterwards, because whatever follows it on the wire cannot be trusted to
  * start a request (RFC 9112 6.3 point 3). */
@@ -227,7 +183,7 @@ static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
     int jwks = !discovery && h2o_memis(path.base, path.len, self->jwks_path.base, self->jwks_path.len);
     const struct snapshot *snap;
 
-    if (handler_docs_ambiguous_framing(req, is_get || is_head))
+    if (http_framing_ambiguous(req, is_get || is_head))
         return handler_docs_refuse_framing(req, is_head);
     if (handler_docs_head_size(req) > self->max_header_size)
         return handler_docs_error(req, 431, "Request Header Fields Too Large", body_too_large, is_head);

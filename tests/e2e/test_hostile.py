@@ -194,5 +194,35 @@ class PathVariantTest(HostileTestCase):
             s.close()
 
 
+class SmugglingTokenReviewTest(H.ServerTestCase):
+    """The TokenReview listener takes POST bodies, so its framing matters
+    most: each ambiguous variant is a 400 Status and a closed connection."""
+
+    def test_review_listener_refuses_ambiguous_framing(self):
+        key = self.keys.ec()
+        srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-key-file", key.pub])
+        body = b'{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"x"}}'
+        head = b"POST " + H.TOKENREVIEW_PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        variants = {
+            "content-length and transfer-encoding": head + b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n"
+            % len(body) + b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n",
+            "two content-length": head + b"Content-Length: %d\r\nContent-Length: %d\r\n\r\n" % (len(body), len(body))
+            + body,
+        }
+        for name, req in variants.items():
+            with self.subTest(name):
+                s = socket.create_connection(("127.0.0.1", srv.review_port), timeout=H.SOCK_TIMEOUT)
+                try:
+                    s.sendall(req + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    r = H.RawReader(s)
+                    st, h, b = r.read_response("POST")
+                    self.assertEqual(st, 400, b)
+                    self.assertIn(b"ambiguous", b)
+                    self.assertTrue(r.wait_closed(), "connection left open after %s" % name)
+                    self.assertEqual(r.buf, b"")
+                finally:
+                    s.close()
+
+
 if __name__ == "__main__":
     unittest.main()
