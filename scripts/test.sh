@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds oidc-discovery and runs every test (criterion unit tests and the
 # end-to-end tests against the real binary), twice: a release build, then a
-# build with AddressSanitizer and UndefinedBehaviorSanitizer.
+# build with AddressSanitizer and UndefinedBehaviorSanitizer; then runs each
+# libFuzzer target for a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -19,3 +20,5 @@ run_suite build
 echo "== ASan + UBSan build"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_suite build-asan -DOIDC_SANITIZE=ON
+echo "== fuzzing, 60 s per target"
+fuzz/run.sh 60

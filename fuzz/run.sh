@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds every libFuzzer target in fuzz/ and runs each for SECONDS on a copy
+# of its seed corpus (fuzz/corpus/<target>/), so the checked-in corpora stay
+# small. Prints executions, coverage and crashes per target; exits 1 when
+# any target crashed (or leaked, or hit a sanitizer report or a timeout).
+#
+#   fuzz/run.sh SECONDS [TARGET...]
+#
+# Builds and scratch space go to ${TMPDIR:-/tmp}/oidc-fuzz (OIDC_FUZZ_WORK
+# overrides). Nothing is installed here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview ...]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+secs=$1; shift
+[[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || usage
+all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+
+CC=${CC:-}
+if [ -z "$CC" ]; then
+    if command -v clang-14 >/dev/null; then CC=clang-14
+    elif command -v clang >/dev/null; then CC=clang
+    else
+        echo "fuzz/run.sh: clang not found; install it with:" >&2
+        echo "    apt-get install -y clang-14 libclang-rt-14-dev" >&2
+        exit 1
+    fi
+fi
+for pc in libcrypto yajl; do
+    pkg-config --exists "$pc" || { echo "fuzz/run.sh: pkg-config cannot find $pc (run scripts/setup.sh)" >&2; exit 1; }
+done
+
+work=${OIDC_FUZZ_WORK:-${TMPDIR:-/tmp}/oidc-fuzz}
+bin=$work/bin obj=$work/obj
+mkdir -p "$bin" "$obj"
+
+# The product sources the targets link: the oidccore library of
+# CMakeLists.txt plus the TokenReview JSON code (no h2o).
+core_srcs=(keys/b64url.c keys/jsonw.c keys/key.c keys/pem.c keys/keyset.c keys/jwks_parse.c keys/render.c
+           keys/snapshot.c keys/history.c keys/devkeys.c keys/jwt.c keys/jws.c keys/token.c keys/token_user.c
+           keys/vcache.c keys/token_mint.c config/config.c server/tokenreview.c)
+cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -I. $(pkg-config --cflags libcrypto yajl))
+libs=($(pkg-config --libs libcrypto yajl) -lpthread -lm)
+san=address,undefined
+
+echo "== building with $CC into $bin"
+objs=()
+pids=()
+for src in "${core_srcs[@]}"; do
+    o=$obj/$(echo "${src%.c}" | tr / _).o
+    objs+=("$o")
+    "$CC" "${cflags[@]}" -fsanitize=fuzzer-no-link,$san -c "$src" -o "$o" & pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+for t in "${targets[@]}"; do
+    [ -f "fuzz/$t.c" ] || { echo "fuzz/run.sh: no target fuzz/$t.c" >&2; exit 2; }
+    "$CC" "${cflags[@]}" -fsanitize=fuzzer,$san "fuzz/$t.c" "${objs[@]}" "${libs[@]}" -o "$bin/$t"
+done
+
+export OIDC_FUZZ_FIXTURES=$PWD/tests/fixtures
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+run_one() {
+    local t=$1 dir=$work/run/$1
+    rm -rf "$dir"
+    mkdir -p "$dir/corpus" "$dir/artifacts"
+    if [ -d "fuzz/corpus/$t" ]; then cp -r "fuzz/corpus/$t/." "$dir/corpus/"; fi
+    local dict=()
+    case $t in fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_token) dict=(-dict=fuzz/dict/json.dict) ;; esac
+    "$bin/$t" "${dict[@]}" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$dir/artifacts/" "$dir/corpus" >"$dir/log" 2>&1
+}
+
+echo "== fuzzing ${targets[*]} for ${secs}s each (${jobs:=$(nproc)} at a time); logs in $work/run/<target>/log"
+declare -A rc
+running=()
+for t in "${targets[@]}"; do
+    run_one "$t" & running+=("$!:$t")
+    if [ ${#running[@]} -ge "$jobs" ]; then
+        p=${running[0]}; running=("${running[@]:1}")
+        set +e; wait "${p%%:*}"; rc[${p#*:}]=$?; set -e
+    fi
+done
+for p in "${running[@]}"; do set +e; wait "${p%%:*}"; rc[${p#*:}]=$?; set -e; done
+
+failed=0
+printf '%-18s %14s %8s %8s %s\n' target executions cov ft result
+for t in "${targets[@]}"; do
+    log=$work/run/$t/log
+    execs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
+    [ -n "$execs" ] || execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)/\1/p' "$log" | tail -1)
+    last=$(grep -E '^#[0-9]+' "$log" | grep -E 'cov: ' | tail -1 || true)
+    cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+    ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+    arts=$(find "$work/run/$t/artifacts" -type f | sort)
+    if [ "${rc[$t]}" -eq 0 ] && [ -z "$arts" ]; then
+        result=ok
+    else
+        result="FAILED (exit ${rc[$t]})"
+        failed=1
+    fi
+    printf '%-18s %14s %8s %8s %s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$result"
+    for a in $arts; do
+        echo "    crash input: $a"
+    done
+    if [ "$result" != ok ]; then
+        grep -E 'ERROR: |SUMMARY: |runtime error:' "$log" | head -5 | sed 's/^/    /'
+        echo "    log: $log"
+    fi
+done
+exit $failed
