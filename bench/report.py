@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Renders docs/BENCHMARKS.md from the figures of bench/http_bench.py (JSON)
+and the output of bench/verify.sh, and writes the data file the plot
+(bench/connections.gp) reads. Run by bench/report.sh; not by hand."""
+import argparse
+import json
+import re
+import statistics
+import time
+
+MIB = 1024
+
+
+def median(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def fmt_rate(x):
+    return f"{x:,.0f}"
+
+
+def fmt_ratio(x):
+    return f"{x:.2f}×"
+
+
+def verdict(ok):
+    return "met" if ok else "**missed**"
+
+
+def verify_rows(text):
+    """Median column of each row of verify.sh's table, by row label. The
+    table is fixed-width: a 50-column label, then one 12-column cell per
+    round, then the median."""
+    rounds = len(re.findall(r"run \d+", text.split("\n== token verification", 1)[-1].splitlines()[1]))
+    rows = {}
+    for line in text.splitlines():
+        label = line[:50].strip()
+        if label and len(line) > 50 + 12 * rounds:
+            rows[label] = line[50 + 12 * rounds:50 + 12 * (rounds + 1)].strip()
+    return rows
+
+
+def number(cell):
+    return float(cell.rstrip("*x").replace(",", ""))
+
+
+class Report:
+    def __init__(self, figures, verify_text):
+        self.f = figures
+        self.verify_text = verify_text
+        self.verify = verify_rows(verify_text)
+        self.lines = []
+
+    def out(self, line=""):
+        self.lines.append(line)
+
+    def scenario(self, name, peer):
+        return self.f["scenarios"][name]["runs"][peer]
+
+    def summary(self):
+        """Each target of the performance issue with both sides' figures."""
+        h1_ours, h1_ng = self.scenario("jwks-2", "ours"), self.scenario("jwks-2", "nginx")
+        h2_ours, h2_ng = self.scenario("h2-jwks-2", "ours"), self.scenario("h2-jwks-2", "nginx")
+        c_ours, c_ours_h2 = self.scenario("jwks-2-304", "ours"), self.scenario("h2-jwks-2-304", "ours")
+        fp, fpn = self.f["footprint"]["ours"], self.f["footprint"]["nginx"]
+        rows = []
+
+        def ratio_row(what, ours, peer, goal, higher=True):
+            r = ours / peer
+            rows.append((what, ours, peer, fmt_ratio(r), goal, verdict(r >= goal if higher else r <= goal)))
+
+        ratio_row("HTTP/1.1 JWKS GET, requests per server CPU-second (vs nginx)", median(h1_ours, "per_cpu_s"),
+                  median(h1_ng, "per_cpu_s"), 1.08)
+        ratio_row("HTTP/1.1 JWKS GET, requests/s (vs nginx)", median(h1_ours, "rps"), median(h1_ng, "rps"), 1.0)
+        ratio_row("HTTP/1.1 JWKS GET, p99 latency ms (vs nginx; lower is better)", median(h1_ours, "p99_ms"),
+                  median(h1_ng, "p99_ms"), 1.0, higher=False)
+        ratio_row("HTTP/2 + TLS JWKS GET, requests per server CPU-second (vs nginx)", median(h2_ours, "per_cpu_s"),
+                  median(h2_ng, "per_cpu_s"), 1.3)
+        ratio_row("HTTP/1.1 304 path per CPU-second (vs our own 200 path)", median(c_ours, "per_cpu_s"),
+                  median(h1_ours, "per_cpu_s"), 1.0)
+        ratio_row("HTTP/2 + TLS 304 path per CPU-second (vs our own 200 path)", median(c_ours_h2, "per_cpu_s"),
+                  median(h2_ours, "per_cpu_s"), 1.0)
+        for label, base, goal in (("RS256 uncached verifications/s (per CPU-s)", "openssl speed rsa2048 verify/s (per CPU-s)", 0.85),
+                                  ("ES256 uncached verifications/s (per CPU-s)", "openssl speed ecdsap256 verify/s (per CPU-s)", 0.85),
+                                  ("RS256 cached verifications/s (per CPU-s)", "openssl speed rsa2048 verify/s (per CPU-s)", 15)):
+            ratio_row(f"{label.replace(' (per CPU-s)', '')} (vs `{base.replace(' (per CPU-s)', '')}`)",
+                      number(self.verify[label]), number(self.verify[base]), goal)
+        self.out("## Targets")
+        self.out()
+        self.out("| target | ours | peer | ratio | goal | |")
+        self.out("|---|---:|---:|---:|---:|---|")
+        for what, ours, peer, ratio, goal, ok in rows:
+            cell = (lambda x: f"{x:.2f}" if x < 100 else fmt_rate(x))
+            op = "≤" if "lower is better" in what else "≥"
+            self.out(f"| {what} | {cell(ours)} | {cell(peer)} | {ratio} | {op} {goal}× | {ok} |")
+        limits = (("RSS idle", fp["rss_idle_kib"] / MIB, fpn["rss_idle_kib"] / MIB, "MiB", 16),
+                  (f"RSS per idle keep-alive connection ({fp['conns']:,} open)", fp["per_conn_bytes"] / 1024,
+                   fpn["per_conn_bytes"] / 1024, "KiB", 8),
+                  ("exec to first 200 (median)", fp["exec_to_200_median_ms"], fpn["exec_to_200_median_ms"], "ms", 50))
+        for what, ours, peer, unit, goal in limits:
+            self.out(f"| {what} | {ours:.2f} {unit} | {peer:.2f} {unit} (nginx) | | < {goal} {unit} | "
+                     f"{verdict(ours < goal)} |")
+        self.out()
+
+    def scenarios(self):
+        self.out("## Every serving figure")
+        self.out()
+        self.out(f"Medians of {self.f['args']['rounds']} rounds; the rounds alternate ours, nginx, ours, nginx. "
+                 "HTTP/1.1 rows are `wrk`, HTTP/2 rows `h2load` (which reports a mean and a maximum, "
+                 "not percentiles).")
+        self.out()
+        self.out("| scenario | server | requests/s | p50 / mean ms | p99 / max ms | requests per CPU-s | "
+                 "ratio per CPU-s | every round (req per CPU-s) |")
+        self.out("|---|---|---:|---:|---:|---:|---:|---|")
+        names = {"jwks-2": "JWKS, 2 keys", "jwks-100": "JWKS, 100 keys", "discovery": "discovery document",
+                 "jwks-2-304": "JWKS, If-None-Match → 304", "h2-jwks-2": "HTTP/2 + TLS JWKS",
+                 "h2-jwks-2-304": "HTTP/2 + TLS JWKS, If-None-Match → 304"}
+        for name, s in self.f["scenarios"].items():
+            base = median(s["runs"]["nginx"], "per_cpu_s")
+            for peer, runs in s["runs"].items():
+                lo, hi = ("p50_ms", "p99_ms") if s["protocol"] == "http1" else ("mean_ms", "max_ms")
+                ratio = fmt_ratio(median(runs, "per_cpu_s") / base) if peer == "ours" else ""
+                every = ", ".join(fmt_rate(r["per_cpu_s"]) for r in runs)
+                self.out(f"| {names[name]} | {peer} | {fmt_rate(median(runs, 'rps'))} | {median(runs, lo):.2f} | "
+                         f"{median(runs, hi):.2f} | {fmt_rate(median(runs, 'per_cpu_s'))} | {ratio} | {every} |")
+        self.out()
+        self.out("Bodies served (byte-identical for both servers, checked before measuring): " +
+                 ", ".join(f"{k}: {v:,} bytes" for k, v in self.f["bodies"].items()) + ".")
+        self.out()
+
+    def sweep(self):
+        self.out("## Against connection count")
+        self.out()
+        self.out("![requests/s and requests per CPU-second against wrk connections](benchmarks-connections.svg)")
+        self.out()
+        self.out("| connections | ours req/s | nginx req/s | ours req per CPU-s | nginx req per CPU-s | ratio per CPU-s |")
+        self.out("|---:|---:|---:|---:|---:|---:|")
+        for row in self.f["sweep"]:
+            o, n = row["ours"], row["nginx"]
+            self.out(f"| {row['conns']} | {fmt_rate(o['rps'])} | {fmt_rate(n['rps'])} | {fmt_rate(o['per_cpu_s'])} | "
+                     f"{fmt_rate(n['per_cpu_s'])} | {fmt_ratio(o['per_cpu_s'] / n['per_cpu_s'])} |")
+        self.out()
+
+    def footprint(self):
+        self.out("## Footprint")
+        self.out()
+        self.out("| | ours | nginx |")
+        self.out("|---|---:|---:|")
+        fp = self.f["footprint"]
+        rows = (("RSS idle (after one request)", lambda x: f"{x['rss_idle_kib']:,} KiB"),
+                (f"RSS with {fp['ours']['conns']:,} idle keep-alive connections", lambda x: f"{x['rss_conns_kib']:,} KiB"),
+                ("RSS per idle connection", lambda x: f"{x['per_conn_bytes']:,.0f} bytes"),
+                ("exec to first 200, median", lambda x: f"{x['exec_to_200_median_ms']:.1f} ms"),
+                ("exec to first 200, every start", lambda x: ", ".join(f"{v:.1f}" for v in x["exec_to_200_ms"]) + " ms"))
+        for label, cell in rows:
+            self.out(f"| {label} | {cell(fp['ours'])} | {cell(fp['nginx'])} |")
+        self.out()
+        self.out("nginx preallocates its connection array (`worker_connections 30000`), so its idle RSS includes "
+                 "what ours allocates per connection.")
+        self.out()
+
+    def machine_and_commands(self):
+        v, a, c = self.f["versions"], self.f["args"], self.f["commands"]
+        work = self.f["workdir"]
+        self.out("## Machine and commands")
+        self.out()
+        self.out(f"- Machine: {v['cpus']} × {v['cpu']}, Linux {v['kernel']}; shared with other work, so every "
+                 "comparison is a ratio from one run.")
+        self.out(f"- Versions: {v['ours']}; {v['nginx']}; {v['wrk']}; {v['h2load']}; {v['openssl']}.")
+        self.out(f"- Servers pinned to CPU {a['server_cpu']}, the load generator to CPU {a['load_cpu']}. "
+                 "CPU time is utime + stime of the server process from `/proc/PID/stat`, read before and after "
+                 "each run.")
+        self.out("- Regenerate everything here (about 7 minutes): `bench/report.sh`. The serving figures alone: "
+                 "`python3 bench/http_bench.py --json out.json`; the verification figures alone: `bench/verify.sh 2`.")
+        self.out()
+        self.out("```")
+        self.out(f"# ours (2 keys; plain HTTP/1.1 and TLS)\n{c['ours'].replace(work, '$WORK')}")
+        self.out(f"# ours (100 keys)\n{c['ours_100'].replace(work, '$WORK')}")
+        self.out(f"# nginx\n{c['nginx'].replace(work, '$WORK')}")
+        self.out(f"# load\n{c['wrk']}\n{c['h2load']}")
+        self.out("```")
+        self.out()
+        self.out("<details><summary>nginx.conf</summary>")
+        self.out()
+        self.out("```nginx")
+        self.out(c["nginx_conf"].replace(work, "$WORK").rstrip())
+        self.out("```")
+        self.out("</details>")
+        self.out()
+
+    def verification(self):
+        self.out("## Token verification (`bench/verify.sh 2`)")
+        self.out()
+        self.out("```")
+        self.out(self.verify_text.rstrip())
+        self.out("```")
+        self.out()
+
+    def render(self):
+        self.out("# Benchmarks")
+        self.out()
+        self.out(f"Generated by `bench/report.sh` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+                 "do not edit by hand. Peer for serving: nginx (Debian `nginx-light`, one process) serving "
+                 "the same bytes with the same Cache-Control and CORS headers; peer for verification: "
+                 "`openssl speed`.")
+        self.out()
+        self.summary()
+        self.scenarios()
+        self.sweep()
+        self.footprint()
+        self.verification()
+        self.machine_and_commands()
+        return "\n".join(self.lines) + "\n"
+
+
+def write_plot_data(figures, path):
+    with open(path, "w") as f:
+        f.write("# conns ours_rps nginx_rps ours_per_cpu_s nginx_per_cpu_s\n")
+        for row in figures["sweep"]:
+            o, n = row["ours"], row["nginx"]
+            f.write(f"{row['conns']} {o['rps']:.0f} {n['rps']:.0f} {o['per_cpu_s']:.0f} {n['per_cpu_s']:.0f}\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--http", required=True)
+    ap.add_argument("--verify", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--plot-data", required=True)
+    args = ap.parse_args()
+    with open(args.http) as f:
+        figures = json.load(f)
+    with open(args.verify) as f:
+        verify_text = f.read()
+    with open(args.out, "w") as f:
+        f.write(Report(figures, verify_text).render())
+    write_plot_data(figures, args.plot_data)
+
+
+if __name__ == "__main__":
+    main()

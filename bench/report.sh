@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Regenerates docs/BENCHMARKS.md and docs/benchmarks-connections.svg in one
+# go: builds the release binary, runs the serving benchmark against nginx
+# (bench/http_bench.py) and the verification benchmark against openssl speed
+# (bench/verify.sh), and renders both. About 7 minutes on 2 cores; needs
+# nginx-light, wrk, nghttp2-client and gnuplot-nox, which it installs when
+# missing (Debian). Extra arguments go to bench/http_bench.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+for pair in nginx:nginx-light wrk:wrk h2load:nghttp2-client gnuplot:gnuplot-nox; do
+    command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j2 --target oidc-discovery >/dev/null
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 bench/http_bench.py --json "$work/http.json" "$@"
+bench/verify.sh 2 >"$work/verify.txt"
+python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" \
+    --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
+gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
+echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"
