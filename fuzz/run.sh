@@ -11,11 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview ...]" >&2; exit 2; }
+usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_http ...]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 secs=$1; shift
 [[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || usage
-all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview)
+all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview fuzz_http)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -29,7 +29,7 @@ if [ -z "$CC" ]; then
         exit 1
     fi
 fi
-for pc in libcrypto yajl; do
+for pc in libcrypto libssl yajl libh2o-evloop; do
     pkg-config --exists "$pc" || { echo "fuzz/run.sh: pkg-config cannot find $pc (run scripts/setup.sh)" >&2; exit 1; }
 done
 
@@ -38,30 +38,40 @@ bin=$work/bin obj=$work/obj
 mkdir -p "$bin" "$obj"
 
 # The product sources the targets link: the oidccore library of
-# CMakeLists.txt plus the TokenReview JSON code (no h2o).
+# CMakeLists.txt plus the TokenReview JSON code (no h2o); fuzz_http also
+# links the server's h2o sites, their handlers and the worker.
 core_srcs=(keys/b64url.c keys/jsonw.c keys/key.c keys/pem.c keys/keyset.c keys/jwks_parse.c keys/render.c
            keys/snapshot.c keys/history.c keys/devkeys.c keys/jwt.c keys/jws.c keys/token.c keys/token_user.c
            keys/vcache.c keys/token_mint.c config/config.c server/tokenreview.c)
-cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -I. $(pkg-config --cflags libcrypto yajl))
+http_srcs=(server/site.c server/handler_docs.c server/http_framing.c server/handler_tokenreview.c
+           server/handler_admin.c server/request_log.c server/worker.c server/metrics.c server/health.c
+           server/accesslog.c server/log.c server/publish.c)
+version=$(sed -n 's/^project(oidc-discovery VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. $(pkg-config --cflags libcrypto yajl libh2o-evloop))
 libs=($(pkg-config --libs libcrypto yajl) -lpthread -lm)
+http_libs=($(pkg-config --libs libh2o-evloop libssl))
 san=address,undefined
 
 echo "== building with $CC into $bin"
-objs=()
+objs=() http_objs=()
 pids=()
-for src in "${core_srcs[@]}"; do
+for src in "${core_srcs[@]}" "${http_srcs[@]}"; do
     o=$obj/$(echo "${src%.c}" | tr / _).o
-    objs+=("$o")
+    case " ${http_srcs[*]} " in *" $src "*) http_objs+=("$o") ;; *) objs+=("$o") ;; esac
     "$CC" "${cflags[@]}" -fsanitize=fuzzer-no-link,$san -c "$src" -o "$o" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
 for t in "${targets[@]}"; do
     [ -f "fuzz/$t.c" ] || { echo "fuzz/run.sh: no target fuzz/$t.c" >&2; exit 2; }
-    "$CC" "${cflags[@]}" -fsanitize=fuzzer,$san "fuzz/$t.c" "${objs[@]}" "${libs[@]}" -o "$bin/$t"
+    extra=()
+    [ "$t" != fuzz_http ] || extra=("${http_objs[@]}" "${http_libs[@]}")
+    "$CC" "${cflags[@]}" -fsanitize=fuzzer,$san "fuzz/$t.c" "${objs[@]}" "${extra[@]}" "${libs[@]}" -o "$bin/$t"
 done
 
 export OIDC_FUZZ_FIXTURES=$PWD/tests/fixtures
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+# libh2o's own leaks at exit (fuzz_http); see the file.
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 run_one() {
@@ -70,7 +80,10 @@ run_one() {
     mkdir -p "$dir/corpus" "$dir/artifacts"
     if [ -d "fuzz/corpus/$t" ]; then cp -r "fuzz/corpus/$t/." "$dir/corpus/"; fi
     local dict=()
-    case $t in fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_token) dict=(-dict=fuzz/dict/json.dict) ;; esac
+    case $t in
+    fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_token) dict=(-dict=fuzz/dict/json.dict) ;;
+    fuzz_http) dict=(-dict=fuzz/dict/http.dict) ;;
+    esac
     "$bin/$t" "${dict[@]}" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         -artifact_prefix="$dir/artifacts/" "$dir/corpus" >"$dir/log" 2>&1
 }

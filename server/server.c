@@ -7,24 +7,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "handler_admin.h"
-#include "handler_docs.h"
-#include "handler_tokenreview.h"
 #include "health.h"
 #include "listener.h"
 #include "log.h"
-#include "request_log.h"
+#include "site.h"
 #include "worker.h"
 
 /* How long a stopping worker waits for the responses it is writing. */
 #define SERVER_DRAIN_MS 10000
 
-/* The public and admin listeners serve GETs only: no request body needed. */
-#define SERVER_MAX_GET_BODY 16384
-
-/* One kind of listener — the public documents, the TokenReview API or the
- * admin endpoints — with its own h2o configuration, addresses, and workers
- * (one per thread, each with its own SO_REUSEPORT sockets). */
+/* One kind of listener (see site.h) with its own h2o configuration,
+ * addresses, and workers (one per thread, each with its own SO_REUSEPORT
+ * sockets). */
 struct server_site {
     h2o_globalconf_t conf;
     const struct config_listen *plain;
@@ -34,26 +28,6 @@ struct server_site {
     unsigned threads;
     const char *what; /* what it serves, for the log; NULL: the two document URLs */
 };
-
-/* A fresh h2o configuration with one handler for every path, the limits of
- * cfg, and (observed) the request hook that feeds metrics and the access
- * log — not for the admin listener, whose probes would drown both. No
- * Server header: it costs bytes on every response and tells attackers which
- * library version to look up. */
-static h2o_pathconf_t *server_configure(h2o_globalconf_t *conf, const struct config *cfg, size_t max_body, int observed)
-{
-    h2o_config_init(conf);
-    conf->server_name = h2o_iovec_init(H2O_STRLIT(""));
-    conf->max_request_entity_size = max_body;
-    conf->http1.req_timeout = (uint64_t)cfg->request_timeout * 1000;
-    conf->http2.idle_timeout = (uint64_t)cfg->idle_timeout * 1000;
-    conf->http2.max_concurrent_requests_per_connection = cfg->http2_max_streams;
-    h2o_hostconf_t *host = h2o_config_register_host(conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
-    if (observed)
-        request_log_register(path);
-    return path;
-}
 
 /* One listening socket of one thread. TCP listeners get a socket per
  * thread (SO_REUSEPORT); a Unix socket is opened once and shared. */
@@ -176,17 +150,17 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
                                 .tls = cfg->tls_listens,
                                 .ntls = cfg->tls_listen_count,
                                 .threads = cfg->threads};
-    handler_docs_register(server_configure(&docs.conf, cfg, SERVER_MAX_GET_BODY, 1), cfg);
+    site_configure(&docs.conf, cfg, SITE_DOCS);
     review = (struct server_site){.plain = cfg->token_review_listens,
                                   .nplain = cfg->token_review_listen_count,
                                   .threads = cfg->threads,
                                   .what = "POST /apis/authentication.k8s.io/v1/tokenreviews"};
-    handler_tokenreview_register(server_configure(&review.conf, cfg, TOKENREVIEW_MAX_BODY, 1), cfg);
+    site_configure(&review.conf, cfg, SITE_TOKENREVIEW);
     admin = (struct server_site){.plain = cfg->admin_listens,
                                  .nplain = cfg->admin_listen_count,
                                  .threads = 1,
                                  .what = "/livez /readyz /metrics"};
-    handler_admin_register(server_configure(&admin.conf, cfg, SERVER_MAX_GET_BODY, 0));
+    site_configure(&admin.conf, cfg, SITE_ADMIN);
     if (server_start_site(&docs, reload_current(reload), &env, workers, &nworkers) == 0 &&
         (!cfg->enable_token_review ||
          server_start_site(&review, reload_current(reload), &env, workers, &nworkers) == 0) &&

@@ -204,28 +204,33 @@ static int worker_admit(struct worker *w)
     return 0;
 }
 
+void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls)
+{
+    struct worker_conn *conn;
+
+    if (!worker_admit(w) || (conn = calloc(1, sizeof(*conn))) == NULL) {
+        h2o_socket_close(sock);
+        return;
+    }
+    conn->sock = sock;
+    conn->worker = w;
+    h2o_linklist_insert(&w->conns, &conn->link);
+    sock->on_close.cb = worker_on_conn_close;
+    sock->on_close.data = conn;
+    h2o_accept(tls ? &w->accept_tls : &w->accept_plain, sock);
+}
+
 static void worker_on_accept(h2o_socket_t *listener_sock, const char *err)
 {
     struct worker_listener *listener = listener_sock->data;
-    struct worker *w = listener->worker;
 
     if (err != NULL)
         return;
     for (int i = 0; i < WORKER_ACCEPT_BATCH; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener_sock);
-        struct worker_conn *conn;
         if (sock == NULL)
             break;
-        if (!worker_admit(w) || (conn = calloc(1, sizeof(*conn))) == NULL) {
-            h2o_socket_close(sock);
-            continue;
-        }
-        conn->sock = sock;
-        conn->worker = w;
-        h2o_linklist_insert(&w->conns, &conn->link);
-        sock->on_close.cb = worker_on_conn_close;
-        sock->on_close.data = conn;
-        h2o_accept(listener->tls ? &w->accept_tls : &w->accept_plain, sock);
+        worker_serve_connection(listener->worker, sock, listener->tls);
     }
 }
 
@@ -234,7 +239,7 @@ struct worker *worker_create(h2o_globalconf_t *conf, const struct worker_fd *fds
 {
     struct worker *w = calloc(1, sizeof(*w));
 
-    if (w == NULL || (w->listeners = calloc(nfds, sizeof(*w->listeners))) == NULL ||
+    if (w == NULL || (w->listeners = calloc(nfds ? nfds : 1, sizeof(*w->listeners))) == NULL ||
         (w->pin = worker_pin_new(w, snap)) == NULL) {
         if (w != NULL)
             free(w->listeners);
@@ -352,12 +357,18 @@ static void worker_close_idle(struct worker *w)
     }
 }
 
+h2o_evloop_t *worker_attach(struct worker *w)
+{
+    worker_init_loop(w);
+    worker_start_accesslog(w);
+    return w->loop;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
 
-    worker_init_loop(w);
-    worker_start_accesslog(w);
+    worker_attach(w);
     sem_post(&w->ready);
     while (!w->stopping)
         h2o_evloop_run(w->loop, INT32_MAX);

@@ -37,6 +37,18 @@ struct worker *worker_create(h2o_globalconf_t *conf, const struct worker_fd *fds
 /* Starts the worker's thread. Returns 0 or an errno value. */
 int worker_start(struct worker *w);
 
+/* Runs w on the calling thread instead of its own (for the HTTP fuzzer,
+ * which drives connections in-process): builds w's loop here and returns
+ * it. The caller runs the loop and hands it connections with
+ * worker_serve_connection; w is never started, stopped or joined and lives
+ * until the process exits. */
+h2o_evloop_t *worker_attach(struct worker *w);
+
+/* On w's thread: serves sock, a connection accepted on one of w's plain
+ * (tls 0) or TLS listeners, or closes it at once when the process is at
+ * --max-connections. */
+void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls);
+
 /* Thread-safe: hands the worker a new snapshot (taking one reference). */
 void worker_publish(struct worker *w, struct snapshot *snap);
 
