@@ -40,8 +40,8 @@ mkdir -p "$bin" "$obj"
 # The product sources the targets link: the oidccore library of
 # CMakeLists.txt plus the TokenReview JSON code (no h2o).
 core_srcs=(keys/b64url.c keys/jsonw.c keys/key.c keys/pem.c keys/keyset.c keys/jwks_parse.c keys/render.c
-           keys/snapshot.c keys/history.c keys/devkeys.c keys/jwt.c keys/jws.c keys/token.c keys/token_user.c
-           keys/vcache.c keys/token_mint.c config/config.c server/tokenreview.c)
+           keys/snapshot.c keys/history.c keys/devkeys.c keys/jwt.c keys/jwt_parse.c keys/jws.c keys/token.c
+           keys/token_user.c keys/vcache.c keys/token_mint.c config/config.c server/tokenreview.c)
 cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -I. $(pkg-config --cflags libcrypto yajl))
 libs=($(pkg-config --libs libcrypto yajl) -lpthread -lm)
 san=address,undefined
