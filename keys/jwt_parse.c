@@ -34,17 +34,23 @@
 #define JWT_INVALID "invalid JSON"
 
 /* The memory of one tree: its values and strings are carved from chunks
- * that are freed all at once, so that a parse costs one malloc rather than
- * one per value and string. The root is the first value of the first chunk,
- * which is how jwt_value_free finds the chunks. */
+ * that are freed all at once, so that a parse costs a malloc or two rather
+ * than one per value and string. The root is the first value of the first
+ * chunk, which is how jwt_value_free finds the chunks. */
 struct jwt_chunk {
     struct jwt_chunk *next;
     size_t size, used; /* bytes of data */
     max_align_t data[];
 };
 
-#define JWT_ALIGN       _Alignof(struct jwt_value)
-#define JWT_CHUNK_FIRST (64 * 1024) /* cap of the first chunk, sized from the input */
+#define JWT_ALIGN _Alignof(struct jwt_value)
+
+/* Bytes of data in a chunk, unless one allocation needs more: the whole
+ * chunk stays within glibc's per-thread cache (blocks up to 1032 bytes),
+ * where a malloc and a free cost a few dozen instructions; a larger block
+ * costs hundreds (and makes malloc consolidate its fast bins). A token
+ * payload takes two. */
+#define JWT_CHUNK_DATA (1024 - sizeof(struct jwt_chunk))
 
 /* State of one parse: the unread input, the chunks, and why it stopped. */
 struct jwt_parser {
@@ -84,8 +90,7 @@ static int jwt_fail(struct jwt_parser *p, const char *why)
 }
 
 /* size bytes from the parse's chunks, aligned for any value, or NULL (with
- * p->error); a full chunk is followed by one twice its size (or as big as
- * needed). */
+ * p->error); a full chunk is followed by a new one. */
 static void *jwt_alloc(struct jwt_parser *p, size_t size)
 {
     struct jwt_chunk *c = p->last;
@@ -97,7 +102,7 @@ static void *jwt_alloc(struct jwt_parser *p, size_t size)
     }
     size = (size + JWT_ALIGN - 1) / JWT_ALIGN * JWT_ALIGN;
     if (c->size - c->used < size) {
-        struct jwt_chunk *next = jwt_chunk_new(c->size > SIZE_MAX / 4 ? size : 2 * c->size + size);
+        struct jwt_chunk *next = jwt_chunk_new(size > JWT_CHUNK_DATA ? size : JWT_CHUNK_DATA);
         if (next == NULL) {
             jwt_fail(p, "out of memory");
             return NULL;
@@ -107,13 +112,6 @@ static void *jwt_alloc(struct jwt_parser *p, size_t size)
     mem = (char *)c->data + c->used;
     c->used += size;
     return mem;
-}
-
-/* Size of the first chunk for len bytes of JSON: room for the values and
- * strings of a typical token in one go; capped for large documents. */
-static size_t jwt_first_chunk_size(size_t len)
-{
-    return len < JWT_CHUNK_FIRST / 8 ? 4 * len + 512 : JWT_CHUNK_FIRST;
 }
 
 /* The next byte, or -1 at the end of the input. */
@@ -554,7 +552,7 @@ struct jwt_value *jwt_parse(const unsigned char *json, size_t len, char *err, si
 
     /* The root takes the first slot of the first chunk (see struct
      * jwt_chunk). */
-    if ((p.first = p.last = jwt_chunk_new(jwt_first_chunk_size(len))) == NULL) {
+    if ((p.first = p.last = jwt_chunk_new(JWT_CHUNK_DATA)) == NULL) {
         jwt_fail(&p, "out of memory");
     } else if ((root = jwt_alloc(&p, sizeof(*root))) != NULL) {
         memset(root, 0, sizeof(*root));
