@@ -1,6 +1,7 @@
 /* libFuzzer target: token verification (keys/token.c, keys/jwt.c, keys/jws.c)
  * against a fixed key set (tests/fixtures/rsa2048.pub and ec256.pub) and a
- * fixed policy, plus the strict JSON parser (jwt_parse) on the raw input.
+ * fixed policy, plus the strict JSON parser (jwt_parse) on the raw input,
+ * checked against its reference, yajl (fuzz/jwt_oracle.h).
  *
  * The fixtures directory is $OIDC_FUZZ_FIXTURES (fuzz/run.sh sets it), else
  * tests/fixtures under the current directory. */
@@ -13,6 +14,7 @@
 #include "keys/jwt.h"
 #include "keys/keyset.h"
 #include "keys/token.h"
+#include "jwt_oracle.h"
 
 /* Inside the lifetime of the seed tokens in fuzz/corpus/fuzz_token (minted
  * with --duration 365d at 1796001918), so valid seeds reach the claim checks. */
@@ -62,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     token_result_clear(&res);
 
     root = jwt_parse(data, size, err, sizeof(err));
+    oracle_check(data, size, root);
     jwt_value_free(root);
     return 0;
 }

@@ -1,5 +1,7 @@
 #include "b64url.h"
 
+#include <stdint.h>
+
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 size_t b64url_encode(const unsigned char *in, size_t n, char *out)
@@ -27,13 +29,13 @@ size_t b64url_encode(const unsigned char *in, size_t n, char *out)
     return o;
 }
 
-/* The 6-bit value of each byte; XX (top bit set) for every byte outside
+/* The 6-bit value of each byte; XX (all bits set) for every byte outside
  * the alphabet, padding '=' included. A table, for speed: it decodes every
  * token segment. The unit tests check it against alphabet[] for all 256
  * bytes. */
-#define XX 0xff
+#define XX 0xffffffffu
 /* clang-format off */
-static const unsigned char b64url_values[256] = {
+static const uint32_t b64url_values[256] = {
     XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, /* 0x00 */
     XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, /* 0x10 */
     XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, XX, 62, XX, XX, /* 0x20 */
@@ -54,26 +56,27 @@ static const unsigned char b64url_values[256] = {
 /* clang-format on */
 #undef XX
 
-/* The 24 bits of up to four characters (missing ones count as zero bits),
- * with bit 31 set when one is outside the alphabet: XX shifted up. */
-static inline unsigned long b64url_bits(const unsigned char *in, size_t k)
+/* The 24 bits of up to four characters (missing ones count as zero bits).
+ * A character outside the alphabet sets bits above the 24th: XX shifted by
+ * at most 18 still has its top 14 bits. */
+static inline uint32_t b64url_bits(const unsigned char *in, size_t k)
 {
-    unsigned long a = b64url_values[in[0]], b = b64url_values[in[1]];
-    unsigned long c = k > 2 ? b64url_values[in[2]] : 0, d = k > 3 ? b64url_values[in[3]] : 0;
+    uint32_t a = b64url_values[in[0]], b = b64url_values[in[1]];
+    uint32_t c = k > 2 ? b64url_values[in[2]] : 0, d = k > 3 ? b64url_values[in[3]] : 0;
 
-    return (a | b | c | d) << 24 | a << 18 | b << 12 | c << 6 | d;
+    return a << 18 | b << 12 | c << 6 | d;
 }
 
 int b64url_decode(const char *in, size_t n, unsigned char *out, size_t *outlen)
 {
     const unsigned char *p = (const unsigned char *)in;
     size_t i = 0, o = 0, k;
-    unsigned long v;
+    uint32_t v;
 
     if (n % 4 == 1)
         return -1;
     for (; i + 4 <= n; i += 4, o += 3) {
-        if ((v = b64url_bits(p + i, 4)) >> 31)
+        if ((v = b64url_bits(p + i, 4)) >> 24)
             return -1;
         out[o] = (unsigned char)(v >> 16);
         out[o + 1] = (unsigned char)(v >> 8);
@@ -82,7 +85,7 @@ int b64url_decode(const char *in, size_t n, unsigned char *out, size_t *outlen)
     if ((k = n - i) != 0) {
         /* A short last group of 2 or 3 characters leaves 4 or 2 bits over:
          * they must be zero, or two strings would decode to the same bytes. */
-        if ((v = b64url_bits(p + i, k)) >> 31 || (v & (0xffffffUL >> (8 * (k - 1)))) != 0)
+        if ((v = b64url_bits(p + i, k)) >> 24 || (v & (0xffffffu >> (8 * (k - 1)))) != 0)
             return -1;
         out[o++] = (unsigned char)(v >> 16);
         if (k == 3)

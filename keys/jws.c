@@ -4,6 +4,8 @@
 #include <openssl/err.h>
 #include <openssl/obj_mac.h>
 #include <openssl/rsa.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,9 @@ static int jws_curve_order(const struct jws_alg *a, unsigned char *order)
     return ok ? 0 : -1;
 }
 
+/* The last verify_id handed out. */
+static atomic_ullong jws_verify_ids;
+
 int jws_key_prepare(struct key *k)
 {
     const struct jws_alg *a = jws_alg_find(k->alg);
@@ -40,6 +45,7 @@ int jws_key_prepare(struct key *k)
 
     if (a == NULL || (a->coord_len != 0 && jws_curve_order(a, k->order) != 0))
         return -1;
+    k->verify_id = atomic_fetch_add(&jws_verify_ids, 1) + 1;
     k->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
     k->verify_ctx = ctx = EVP_PKEY_CTX_new_from_pkey(NULL, k->pub, NULL);
     if (k->md == NULL || ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
@@ -107,23 +113,92 @@ static size_t jws_raw_to_der(const struct jws_alg *a, const struct key *k, const
     return head + body;
 }
 
-/* Hashes msg and checks sig over the digest with a private copy of the
- * key's prepared context: the shared one is read-only (EVP_PKEY_CTX_dup
- * takes it const), and a copy skips the per-call fetches of a new context.
- * The same as EVP_DigestVerify, without its set-up. */
+/* Each thread's verification state. EVP_PKEY_verify writes to its context
+ * (the RSA provider keeps a buffer there), so threads cannot share a key's
+ * prepared one, and copying it for every verification costs allocations;
+ * so does a new digest context each time. Instead each thread keeps one
+ * digest context and copies of the verify contexts of the last few keys it
+ * used, freed when it exits (pthread key destructor). A copy is found by
+ * its key's verify_id, which no other key ever gets: a key freed and
+ * another prepared at its address must not find the old copy. */
+#define JWS_THREAD_KEYS 4
+
+struct jws_thread {
+    EVP_MD_CTX *digest;
+    struct {
+        unsigned long long verify_id; /* 0: empty */
+        EVP_PKEY_CTX *ctx;
+    } keys[JWS_THREAD_KEYS];
+    unsigned next; /* the slot to reuse when the key is not there: round robin */
+};
+
+static pthread_once_t jws_thread_once = PTHREAD_ONCE_INIT;
+static pthread_key_t jws_thread_key;
+static int jws_thread_key_ok;
+
+static void jws_thread_free(void *arg)
+{
+    struct jws_thread *t = arg;
+
+    EVP_MD_CTX_free(t->digest);
+    for (int i = 0; i < JWS_THREAD_KEYS; i++)
+        EVP_PKEY_CTX_free(t->keys[i].ctx);
+    free(t);
+}
+
+static void jws_thread_key_create(void)
+{
+    jws_thread_key_ok = pthread_key_create(&jws_thread_key, jws_thread_free) == 0;
+}
+
+/* The calling thread's state, created on first use; NULL when out of
+ * memory. */
+static struct jws_thread *jws_thread_get(void)
+{
+    struct jws_thread *t;
+
+    if (pthread_once(&jws_thread_once, jws_thread_key_create) != 0 || !jws_thread_key_ok)
+        return NULL;
+    if ((t = pthread_getspecific(jws_thread_key)) != NULL)
+        return t;
+    if ((t = calloc(1, sizeof(*t))) == NULL || (t->digest = EVP_MD_CTX_new()) == NULL ||
+        pthread_setspecific(jws_thread_key, t) != 0) {
+        if (t != NULL)
+            jws_thread_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* The thread's copy of k's verify context, made on first use (replacing
+ * the copy of another key when all slots are taken); NULL when out of
+ * memory. */
+static EVP_PKEY_CTX *jws_thread_verify_ctx(struct jws_thread *t, const struct key *k)
+{
+    unsigned slot;
+
+    for (slot = 0; slot < JWS_THREAD_KEYS; slot++)
+        if (t->keys[slot].verify_id == k->verify_id)
+            return t->keys[slot].ctx;
+    slot = t->next++ % JWS_THREAD_KEYS;
+    EVP_PKEY_CTX_free(t->keys[slot].ctx);
+    t->keys[slot].ctx = EVP_PKEY_CTX_dup(k->verify_ctx);
+    t->keys[slot].verify_id = t->keys[slot].ctx != NULL ? k->verify_id : 0;
+    return t->keys[slot].ctx;
+}
+
+/* Hashes msg and checks sig over the digest with the thread's contexts:
+ * EVP_DigestVerify, without its per-call set-up. */
 static int jws_pkey_verify(const struct key *k, const void *msg, size_t msglen, const unsigned char *sig, size_t siglen)
 {
+    struct jws_thread *t = jws_thread_get();
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned mdlen = 0;
     EVP_PKEY_CTX *ctx;
-    int ok;
 
-    if (EVP_Digest(msg, msglen, md, &mdlen, k->md, NULL) != 1)
-        return 0;
-    ctx = EVP_PKEY_CTX_dup(k->verify_ctx);
-    ok = ctx != NULL && EVP_PKEY_verify(ctx, sig, siglen, md, mdlen) == 1;
-    EVP_PKEY_CTX_free(ctx);
-    return ok;
+    return t != NULL && EVP_DigestInit_ex2(t->digest, k->md, NULL) == 1 &&
+           EVP_DigestUpdate(t->digest, msg, msglen) == 1 && EVP_DigestFinal_ex(t->digest, md, &mdlen) == 1 &&
+           (ctx = jws_thread_verify_ctx(t, k)) != NULL && EVP_PKEY_verify(ctx, sig, siglen, md, mdlen) == 1;
 }
 
 enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const void *msg, size_t msglen,

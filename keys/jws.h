@@ -29,15 +29,17 @@ const struct jws_alg *jws_alg_find(const char *name);
 #define JWS_DER_MAX (3 + 2 * (2 + KEY_ORDER_MAX + 1))
 
 /* Prepares the verification state of k (k->alg and k->pub set): the
- * digest, a verify-initialised context and, for ECDSA, the group order.
- * Called once by key_init. Returns 0, or -1 (key_clear frees the rest). */
+ * digest, a verify-initialised context, a fresh verify_id and, for ECDSA,
+ * the group order. Called once by key_init. Returns 0, or -1 (key_clear
+ * frees the rest). */
 int jws_key_prepare(struct key *k);
 
 /* Verifies sig over msg with k, whose alg must be a (else
  * TOKEN_ERR_SIGNATURE). Returns TOKEN_OK, TOKEN_ERR_ECDSA_FORMAT (an ECDSA
  * signature that is not 2 x coord_len bytes, or whose r or s is 0 or not
  * below the group order) or TOKEN_ERR_SIGNATURE. Safe to call from many
- * threads on one key. */
+ * threads on one key: each verifies with its own copy of the key's
+ * context, kept for the next verification until the thread exits. */
 enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const void *msg, size_t msglen,
                             const unsigned char *sig, size_t siglen);
 

@@ -3,8 +3,8 @@
  * into its three segments, decodes them, and parses the JSON of the header
  * and the payload into a small owned tree, strictly: no duplicate member at
  * any level, nesting at most TOKEN_MAX_DEPTH, no trailing bytes, no string
- * holding U+0000, and the top level must be an object. Nothing here knows
- * what the members mean; token.c does.
+ * holding U+0000, and the top level must be an object (the parser is
+ * jwt_parse.c). Nothing here knows what the members mean; token.c does.
  */
 #ifndef OIDC_JWT_H
 #define OIDC_JWT_H

@@ -31,6 +31,7 @@ struct key {
      * threads that share a snapshot use it concurrently. */
     EVP_MD *md;                         /* the alg's digest, fetched once, owned */
     EVP_PKEY_CTX *verify_ctx;           /* verify-initialised for the alg, owned; only ever copied */
+    unsigned long long verify_id;       /* names verify_ctx's per-thread copies (jws.c); never reused */
     unsigned char order[KEY_ORDER_MAX]; /* ECDSA: the group order, big-endian, in the alg's coord_len bytes */
 };
 

@@ -12,6 +12,7 @@
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -852,6 +853,82 @@ Test(token, no_kid_tries_keys)
 {
     expect(sign(rsa, "RS256", "{\"alg\":\"RS256\"}", VALID_PAYLOAD), TOKEN_OK);
     expect(sign(ec384, "ES384", "{\"alg\":\"ES384\"}", VALID_PAYLOAD), TOKEN_OK);
+}
+
+/* Each thread keeps copies of the verify contexts of the keys it used
+ * (jws.c), found by the key's verify_id: after a key set is freed and
+ * another loaded (glibc likely hands out the same addresses), a token must
+ * never verify with the old key's copy. */
+Test(token, thread_contexts_follow_the_key)
+{
+    char *tok = sign(rsa, "RS256", "{\"alg\":\"RS256\"}", VALID_PAYLOAD);
+    struct token_policy p = policy();
+    struct token_result r;
+    struct keyset *set = fixture_keyset1("rsa2048.pub");
+
+    cr_expect_eq(token_verify(set, &p, tok, strlen(tok), &r), 0, "%s", r.message);
+    token_result_clear(&r);
+    keyset_free(set);
+    set = fixture_keyset1("rsa4096.pub");
+    cr_expect_eq(token_verify(set, &p, tok, strlen(tok), &r), -1);
+    cr_expect_eq(r.error, TOKEN_ERR_UNKNOWN_KID, "%s", r.message);
+    token_result_clear(&r);
+    keyset_free(set);
+    free(tok);
+}
+
+/* Tokens for threads_verify_concurrently and what each must give: five
+ * keys (the kid-less RS256 one tries rsa4096 first), one more than a
+ * thread keeps contexts for, so copies are replaced too. */
+struct verify_job {
+    char *tok[5];
+    enum token_error want[5];
+    int wrong; /* out: results that differed */
+};
+
+static void *verify_thread(void *arg)
+{
+    struct verify_job *job = arg;
+    struct token_policy p = policy();
+
+    for (int round = 0; round < 40; round++)
+        for (size_t i = 0; i < COUNT(job->tok); i++) {
+            struct token_result r;
+            token_verify(ks, &p, job->tok[i], strlen(job->tok[i]), &r);
+            job->wrong += r.error != job->want[i];
+            token_result_clear(&r);
+        }
+    return NULL;
+}
+
+/* Threads verify at the same time with the same keys, each with its own
+ * contexts; their exit frees those (the leak check would see them). */
+Test(token, threads_verify_concurrently)
+{
+    struct verify_job jobs[4];
+    pthread_t threads[COUNT(jobs)];
+    char *bad = sign(rsa, "RS256", header("RS256", "RS256"), VALID_PAYLOAD);
+    char *c = bad + strlen(bad) - 5; /* inside the signature */
+
+    *c = *c == 'A' ? 'B' : 'A';
+    for (size_t t = 0; t < COUNT(jobs); t++) {
+        struct verify_job j = {
+            .tok = {sign(rsa, "RS256", "{\"alg\":\"RS256\"}", VALID_PAYLOAD),
+                    sign(ec256, "ES256", header("ES256", "ES256"), VALID_PAYLOAD),
+                    sign(ec384, "ES384", header("ES384", "ES384"), VALID_PAYLOAD),
+                    sign(ec521, "ES512", header("ES512", "ES512"), VALID_PAYLOAD), strdup(bad)},
+            .want = {TOKEN_OK, TOKEN_OK, TOKEN_OK, TOKEN_OK, TOKEN_ERR_SIGNATURE},
+        };
+        jobs[t] = j;
+        cr_assert_eq(pthread_create(&threads[t], NULL, verify_thread, &jobs[t]), 0);
+    }
+    for (size_t t = 0; t < COUNT(jobs); t++) {
+        cr_assert_eq(pthread_join(threads[t], NULL), 0);
+        cr_expect_eq(jobs[t].wrong, 0, "thread %zu: %d wrong results", t, jobs[t].wrong);
+        for (size_t i = 0; i < COUNT(jobs[t].tok); i++)
+            free(jobs[t].tok[i]);
+    }
+    free(bad);
 }
 
 Test(token, minted_shape)
