@@ -166,6 +166,7 @@ enum opt {
     OPT_SHUTDOWN_GRACE,
     OPT_MAX_CONNECTIONS,
     OPT_HTTP2_MAX_STREAMS,
+    OPT_HTTP2,
     OPT_KEYS,
     OPT_TOKEN_FILE = OPT_KEYS, /* verify */
     OPT_DISCOVERY_URL,
@@ -230,6 +231,7 @@ static const struct option long_options[OPT_COUNT + 1] = {
     LONG_OPTION(OPT_SHUTDOWN_GRACE, "shutdown-grace", required_argument),
     LONG_OPTION(OPT_MAX_CONNECTIONS, "max-connections", required_argument),
     LONG_OPTION(OPT_HTTP2_MAX_STREAMS, "http2-max-concurrent-streams", required_argument),
+    LONG_OPTION(OPT_HTTP2, "http2", no_argument),
     LONG_OPTION(OPT_TOKEN_FILE, "token-file", required_argument),
     LONG_OPTION(OPT_DISCOVERY_URL, "discovery-url", required_argument),
     LONG_OPTION(OPT_CA_FILE, "ca-file", required_argument),
@@ -342,6 +344,7 @@ static const struct opt_spec {
                                .max = MAX_H2_STREAMS,
                                .problem = RANGE_PROBLEM(1, MAX_H2_STREAMS),
                                .commands = FOR_SERVERS},
+    [OPT_HTTP2] = {.kind = KIND_BOOL, .problem = "must be true or false", .commands = FOR_SERVERS},
     [OPT_TOKEN_FILE] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
     [OPT_DISCOVERY_URL] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
     [OPT_CA_FILE] = {.kind = KIND_STRING, .commands = FOR_VERIFY},
@@ -907,6 +910,8 @@ static int *bool_field(struct parser *p, enum opt id)
         return &p->cfg.enable_token_review;
     case OPT_NO_CACHE:
         return &p->cfg.no_cache;
+    case OPT_HTTP2:
+        return &p->cfg.http2;
     default:
         return &p->cfg.cors;
     }
@@ -1818,11 +1823,14 @@ const char *config_usage(enum config_command cmd)
            "  --max-request-header-size BYTES Largest request header block, 1024 to 65536 (default 8192)\n"
            "  --request-timeout DURATION      Time to read a whole request and HTTP/1.1 keep-alive idle time,\n"
            "                                  1s to 5m (default 10s)\n"
-           "  --http2-idle-timeout DURATION   Close an idle HTTP/2 connection after this, 1s to 1h (default 60s)\n"
            "  --shutdown-grace DURATION       Time to finish requests on SIGTERM, 0 to 5m (default 5s)\n"
            "  --max-connections N             Open connections per process, 1 to 1000000 (default 10000)\n"
+           "  --http2                         Also speak HTTP/2: h2c on --listen, ALPN h2 on --tls-listen. h2o 2.2.5\n"
+           "                                  lets one HTTP/2 client exhaust memory (docs/http2.md): for trusted\n"
+           "                                  clients only (default off: HTTP/1.1 only)\n"
+           "  --http2-idle-timeout DURATION   Close an idle HTTP/2 connection after this, 1s to 1h (default 60s)\n"
            "  --http2-max-concurrent-streams N\n"
-           "                                  Streams per HTTP/2 connection, 1 to 1000 (default 100)\n"
+           "                                  Streams processed at once per HTTP/2 connection, 1 to 1000 (default 100)\n"
            "\n"
            "verify (also takes --service-account-key-file, --service-account-issuer, which is required without\n"
            "--discovery-url, the token verification flags, --allow-insecure-issuer, --log-level, --log-format and\n"

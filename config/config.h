@@ -96,6 +96,7 @@ struct config {
     unsigned long idle_timeout;        /* --http2-idle-timeout seconds (default 60) */
     unsigned long max_connections;     /* --max-connections per process (default 10000) */
     unsigned long http2_max_streams;   /* --http2-max-concurrent-streams (default 100) */
+    int http2;                         /* --http2: HTTP/2 on the public listeners (default off) */
     unsigned long shutdown_grace;      /* --shutdown-grace seconds (default 5) */
 };
 

@@ -216,7 +216,8 @@ static int reload_tls_context(struct reload *r, struct worker *const *workers, s
         health_reload_result(METRICS_SOURCE_TLS, 1, now);
         return 0;
     }
-    if ((ctx = tls_context_new(cfg->tls_cert_file, cfg->tls_key_file, &not_after, err, sizeof(err))) == NULL) {
+    if ((ctx = tls_context_new(cfg->tls_cert_file, cfg->tls_key_file, cfg->http2, &not_after, err, sizeof(err))) ==
+        NULL) {
         health_reload_result(METRICS_SOURCE_TLS, 0, now);
         atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_TLS], 1);
         log_msg(LOG_ERROR, "TLS certificate %s: %s", r->tls ? "reload failed, keeping the current one" : "unusable",

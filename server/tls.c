@@ -14,8 +14,10 @@
     "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
 /* ALPN in order of preference. h2o's own list names only the HTTP/2
- * variants, which leaves HTTP/1.1-only clients without a protocol. */
-static const h2o_iovec_t tls_alpn_protocols[] = {{H2O_STRLIT("h2")}, {H2O_STRLIT("http/1.1")}, {NULL, 0}};
+ * variants, which leaves HTTP/1.1-only clients without a protocol. Without
+ * --http2 h2 is not offered (docs/http2.md says why). */
+static const h2o_iovec_t tls_alpn_h2[] = {{H2O_STRLIT("h2")}, {H2O_STRLIT("http/1.1")}, {NULL, 0}};
+static const h2o_iovec_t tls_alpn_http1[] = {{H2O_STRLIT("http/1.1")}, {NULL, 0}};
 
 /* The first OpenSSL error as text, for messages. */
 static const char *tls_openssl_error(void)
@@ -39,7 +41,8 @@ static time_t tls_not_after(SSL_CTX *ctx)
     return timegm(&tm);
 }
 
-SSL_CTX *tls_context_new(const char *cert_file, const char *key_file, time_t *not_after, char *err, size_t errlen)
+SSL_CTX *tls_context_new(const char *cert_file, const char *key_file, int http2, time_t *not_after, char *err,
+                         size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 
@@ -63,7 +66,7 @@ SSL_CTX *tls_context_new(const char *cert_file, const char *key_file, time_t *no
                  key_file, cert_file);
         goto fail;
     }
-    h2o_ssl_register_alpn_protocols(ctx, tls_alpn_protocols);
+    h2o_ssl_register_alpn_protocols(ctx, http2 ? tls_alpn_h2 : tls_alpn_http1);
     *not_after = tls_not_after(ctx);
     ERR_clear_error();
     return ctx;

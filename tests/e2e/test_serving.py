@@ -129,7 +129,7 @@ class TestAllowedHosts(H.SanitizerCheck, H.TLSServerTestCase):
         key = self.keys.ec()
         cert, tkey = self.new_cert("server")
         srv = self.start_tls_server(["--service-account-issuer", ISSUER, "--service-account-key-file", key.priv,
-                                     "--allowed-hosts", "a.example.com,b.example.com:8443"], cert, tkey)
+                                     "--allowed-hosts", "a.example.com,b.example.com:8443", "--http2"], cert, tkey)
         cases = [("a.example.com", 200), ("A.EXAMPLE.COM:1234", 200), ("a.example.com:80", 200),
                  ("b.example.com:8443", 200), ("b.example.com:9", 421), ("b.example.com", 421),
                  ("c.example.com", 421), ("example.com", 421), ("a.example.com.evil", 421),
@@ -180,7 +180,7 @@ class TestAccessLog(H.SanitizerCheck, H.TLSServerTestCase):
         cert, tkey = self.new_cert("server")
         log = os.path.join(self.tmp, "access.log")
         srv = self.start_tls_server(["--service-account-issuer", ISSUER, "--service-account-key-file", key.priv,
-                                     "--access-log", log], cert, tkey)
+                                     "--access-log", log, "--http2"], cert, tkey)
         c = srv.conn()
         st, h, jwks = H.do_request(c, "GET", H.JWKS, {"User-Agent": "e2e-agent/1"})
         st2, _, _ = H.do_request(c, "GET", H.JWKS, {"User-Agent": "e2e-agent/1", "If-None-Match": H.one(h, "etag")})
@@ -225,7 +225,7 @@ class TestAccessLog(H.SanitizerCheck, H.TLSServerTestCase):
         cert, tkey = self.new_cert("server")
         log = os.path.join(self.tmp, "access.log")
         srv = self.start_tls_server(["--service-account-issuer", ISSUER, "--service-account-key-file", key.priv,
-                                     "--access-log", log], cert, tkey)
+                                     "--access-log", log, "--http2"], cert, tkey)
         agents = [b'quote"back\\slash', b'tab\there', b'\xff\xfe not utf-8 \xc3( \xe2\x82', b'\\u0000"}{',
                   b'</script>\xc2\xa0\xf0\x9f\x98\x80', b"'single' %s %n {{x}}"]
         sent = 0

@@ -1,6 +1,7 @@
 """End-to-end tests of HTTPS serving (`serve --tls-listen`).
 
-Protocol versions (TLS 1.2 and 1.3 only), ALPN (h2 and http/1.1), the same
+Protocol versions (TLS 1.2 and 1.3 only), ALPN (h2 with --http2, and
+http/1.1; tests/e2e/test_http2_hostile.py has HTTP/2 off by default), the same
 documents and headers as the plain listener, certificate reload from
 atomically renamed files and from a kubelet-style `..data` Secret volume
 (with a keep-alive connection opened before the swap surviving it), a
@@ -101,7 +102,7 @@ class TestProtocols(TLSBase):
         self.assertEqual(st, 200)
 
     def test_alpn_h2_and_http11(self):
-        srv = self.start_tls_server(self.base_args(), self.cert1, self.tkey1)
+        srv = self.start_tls_server(self.base_args() + ["--http2"], self.cert1, self.tkey1)
         with H.tls_connect(srv.tls_port, self.ca_cert, alpn=["h2", "http/1.1"]) as s:
             self.assertEqual(s.selected_alpn_protocol(), "h2")
         # A client offering only http/1.1 gets HTTP/1.1. (h2o 2.2.5 leaves
@@ -119,7 +120,7 @@ class TestProtocols(TLSBase):
             self.assertEqual(r.stdout, "%s 200" % version)
 
     def test_same_documents_and_headers_as_plain(self):
-        srv = self.start_tls_server(self.base_args(), self.cert1, self.tkey1)
+        srv = self.start_tls_server(self.base_args() + ["--http2"], self.cert1, self.tkey1)
         compare = ("content-type", "content-length", "etag", "last-modified", "cache-control",
                    "access-control-allow-origin")
         for path in (H.DISCOVERY, H.JWKS):
@@ -310,7 +311,7 @@ class TestIndependentClients(TLSBase):
     def test_h2load_all_2xx(self):
         if shutil.which("h2load") is None:
             self.fail("h2load is not on PATH; install nghttp2-client (scripts/setup.sh)")
-        srv = self.start_tls_server(self.base_args(), self.cert1, self.tkey1)
+        srv = self.start_tls_server(self.base_args() + ["--http2"], self.cert1, self.tkey1)
         before = H.scrape_metrics(srv.admin_port)
         r = subprocess.run(["h2load", "-n", "200", "-c", "2", "-m", "10",
                             "https://127.0.0.1:%d%s" % (srv.tls_port, H.JWKS)],

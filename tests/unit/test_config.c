@@ -1897,6 +1897,7 @@ static const struct flag_case production_flags[] = {
     {"--shutdown-grace", "1s"},
     {"--max-connections", "10"},
     {"--http2-max-concurrent-streams", "10"},
+    {"--http2", NULL},
 };
 
 /* The defaults of the production serving settings, for any command. */
@@ -1923,6 +1924,7 @@ static void production_defaults_are_set(void)
     cr_assert_eq(cfg.shutdown_grace, 5);
     cr_assert_eq(cfg.max_connections, 10000);
     cr_assert_eq(cfg.http2_max_streams, 100);
+    cr_assert_eq(cfg.http2, 0, "HTTP/2 is opt-in (docs/http2.md)");
 }
 
 Test(config, production_defaults)
@@ -1948,7 +1950,7 @@ Test(config, production_every_flag)
             "A.example.com,b.example.com:8443", "--log-level", "debug", "--log-format", "json", "--access-log",
             "/var/log/oidc/access.log", "--max-request-header-size", "16384", "--request-timeout", "30s",
             "--http2-idle-timeout", "2m", "--shutdown-grace", "0", "--max-connections", "500",
-            "--http2-max-concurrent-streams", "250", NULL);
+            "--http2-max-concurrent-streams", "250", "--http2", NULL);
     cr_assert_eq(cfg.tls_listen_count, 2);
     cr_assert_str_eq(cfg.tls_listens[0].host, "0.0.0.0");
     cr_assert_eq(cfg.tls_listens[0].port, 8443);
@@ -1972,6 +1974,7 @@ Test(config, production_every_flag)
     cr_assert_eq(cfg.shutdown_grace, 0);
     cr_assert_eq(cfg.max_connections, 500);
     cr_assert_eq(cfg.http2_max_streams, 250);
+    cr_assert_eq(cfg.http2, 1);
     /* the public listener is unchanged */
     cr_assert_eq(cfg.listen_count, 1);
     cr_assert_eq(cfg.listens[0].port, 8080);
@@ -2385,7 +2388,8 @@ Test(config, file_production_keys)
                " \"path-prefix\": \"/oidc\", \"allowed-hosts\": [\"A.example,b.example:8443\", \"[::1]\"],\n"
                " \"log-level\": \"warn\", \"log-format\": \"json\", \"access-log\": \"-\",\n"
                " \"max-request-header-size\": 2048, \"request-timeout\": \"20s\", \"http2-idle-timeout\": 120,\n"
-               " \"shutdown-grace\": \"1m\", \"max-connections\": 64, \"http2-max-concurrent-streams\": 8}");
+               " \"shutdown-grace\": \"1m\", \"max-connections\": 64, \"http2-max-concurrent-streams\": 8,\n"
+               " \"http2\": true}");
     ok("--config", path, NULL);
     cr_assert_eq(cfg.listen_count, 2);
     cr_assert_str_eq(cfg.listens[0].unix_path, "/run/oidc.sock");
@@ -2408,6 +2412,7 @@ Test(config, file_production_keys)
     cr_assert_eq(cfg.shutdown_grace, 60);
     cr_assert_eq(cfg.max_connections, 64);
     cr_assert_eq(cfg.http2_max_streams, 8);
+    cr_assert_eq(cfg.http2, 1);
     /* flags replace the file's lists and values */
     ok("--config", path, "--tls-listen", "127.0.0.1:9443", "--allowed-hosts", "c.example", "--admin-listen", "none",
        "--log-level", "debug", "--request-timeout", "1m", NULL);
@@ -2482,10 +2487,13 @@ Test(config, file_production_errors)
     file_fails("{\"shutdown-grace\": 301}", "key \"shutdown-grace\": " GRACE_PROBLEM);
     file_fails("{\"max-connections\": 0}", "key \"max-connections\": " CONN_PROBLEM);
     file_fails("{\"http2-max-concurrent-streams\": 1.5}", "key \"http2-max-concurrent-streams\": " STREAMS_PROBLEM);
+    file_fails("{\"http2\": \"yes\"}", "key \"http2\": must be true or false");
+    file_fails("{\"http2\": 1}", "key \"http2\": must be true or false");
     file_fails("{\"log-level\": \"info\", \"log-level\": \"debug\"}", "duplicate key \"log-level\"");
     /* the last keys still fit the duplicate-key bitmask */
     file_fails("{\"http2-max-concurrent-streams\": 1, \"http2-max-concurrent-streams\": 2}",
                "duplicate key \"http2-max-concurrent-streams\"");
+    file_fails("{\"http2\": true, \"http2\": false}", "duplicate key \"http2\"");
 }
 
 Test(config, verify_shares_the_production_config_file)
@@ -2526,7 +2534,9 @@ Test(config, usage_lists_production_serving)
                           "--max-connections N",
                           "1 to 1000000 (default 10000)",
                           "--http2-max-concurrent-streams N",
-                          "1 to 1000 (default 100)"};
+                          "1 to 1000 (default 100)",
+                          "--http2 ",
+                          "(default off: HTTP/1.1 only)"};
 
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         cr_assert_not_null(strstr(u, want[i]), "usage lacks %s", want[i]);
