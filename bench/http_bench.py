@@ -170,11 +170,13 @@ def free_port():
 
 
 def ours_server(w, cpu, extra=()):
-    """Our server, one thread. The 100-key set gets its own process and
-    port, since a process serves one key set."""
+    """Our server, one thread, with HTTP/2 on (it is opt-in: docs/http2.md).
+    The 100-key set gets its own process and port, since a process serves
+    one key set."""
     ports = {"2": free_port(), "tls": free_port()}
     argv = [w.binary, "serve", "--threads", "1", "--listen", f"127.0.0.1:{ports['2']}",
             "--tls-listen", f"127.0.0.1:{ports['tls']}", "--tls-cert-file", w.cert, "--tls-private-key-file", w.key,
+            "--http2",
             "--admin-listen", "none", "--service-account-issuer", ISSUER, "--max-age", str(MAX_AGE),
             "--shutdown-grace", "0s", "--log-level", "warn", *extra]
     for f in w.keys["2"]:
