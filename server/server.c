@@ -106,7 +106,10 @@ static void server_log_site(const struct server_site *site)
 }
 
 /* Creates and starts the workers of site, appending them to workers.
- * Returns 0, or -1 (logged) with the ones that did start still listed. */
+ * Returns 0, or -1 (logged) with the ones that did start still listed.
+ * "listening on" is logged as soon as the sockets listen, before the
+ * threads start: from then on the kernel accepts connections, and a client
+ * (or a test) that got one must find the line already written. */
 static int server_start_site(const struct server_site *site, struct snapshot *snap, const struct worker_env *env,
                              struct worker **workers, size_t *nworkers)
 {
@@ -114,6 +117,8 @@ static int server_start_site(const struct server_site *site, struct snapshot *sn
     struct worker_fd *fds = server_open_listeners(site);
     int rc = fds ? 0 : -1;
 
+    if (rc == 0)
+        server_log_site(site);
     for (unsigned t = 0; rc == 0 && t < site->threads; t++) {
         struct worker *w = worker_create((h2o_globalconf_t *)&site->conf, fds + t * per, per, snap, env);
         int err = w ? worker_start(w) : ENOMEM;
@@ -124,8 +129,6 @@ static int server_start_site(const struct server_site *site, struct snapshot *sn
         }
         workers[(*nworkers)++] = w;
     }
-    if (rc == 0)
-        server_log_site(site);
     free(fds);
     return rc;
 }
