@@ -2,7 +2,9 @@
 # Builds oidc-discovery and runs every test (criterion unit tests and the
 # end-to-end tests against the real binary), twice: a release build, then a
 # build with AddressSanitizer and UndefinedBehaviorSanitizer; then runs each
-# libFuzzer target for a minute.
+# libFuzzer target for a minute. The release build also runs the end-to-end
+# tests of the long-running server under valgrind's memcheck (ctest label
+# valgrind; scripts/valgrind-e2e.sh runs all of them that way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdlimit.h"
 #include "health.h"
 #include "listener.h"
 #include "log.h"
@@ -15,6 +16,10 @@
 
 /* How long a stopping worker waits for the responses it is writing. */
 #define SERVER_DRAIN_MS 10000
+
+/* Descriptors kept from client connections for stdio, key, state, log and
+ * TLS files, inotify, the signalfd and admin connections. */
+#define SERVER_FD_MARGIN 64
 
 /* One kind of listener (see site.h) with its own h2o configuration,
  * addresses, and workers (one per thread, each with its own SO_REUSEPORT
@@ -80,7 +85,10 @@ static void server_log_site(const struct server_site *site)
 }
 
 /* Creates and starts the workers of site, appending them to workers.
- * Returns 0, or -1 (logged) with the ones that did start still listed. */
+ * Returns 0, or -1 (logged) with the ones that did start still listed.
+ * "listening on" is logged as soon as the sockets listen, before the
+ * threads start: from then on the kernel accepts connections, and a client
+ * (or a test) that got one must find the line already written. */
 static int server_start_site(const struct server_site *site, struct snapshot *snap, const struct worker_env *env,
                              struct worker **workers, size_t *nworkers)
 {
@@ -88,6 +96,8 @@ static int server_start_site(const struct server_site *site, struct snapshot *sn
     struct worker_fd *fds = server_open_listeners(site);
     int rc = fds ? 0 : -1;
 
+    if (rc == 0)
+        server_log_site(site);
     for (unsigned t = 0; rc == 0 && t < site->threads; t++) {
         struct worker *w = worker_create((h2o_globalconf_t *)&site->conf, fds + t * per, per, snap, env);
         int err = w ? worker_start(w) : ENOMEM;
@@ -98,8 +108,6 @@ static int server_start_site(const struct server_site *site, struct snapshot *sn
         }
         workers[(*nworkers)++] = w;
     }
-    if (rc == 0)
-        server_log_site(site);
     free(fds);
     return rc;
 }
@@ -129,11 +137,40 @@ static void server_grace(const struct config *cfg, int sig)
         ;
 }
 
+/* The descriptors that are not client connections of the public and
+ * TokenReview listeners, counted high: each worker (up to two per thread,
+ * and the admin one) has an epoll fd, a message pipe and a socket per
+ * address at most. */
+static unsigned long server_fd_reserve(const struct config *cfg)
+{
+    unsigned long addresses =
+        cfg->listen_count + cfg->tls_listen_count + cfg->token_review_listen_count + cfg->admin_listen_count;
+
+    return SERVER_FD_MARGIN + ((unsigned long)cfg->threads * 2 + 1) * (3 + addresses);
+}
+
+/* --max-connections, or fewer when the open-file limit cannot hold that
+ * many: connections over it are then closed at once, as over
+ * --max-connections, instead of waiting in the kernel's queue while accept
+ * fails and the loop spins. */
+static unsigned long server_max_connections(const struct config *cfg)
+{
+    unsigned long fit = fdlimit_raise(server_fd_reserve(cfg));
+
+    if (fit >= cfg->max_connections)
+        return cfg->max_connections;
+    log_msg(LOG_WARN,
+            "the open-file limit leaves room for %lu connections, fewer than --max-connections %lu; more are "
+            "closed at once (raise LimitNOFILE= or ulimit -n)",
+            fit, cfg->max_connections);
+    return fit;
+}
+
 int server_run(const struct config *cfg, struct reload *reload, struct accesslog *accesslog)
 {
     static struct server_site docs, review, admin;
     struct worker_env env = {
-        .tls = reload_tls(reload), .accesslog = accesslog, .max_connections = cfg->max_connections};
+        .tls = reload_tls(reload), .accesslog = accesslog, .max_connections = server_max_connections(cfg)};
     /* Probes and scrapes must get through when clients fill the public
      * side: the admin listener is outside --max-connections. */
     struct worker_env admin_env = {.max_connections = 0};

@@ -8,6 +8,9 @@ built independently of the server from the DER encodings openssl prints).
 Environment:
   OIDC_BIN       path to the oidc-discovery binary (default: <repo>/build/oidc-discovery)
   OIDC_NODE_DIR  tests/node (default: <repo>/tests/node)
+  OIDC_VALGRIND  1: run every server and command under valgrind's memcheck;
+                 a test fails when memcheck reports an error or a definite or
+                 indirect leak (scripts/valgrind-e2e.sh)
 """
 
 import base64
@@ -31,10 +34,16 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 BIN = os.environ.get("OIDC_BIN") or os.path.join(REPO, "build", "oidc-discovery")
 NODE_DIR = os.environ.get("OIDC_NODE_DIR") or os.path.join(REPO, "tests", "node")
 
-SOCK_TIMEOUT = 5.0      # every socket operation
-START_TIMEOUT = 10.0    # server must accept connections within this
-STOP_TIMEOUT = 10.0     # server must exit within this after a signal
-RUN_TIMEOUT = 10.0      # one-shot invocations (--help, bad flags)
+VALGRIND = os.environ.get("OIDC_VALGRIND") == "1"
+VALGRIND_SUPP = os.path.join(REPO, "tests", "valgrind.supp")
+# Memcheck runs the binary some 20 to 50 times slower; every bound on the
+# server's speed stretches by this factor under it.
+SLOW = 5 if VALGRIND else 1
+
+SOCK_TIMEOUT = 5.0 * SLOW     # every socket operation
+START_TIMEOUT = 10.0 * SLOW   # server must accept connections within this
+STOP_TIMEOUT = 10.0 * SLOW    # server must exit within this after a signal
+RUN_TIMEOUT = 10.0 * SLOW     # one-shot invocations (--help, bad flags)
 
 DISCOVERY = "/.well-known/openid-configuration"
 JWKS = "/openid/v1/jwks"
@@ -80,6 +89,8 @@ def ipv6_loopback_available():
 def require_binary(testcase):
     if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
         testcase.fail(f"server binary not found or not executable: {BIN} (set OIDC_BIN)")
+    if VALGRIND and shutil.which("valgrind") is None:
+        testcase.fail("OIDC_VALGRIND=1 but valgrind is not on PATH; run scripts/setup.sh")
 
 
 IMF_FIXDATE = re.compile(
@@ -350,19 +361,66 @@ class KeyFactory:
 # --------------------------------------------------------------------------
 # running the binary
 
-def run_once(args, timeout=RUN_TIMEOUT):
-    """Runs the binary to completion (for --help, bad flags, ...). Returns
-    (returncode, stdout, stderr) as str. A process still alive at the
-    timeout is killed and reported as returncode None."""
-    p = subprocess.Popen([BIN, *args], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+MEMCHECK_EXIT = 99  # memcheck's exit status when it found something
+MEMCHECK_SUMMARY = re.compile(r"^==\d+== ERROR SUMMARY: (\d+) errors", re.M)
+
+
+def memcheck_argv(argv, logdir):
+    """argv itself, or under OIDC_VALGRIND=1 argv run by memcheck with one
+    log per process in logdir. Only argv that starts the binary itself is
+    wrapped: a test that runs it under another tool (strace) is left alone."""
+    if not VALGRIND or argv[0] != BIN:
+        return list(argv)
+    return ["valgrind", "--tool=memcheck", "--leak-check=full", "--show-leak-kinds=definite,indirect",
+            "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=%d" % MEMCHECK_EXIT,
+            "--num-callers=40", "--suppressions=" + VALGRIND_SUPP,
+            "--log-file=" + os.path.join(logdir, "memcheck.%p.log")] + list(argv)
+
+
+def memcheck_problems(logdir):
+    """What memcheck reported for the processes that logged in logdir: a
+    list of reports, empty when every one ended with zero errors (or none ran
+    under memcheck). A log without its final summary means the process was
+    killed before memcheck could check it, which is reported too."""
+    problems = []
+    for name in sorted(os.listdir(logdir)) if os.path.isdir(logdir) else ():
+        if not (name.startswith("memcheck.") and name.endswith(".log")):
+            continue
+        with open(os.path.join(logdir, name), errors="replace") as f:
+            text = re.sub(r"(?m)^==\d+== \n", "", f.read())
+        m = MEMCHECK_SUMMARY.search(text)
+        if m is None:
+            problems.append("memcheck never finished (the process was killed); its log:\n" + text[-4000:])
+        elif int(m.group(1)) != 0:
+            problems.append("memcheck reported %s errors:\n%s" % (m.group(1), text[-16000:]))
+    return problems
+
+
+def run_once(args, timeout=None, input=None):
+    """Runs the binary to completion (for --help, bad flags, ...), with
+    optional bytes on standard input. Returns (returncode, stdout, stderr)
+    as str. A process still alive at the timeout (RUN_TIMEOUT, or the given
+    seconds stretched by SLOW) is killed and reported as returncode None.
+    Under OIDC_VALGRIND=1 a memcheck report raises AssertionError."""
+    timeout = RUN_TIMEOUT if timeout is None else timeout * SLOW
+    logdir = tempfile.mkdtemp(prefix="oidc-e2e-memcheck-")
     try:
-        out, err = p.communicate(timeout=timeout)
-        return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate(timeout=5)
-        return None, out.decode(errors="replace"), err.decode(errors="replace")
+        p = subprocess.Popen(memcheck_argv([BIN, *args], logdir),
+                             stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = p.communicate(input, timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate(timeout=5)
+            rc = None
+        problems = memcheck_problems(logdir) if rc is not None else []
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
+    if problems:
+        raise AssertionError("%r: %s" % (args, "\n".join(problems)))
+    return rc, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 class Server:
@@ -401,7 +459,7 @@ class Server:
     def start(self):
         self._err = open(self.errpath, "wb")
         self._out = open(self.outpath, "wb")
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(memcheck_argv(self.argv, self.errdir), stdin=subprocess.DEVNULL,
                                      stdout=self._out, stderr=self._err)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
@@ -442,6 +500,10 @@ class Server:
         return self.returncode
 
     def kill(self):
+        """Ends the server now: SIGKILL; under memcheck SIGTERM first, so
+        that memcheck gets to check the exit for leaks."""
+        if VALGRIND:
+            self.stop()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             try:
@@ -459,8 +521,12 @@ class Server:
                 f.close()
 
     def cleanup(self):
+        """Ends the server and removes its files; returns memcheck's
+        reports on it (see memcheck_problems)."""
         self.kill()
+        problems = memcheck_problems(self.errdir)
         shutil.rmtree(self.errdir, ignore_errors=True)
+        return problems
 
     def stderr(self):
         try:
@@ -588,9 +654,10 @@ class ServerTestCase(unittest.TestCase):
         self._servers = []
 
     def tearDown(self):
-        for s in self._servers:
-            s.cleanup()
+        problems = [p for s in self._servers for p in s.cleanup()]
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if problems:
+            self.fail("\n\n".join(problems))
 
     def start_server(self, args, **kw):
         s = Server(args, **kw)
@@ -600,8 +667,9 @@ class ServerTestCase(unittest.TestCase):
 
     def stop_ok(self, server, sig=signal.SIGTERM):
         rc = server.stop(sig)
-        self.assertEqual(rc, 0, "server exit status after %s was %r; stderr:\n%s"
-                         % (signal.Signals(sig).name, rc, server.stderr()))
+        self.assertEqual(rc, 0, "server exit status after %s was %r; stderr:\n%s\n%s"
+                         % (signal.Signals(sig).name, rc, server.stderr(),
+                            "\n".join(memcheck_problems(server.errdir))))
 
     # assertions shared by several files -------------------------------
     def assert_doc(self, status, headers, body, expected_body, content_type,
@@ -641,9 +709,9 @@ class ServerTestCase(unittest.TestCase):
 # key rotation helpers (files changing under a running server)
 
 def wait_until(pred, timeout, interval=0.05):
-    """Calls pred until it returns a truthy value or timeout seconds pass;
-    returns the last value (falsy on timeout)."""
-    deadline = time.monotonic() + timeout
+    """Calls pred until it returns a truthy value or timeout seconds
+    (stretched by SLOW) pass; returns the last value (falsy on timeout)."""
+    deadline = time.monotonic() + timeout * SLOW
     while True:
         value = pred()
         if value or time.monotonic() >= deadline:
@@ -702,16 +770,24 @@ def jwks_kids(body: bytes):
     return [k["kid"] for k in json.loads(body)["keys"]]
 
 
+# Each worker thread takes a new key set from its own message queue: once
+# one thread serves it, the others do within moments (longer under memcheck,
+# which runs one thread at a time).
+PUBLISH_SETTLE = 0.05 * SLOW
+
+
 def wait_for_jwks(server, keys, timeout=3.0):
-    """Polls the JWKS until it is exactly expected_jwks(keys); returns
-    (status, headers, body) of the last response."""
+    """Polls the JWKS until it is exactly expected_jwks(keys), then waits
+    PUBLISH_SETTLE so that every thread serves it; returns (status, headers,
+    body) of the last response."""
     want = expected_jwks(keys)
     last = [None]
 
     def check():
         last[0] = server.get(JWKS)
         return last[0][0] == 200 and last[0][2] == want
-    wait_until(check, timeout)
+    if wait_until(check, timeout):
+        time.sleep(PUBLISH_SETTLE)
     return last[0]
 
 
@@ -734,7 +810,7 @@ def sighup_and_wait(server, timeout=3.0, settle=0.3):
     n = count_log(server, r"SIGHUP: reloading keys")
     server.proc.send_signal(signal.SIGHUP)
     got = wait_for_log(server, r"SIGHUP: reloading keys", n + 1, timeout)
-    time.sleep(settle)
+    time.sleep(settle * SLOW)
     return got >= n + 1
 
 
@@ -802,16 +878,11 @@ def kube_claims(issuer, audiences, namespace="default", sa="default", sa_uid="sa
             "kubernetes.io": k8s, "nbf": now, "sub": "system:serviceaccount:%s:%s" % (namespace, sa)}
 
 
-def run_bin(args, input=None, timeout=RUN_TIMEOUT):
-    """Like run_once, with optional bytes/str on standard input."""
+def run_bin(args, input=None, timeout=None):
+    """Like run_once, with bytes or str on standard input (empty when None)."""
     if isinstance(input, str):
         input = input.encode()
-    try:
-        r = subprocess.run([BIN, *args], input=input if input is not None else b"",
-                           capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        return None, (e.stdout or b"").decode(errors="replace"), (e.stderr or b"").decode(errors="replace")
-    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+    return run_once(args, timeout, b"" if input is None else input)
 
 
 def mint_token(signing_key, issuer, audiences=(), namespace="default", sa="default", sa_uid="sa-uid-0001",
