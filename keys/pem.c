@@ -98,6 +98,17 @@ static EVP_PKEY *pem_public_only(EVP_PKEY *key)
     return pub;
 }
 
+/* Which decoded keys go through pem_public_only: private ones, to drop the
+ * private material, and PKCS#1 public ones, which OpenSSL decodes as legacy
+ * RSA objects, so that every key handed on is of the same provider kind.
+ * The other public blocks decode to public-only provider keys already; the
+ * round trip (an encode and a second decode, about 200 us per key with
+ * OpenSSL 3.0) would be pure cost for them. */
+static int pem_needs_round_trip(enum pem_kind kind)
+{
+    return kind == PEM_RSA_PRIVATE || kind == PEM_EC_PRIVATE || kind == PEM_PKCS8 || kind == PEM_RSA_PUBLIC;
+}
+
 static int pem_is_encrypted(const char *name, const char *header)
 {
     return strcmp(name, "ENCRYPTED PRIVATE KEY") == 0 || strstr(header, "ENCRYPTED") != NULL;
@@ -124,8 +135,11 @@ static int pem_handle_block(const char *path, int block, const char *name, const
         snprintf(err, errlen, "%s: block %d: malformed %s (invalid DER)", path, block, name);
         return -1;
     }
-    pub = pem_public_only(key);
-    EVP_PKEY_free(key);
+    pub = key;
+    if (pem_needs_round_trip(kind)) {
+        pub = pem_public_only(key);
+        EVP_PKEY_free(key);
+    }
     if (pub == NULL) {
         snprintf(err, errlen, "%s: block %d: cannot derive the public key of %s", path, block, name);
         return -1;
