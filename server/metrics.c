@@ -212,6 +212,11 @@ static void metrics_render_process(struct metrics_buf *b)
               "# TYPE oidc_connections_refused_total counter\noidc_connections_refused_total %llu\n",
               (unsigned long long)p->connections_refused);
     mb_printf(b,
+              "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
+              "out of file descriptors or memory.\n"
+              "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
+              (unsigned long long)p->accept_pauses);
+    mb_printf(b,
               "# HELP oidc_build_info Version of the running binary.\n# TYPE oidc_build_info gauge\n"
               "oidc_build_info{version=\"%s\"} 1\n",
               OIDC_VERSION);

@@ -65,6 +65,7 @@ struct metrics_process {
     atomic_int_fast64_t tls_cert_not_after;          /* unix seconds, 0 = no TLS */
     atomic_uint_fast64_t connections;                /* open client connections, all threads */
     atomic_uint_fast64_t connections_refused;        /* over --max-connections */
+    atomic_uint_fast64_t accept_pauses;              /* accept() out of descriptors or memory */
 };
 
 extern struct metrics_process metrics_process;

@@ -1,5 +1,6 @@
 #include "worker.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/socket.h>
@@ -12,6 +13,9 @@
 /* Accepting in small batches keeps one busy listener from starving the
  * connections the loop already has. */
 #define WORKER_ACCEPT_BATCH 16
+
+/* How long accepting stops after accept() ran out of descriptors. */
+#define WORKER_ACCEPT_PAUSE_MS 100
 
 /* A snapshot as one worker holds it: the worker's reference plus the count
  * of its requests still using it. A replaced snapshot is released when its
@@ -65,6 +69,8 @@ struct worker {
     struct accesslog_buffer *accesslog;
     h2o_timeout_t flush_timeout;
     h2o_timeout_entry_t flush_entry;
+    h2o_timeout_t accept_pause;
+    h2o_timeout_entry_t accept_resume; /* linked while accepting is paused */
     struct worker_pin *pin;
     size_t inflight;
     int stopping;
@@ -126,6 +132,8 @@ static void worker_swap_pin(struct worker *w, struct snapshot *snap)
 
 static void worker_close_listeners(struct worker *w)
 {
+    if (h2o_timeout_is_linked(&w->accept_resume))
+        h2o_timeout_unlink(&w->accept_resume);
     for (size_t i = 0; i < w->nlisteners; i++) {
         if (w->listeners[i].sock != NULL) {
             h2o_socket_read_stop(w->listeners[i].sock);
@@ -220,6 +228,44 @@ void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls)
     h2o_accept(tls ? &w->accept_tls : &w->accept_plain, sock);
 }
 
+static void worker_on_accept(h2o_socket_t *listener_sock, const char *err);
+
+static void worker_listen(struct worker *w, int on)
+{
+    for (size_t i = 0; i < w->nlisteners; i++) {
+        if (w->listeners[i].sock == NULL)
+            continue;
+        if (on)
+            h2o_socket_read_start(w->listeners[i].sock, worker_on_accept);
+        else
+            h2o_socket_read_stop(w->listeners[i].sock);
+    }
+}
+
+static void worker_on_accept_resume(h2o_timeout_entry_t *entry)
+{
+    struct worker *w = H2O_STRUCT_FROM_MEMBER(struct worker, accept_resume, entry);
+
+    worker_listen(w, 1);
+}
+
+/* accept() failed for want of descriptors or kernel memory. The pending
+ * connection stays queued and the listener stays readable, so retrying at
+ * once would spin the thread on the same error; instead the worker stops
+ * accepting for WORKER_ACCEPT_PAUSE_MS while it keeps serving its open
+ * connections, some of which will close meanwhile. */
+static void worker_pause_accepting(struct worker *w)
+{
+    atomic_fetch_add(&metrics_process.accept_pauses, 1);
+    worker_listen(w, 0);
+    h2o_timeout_link(w->loop, &w->accept_pause, &w->accept_resume);
+}
+
+static int worker_accept_exhausted(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
 static void worker_on_accept(h2o_socket_t *listener_sock, const char *err)
 {
     struct worker_listener *listener = listener_sock->data;
@@ -228,8 +274,11 @@ static void worker_on_accept(h2o_socket_t *listener_sock, const char *err)
         return;
     for (int i = 0; i < WORKER_ACCEPT_BATCH; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener_sock);
-        if (sock == NULL)
+        if (sock == NULL) {
+            if (worker_accept_exhausted(errno))
+                worker_pause_accepting(listener->worker);
             break;
+        }
         worker_serve_connection(listener->worker, sock, listener->tls);
     }
 }
@@ -270,11 +319,13 @@ static void worker_init_loop(struct worker *w)
     w->accept_tls.ssl_ctx = w->env.tls;
     h2o_linklist_init_anchor(&w->conns);
     h2o_multithread_register_receiver(w->ctx.queue, &w->receiver, worker_on_message);
+    h2o_timeout_init(w->loop, &w->accept_pause, WORKER_ACCEPT_PAUSE_MS);
+    w->accept_resume.cb = worker_on_accept_resume;
     for (size_t i = 0; i < w->nlisteners; i++) {
         w->listeners[i].sock = h2o_evloop_socket_create(w->loop, w->listeners[i].fd, H2O_SOCKET_FLAG_DONT_READ);
         w->listeners[i].sock->data = &w->listeners[i];
-        h2o_socket_read_start(w->listeners[i].sock, worker_on_accept);
     }
+    worker_listen(w, 1);
 }
 
 /* Tears the loop down on its own thread, for the same reason. h2o asserts
@@ -289,6 +340,7 @@ static void worker_dispose_loop(struct worker *w)
     /* h2o_context_request_shutdown armed this one for HTTP/2. */
     if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
         h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
+    h2o_timeout_dispose(w->loop, &w->accept_pause);
     h2o_context_dispose(&w->ctx);
     h2o_evloop_destroy(w->loop);
 }

@@ -102,7 +102,15 @@ class TestCounters(AdminBase):
             self.assertEqual(st, 304)
         st, _, _ = srv.get(H.DISCOVERY)
         self.assertEqual(st, 200)
-        after = self.metrics(srv)
+        # a worker counts a request once its response is written, which
+        # can be just after the client has read it: wait for the last one
+        last = req_key(H.DISCOVERY, 200)
+
+        def scrape_once_counted():
+            m = self.metrics(srv)
+            return m if m.get(last, 0) > before.get(last, 0) else None
+        after = H.wait_until(scrape_once_counted, 5)
+        self.assertIsNotNone(after, "the discovery request was never counted")
 
         def delta(key):
             return after.get(key, 0) - before.get(key, 0)

@@ -283,6 +283,38 @@ class HardLimitTest(ConnectionsBase):
         self.assertTrue(H.wait_until(self.served, 3.0))
         self.stop_ok(self.srv)
 
+    def test_out_of_descriptors_pauses_accepting(self):
+        """Descriptors used up outside --max-connections (here by a flood of
+        admin connections, which it does not count): accept() fails with
+        EMFILE and the listeners stay readable. The workers must pause
+        accepting rather than spin, and serve the queued client once
+        descriptors are free again."""
+        self.srv = H.Server(self.args)
+        self.srv.argv = self.LIMITED + self.srv.argv
+        self._servers.append(self.srv)
+        self.srv.start()
+        flood = []
+        self.addCleanup(lambda: [s.close() for s in flood])
+        for _ in range(self.ATTEMPTS):
+            flood.append(socket.create_connection(("127.0.0.1", self.srv.admin_port), timeout=H.SOCK_TIMEOUT))
+        queued = socket.create_connection(("127.0.0.1", self.srv.port), timeout=H.SOCK_TIMEOUT)
+        self.socks.append(queued)
+        queued.sendall(REQUEST)
+        time.sleep(0.3)  # the server's accept() calls fail meanwhile
+        before = cpu_seconds(self.srv.proc.pid)
+        time.sleep(1.0)
+        busy = cpu_seconds(self.srv.proc.pid) - before
+        self.assertLess(busy, 0.2, "server spun on listeners it cannot accept from")
+        for s in flood:
+            s.close()
+        flood.clear()
+        st, _, body = H.RawReader(queued).read_response()
+        self.assertEqual((st, body), (200, H.expected_jwks([self.key])))
+        pauses = H.metric(H.scrape_metrics(self.srv.admin_port), "oidc_accept_pauses_total")
+        report("out of descriptors: %.2f s CPU over 1 s, %d accept pauses" % (busy, pauses))
+        self.assertGreater(pauses, 0)
+        self.stop_ok(self.srv)
+
 
 if __name__ == "__main__":
     unittest.main()
