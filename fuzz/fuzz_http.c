@@ -5,8 +5,8 @@
  * The first input byte picks the site; the rest is what one client sends
  * on one connection before shutting its write side down. The connection is
  * one end of a socketpair, served by a worker that runs on this thread
- * (worker_attach), so a run is a few rounds of the event loop, with no
- * thread and no timer involved. libh2o itself is not instrumented: the
+ * (worker_attach), so a run is a few rounds of the event loop on one
+ * thread, none of which waits for a timer. libh2o itself is not instrumented: the
  * coverage that guides the fuzzer is that of our code.
  *
  * The fixtures directory is $OIDC_FUZZ_FIXTURES (fuzz/run.sh sets it), else
