@@ -45,6 +45,16 @@ SMUGGLING = {
 }
 
 
+def assert_refused_and_closed(test, reader):
+    """The next response on reader is a 400 that closes the connection, and
+    nothing follows it: a smuggled request behind it went unanswered."""
+    st, h, _ = reader.read_response()
+    test.assertEqual(st, 400)
+    test.assertEqual(H.one(h, "connection"), "close")
+    test.assertTrue(reader.wait_closed())
+    test.assertEqual(reader.buf, b"")
+
+
 class HostileTestCase(H.ServerTestCase):
     def setUp(self):
         super().setUp()
@@ -96,11 +106,7 @@ class SmugglingTest(HostileTestCase):
             s.sendall(NEXT + req + NEXT)
             r = H.RawReader(s)
             self.assertEqual(r.read_response()[0], 200)
-            st, h, _ = r.read_response()
-            self.assertEqual(st, 400)
-            self.assertEqual(H.one(h, "connection"), "close")
-            self.assertTrue(r.wait_closed())
-            self.assertEqual(r.buf, b"")
+            assert_refused_and_closed(self, r)
         finally:
             s.close()
 
@@ -137,12 +143,7 @@ class SmugglingOverTLSTest(H.TLSServerTestCase):
                 s = H.tls_connect(srv.tls_port, self.ca_cert)
                 try:
                     s.sendall((SMUGGLING[name] % H.JWKS.encode()) + NEXT)
-                    r = H.RawReader(s)
-                    st, h, _ = r.read_response()
-                    self.assertEqual(st, 400)
-                    self.assertEqual(H.one(h, "connection"), "close")
-                    self.assertTrue(r.wait_closed())
-                    self.assertEqual(r.buf, b"")
+                    assert_refused_and_closed(self, H.RawReader(s))
                 finally:
                     s.close()
 
