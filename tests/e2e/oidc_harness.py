@@ -67,12 +67,23 @@ def int_to_min_bytes(n: int) -> bytes:
     return n.to_bytes((n.bit_length() + 7) // 8, "big")
 
 
+_ports_handed_out = set()
+
+
 def free_port(host="127.0.0.1"):
-    """Binds port 0 on host, closes the socket and returns the port."""
+    """A port that was free on host a moment ago and that this process has
+    not handed out before. The kernel may return the port it just released
+    to the next bind(0), so two calls in a row (a --listen and an
+    --admin-listen) could otherwise get the same one. Another process can
+    still take it before the server binds; Server.start retries for that."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if port not in _ports_handed_out:
+            _ports_handed_out.add(port)
+            return port
 
 
 def ipv6_loopback_available():
@@ -432,31 +443,61 @@ class Server:
 
     def __init__(self, args, listen=True, host="127.0.0.1", port=None, command="serve"):
         self.host = host
+        self.command = command
+        self.args = list(args)
+        # Ports the harness picks itself may be picked again on a clash.
+        self.picked_port = listen and port is None
+        self.picked_admin = "--admin-listen" not in self.args
         self.port = port if port is not None else free_port(host)
-        argv = [BIN]
-        if command:
-            argv.append(command)
-        argv += list(args)
-        if listen:
-            h = "[%s]" % host if ":" in host else host
-            argv += ["--listen", "%s:%d" % (h, self.port)]
-        # Parallel tests must not fight over the default admin port, and a
-        # test's SIGTERM should not wait for the production drain grace.
-        self.admin_port = None
-        if "--admin-listen" not in argv:
-            self.admin_port = free_port("127.0.0.1")
-            argv += ["--admin-listen", "127.0.0.1:%d" % self.admin_port]
-        if "--shutdown-grace" not in argv:
-            argv += ["--shutdown-grace", "0s"]
-        self.argv = argv
+        self.admin_port = free_port("127.0.0.1") if self.picked_admin else None
+        self.listen = listen
+        self.argv = self._argv()
         self.errdir = tempfile.mkdtemp(prefix="oidc-e2e-stderr-")
         self.errpath = os.path.join(self.errdir, "stderr.log")
         self.outpath = os.path.join(self.errdir, "stdout.log")
         self.proc = None
         self.returncode = None
 
+    def _argv(self):
+        argv = [BIN] + ([self.command] if self.command else []) + self.args
+        if self.listen:
+            h = "[%s]" % self.host if ":" in self.host else self.host
+            argv += ["--listen", "%s:%d" % (h, self.port)]
+        # Parallel tests must not fight over the default admin port, and a
+        # test's SIGTERM should not wait for the production drain grace.
+        if self.picked_admin:
+            argv += ["--admin-listen", "127.0.0.1:%d" % self.admin_port]
+        if "--shutdown-grace" not in argv:
+            argv += ["--shutdown-grace", "0s"]
+        return argv
+
     # lifecycle --------------------------------------------------------
     def start(self):
+        """Starts the server and waits until it accepts. Tests run in
+        parallel, so a port free_port chose may be bound by another test's
+        server first; then the server is started again on fresh ports."""
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except AssertionError:
+                clash = "Address already in use" in self.stderr()
+                if not (clash and (self.picked_port or self.picked_admin)) or attempt == 2:
+                    raise
+            self._close_files()
+            self._repick_ports()
+
+    def _repick_ports(self):
+        """New ports in place of the ones the harness picked, rewritten in
+        argv itself so that a wrapper a test put in front of it stays."""
+        old = self._argv()
+        if self.picked_port:
+            self.port = free_port(self.host)
+        if self.picked_admin:
+            self.admin_port = free_port("127.0.0.1")
+        renamed = dict(zip(old, self._argv()))
+        self.argv = [renamed.get(a, a) for a in self.argv]
+
+    def _start_once(self):
         self._err = open(self.errpath, "wb")
         self._out = open(self.outpath, "wb")
         self.proc = subprocess.Popen(memcheck_argv(self.argv, self.errdir), stdin=subprocess.DEVNULL,
