@@ -31,7 +31,9 @@ struct server_site {
     const struct config_listen *tls;
     size_t ntls;
     unsigned threads;
-    const char *what; /* what it serves, for the log; NULL: the two document URLs */
+    const struct worker_env *env;
+    const char *what;      /* what it serves, for the log; NULL: the two document URLs */
+    struct worker_fd *fds; /* threads * (nplain + ntls) listening sockets, until workers take them */
 };
 
 /* One listening socket of one thread. TCP listeners get a socket per
@@ -84,22 +86,46 @@ static void server_log_site(const struct server_site *site)
     }
 }
 
-/* Creates and starts the workers of site, appending them to workers.
- * Returns 0, or -1 (logged) with the ones that did start still listed.
- * "listening on" is logged as soon as the sockets listen, before the
- * threads start: from then on the kernel accepts connections, and a client
- * (or a test) that got one must find the line already written. */
-static int server_start_site(const struct server_site *site, struct snapshot *snap, const struct worker_env *env,
-                             struct worker **workers, size_t *nworkers)
+static void server_close_listeners(struct server_site *site)
+{
+    for (size_t i = 0; i < (size_t)site->threads * (site->nplain + site->ntls); i++)
+        close(site->fds[i].fd);
+    free(site->fds);
+    site->fds = NULL;
+}
+
+/* Opens the sockets of every site before any worker starts. A port in use
+ * anywhere then fails the start before any port accepts (and nothing is
+ * logged as listening), and once one port accepts they all do: a probe or a
+ * test may hit the admin port as soon as the public one answers.
+ * "listening on" is logged as soon as the sockets listen, since from then on
+ * a client that connects must find the line already written. */
+static int server_open_sites(struct server_site *const *sites, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if ((sites[i]->fds = server_open_listeners(sites[i])) == NULL) {
+            while (i-- > 0)
+                server_close_listeners(sites[i]);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        server_log_site(sites[i]);
+    return 0;
+}
+
+/* Creates and starts the workers of site on its open sockets, appending
+ * them to workers. Returns 0, or -1 (logged) with the ones that did start
+ * still listed. */
+static int server_start_site(struct server_site *site, struct snapshot *snap, struct worker **workers, size_t *nworkers)
 {
     size_t per = site->nplain + site->ntls;
-    struct worker_fd *fds = server_open_listeners(site);
-    int rc = fds ? 0 : -1;
+    struct worker_fd *fds = site->fds;
+    int rc = 0;
 
-    if (rc == 0)
-        server_log_site(site);
+    site->fds = NULL;
     for (unsigned t = 0; rc == 0 && t < site->threads; t++) {
-        struct worker *w = worker_create((h2o_globalconf_t *)&site->conf, fds + t * per, per, snap, env);
+        struct worker *w = worker_create((h2o_globalconf_t *)&site->conf, fds + t * per, per, snap, site->env);
         int err = w ? worker_start(w) : ENOMEM;
         if (err != 0) {
             log_msg(LOG_ERROR, "cannot start a worker thread: %s", strerror(err));
@@ -169,6 +195,8 @@ static unsigned long server_max_connections(const struct config *cfg)
 int server_run(const struct config *cfg, struct reload *reload, struct accesslog *accesslog)
 {
     static struct server_site docs, review, admin;
+    struct server_site *sites[3];
+    size_t nsites = 0;
     struct worker_env env = {
         .tls = reload_tls(reload), .accesslog = accesslog, .max_connections = server_max_connections(cfg)};
     /* Probes and scrapes must get through when clients fill the public
@@ -186,26 +214,36 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
                                 .nplain = cfg->listen_count,
                                 .tls = cfg->tls_listens,
                                 .ntls = cfg->tls_listen_count,
-                                .threads = cfg->threads};
+                                .threads = cfg->threads,
+                                .env = &env};
     site_configure(&docs.conf, cfg, SITE_DOCS);
     review = (struct server_site){.plain = cfg->token_review_listens,
                                   .nplain = cfg->token_review_listen_count,
                                   .threads = cfg->threads,
+                                  .env = &env,
                                   .what = "POST /apis/authentication.k8s.io/v1/tokenreviews"};
     site_configure(&review.conf, cfg, SITE_TOKENREVIEW);
     admin = (struct server_site){.plain = cfg->admin_listens,
                                  .nplain = cfg->admin_listen_count,
                                  .threads = 1,
+                                 .env = &admin_env,
                                  .what = "/livez /readyz /metrics"};
     site_configure(&admin.conf, cfg, SITE_ADMIN);
-    if (server_start_site(&docs, reload_current(reload), &env, workers, &nworkers) == 0 &&
-        (!cfg->enable_token_review ||
-         server_start_site(&review, reload_current(reload), &env, workers, &nworkers) == 0) &&
-        (cfg->admin_listen_count == 0 ||
-         server_start_site(&admin, reload_current(reload), &admin_env, workers, &nworkers) == 0)) {
-        server_grace(cfg, reload_run(reload, workers, nworkers, &signals));
-        rc = 0;
+    sites[nsites++] = &docs;
+    if (cfg->enable_token_review)
+        sites[nsites++] = &review;
+    if (cfg->admin_listen_count > 0)
+        sites[nsites++] = &admin;
+    if (server_open_sites(sites, nsites) == 0) {
+        size_t started = 0;
+        while (started < nsites && server_start_site(sites[started], reload_current(reload), workers, &nworkers) == 0)
+            started++;
+        for (size_t i = started + 1; i < nsites; i++)
+            server_close_listeners(sites[i]);
+        rc = started == nsites ? 0 : 1;
     }
+    if (rc == 0)
+        server_grace(cfg, reload_run(reload, workers, nworkers, &signals));
     if (nworkers > 0)
         log_msg(LOG_INFO, "shutting down: finishing in-flight requests");
     for (size_t i = 0; i < nworkers; i++)

@@ -11,6 +11,7 @@ The admin port serves no documents and the public port no metrics.
 
 import os
 import signal
+import socket
 import subprocess
 import time
 import unittest
@@ -77,6 +78,20 @@ class TestEndpoints(AdminBase):
         srv = self.start_server(self.args("--admin-listen", "none"))
         self.assertIsNone(srv.admin_port)
         self.check_both(srv, ISSUER, [self.key])
+
+    def test_admin_port_in_use_fails_start_before_any_port_listens(self):
+        """Every site's sockets are opened before any of them accepts, so a
+        taken admin port stops the server before the public port ever
+        answered, and once the public port answers the admin one does."""
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            admin = "127.0.0.1:%d" % taken.getsockname()[1]
+            public = "127.0.0.1:%d" % H.free_port()
+            rc, out, err = H.run_once(["serve", *self.args("--listen", public, "--admin-listen", admin)])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("%s: cannot listen: Address already in use" % admin, err)
+        self.assertNotIn("listening on", err)
 
     def test_build_info(self):
         rc, out, err = H.run_once(["--version"])
