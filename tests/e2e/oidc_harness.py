@@ -1262,6 +1262,21 @@ def scrape_metrics(port):
     return out
 
 
+def scrape_until(port, done, timeout=5.0):
+    """The first /metrics scrape for which done(samples) holds, or the last
+    one when timeout seconds (stretched by SLOW) pass. A worker counts a
+    request once its response is written, which can be just after the
+    client has read it: a scrape straight after the last response may be a
+    request or two behind."""
+    last = {}
+
+    def check():
+        last["samples"] = scrape_metrics(port)
+        return done(last["samples"])
+    wait_until(check, timeout)
+    return last["samples"]
+
+
 def metric(samples, name, **labels):
     """One sample's value (None when absent)."""
     return samples.get((name, frozenset(labels.items())))
