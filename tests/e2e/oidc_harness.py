@@ -441,13 +441,15 @@ class Server:
     harness appends `--listen 127.0.0.1:<free port>`; with listen=False the
     caller passes its own --listen (or a config file) and sets port/host."""
 
-    def __init__(self, args, listen=True, host="127.0.0.1", port=None, command="serve"):
+    def __init__(self, args, listen=True, host="127.0.0.1", port=None, command="serve", repick=()):
         self.host = host
         self.command = command
         self.args = list(args)
-        # Ports the harness picks itself may be picked again on a clash.
+        # Ports the harness picks itself may be picked again on a clash, as
+        # may the free_port() values of the flags in repick.
         self.picked_port = listen and port is None
         self.picked_admin = "--admin-listen" not in self.args
+        self.repick = list(repick)
         self.port = port if port is not None else free_port(host)
         self.admin_port = free_port("127.0.0.1") if self.picked_admin else None
         self.listen = listen
@@ -481,7 +483,7 @@ class Server:
                 return self._start_once()
             except AssertionError:
                 clash = "Address already in use" in self.stderr()
-                if not (clash and (self.picked_port or self.picked_admin)) or attempt == 2:
+                if not (clash and (self.picked_port or self.picked_admin or self.repick)) or attempt == 2:
                     raise
             self._close_files()
             self._repick_ports()
@@ -496,6 +498,12 @@ class Server:
             self.admin_port = free_port("127.0.0.1")
         renamed = dict(zip(old, self._argv()))
         self.argv = [renamed.get(a, a) for a in self.argv]
+        for flag in self.repick:
+            self.argv[self.argv.index(flag) + 1] = "127.0.0.1:%d" % free_port()
+
+    def port_of(self, flag):
+        """The port given to flag (e.g. --tls-listen 127.0.0.1:PORT)."""
+        return int(self.argv[self.argv.index(flag) + 1].rsplit(":", 1)[1])
 
     def _start_once(self):
         self._err = open(self.errpath, "wb")
@@ -950,23 +958,13 @@ def mint_token(signing_key, issuer, audiences=(), namespace="default", sa="defau
 
 
 def start_review_server(testcase, args, public_port=None):
-    """Starts `serve` with the TokenReview API on a second free loopback port.
-    Returns the Server; its review port is server.review_port."""
-    review_port = free_port()
+    """Starts `serve` with the TokenReview API on a second free loopback port
+    (accepting once the public one does). Returns the Server; its review
+    port is server.review_port."""
     kw = {"port": public_port} if public_port else {}
     srv = testcase.start_server(list(args) + ["--enable-token-review", "--token-review-listen",
-                                              "127.0.0.1:%d" % review_port], **kw)
-    srv.review_port = review_port
-    # the public port accepting does not mean the review port does yet
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", review_port), timeout=1.0):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise AssertionError("review port %d not accepting; stderr:\n%s" % (review_port, srv.stderr()))
-            time.sleep(0.05)
+                                              "127.0.0.1:%d" % free_port()], repick=["--token-review-listen"], **kw)
+    srv.review_port = srv.port_of("--token-review-listen")
     return srv
 
 
@@ -1288,6 +1286,21 @@ def curl(*args, timeout=30):
                           timeout=timeout)
 
 
+class FixtureKeysTestCase(ServerTestCase):
+    """ServerTestCase for tests that check tokens with PyJWT too: fails when
+    PyJWT is missing, and has the committed fixture keys (PKCS#8 private;
+    their public keys are what a server of the test publishes) as self.rsa
+    and self.ec."""
+
+    def setUp(self):
+        super().setUp()
+        problem = pyjwt_problem()
+        if problem:
+            self.fail(problem)
+        self.rsa = Key(self.tmp, "fixrsa", os.path.join(FIXTURES, "rsa2048.pkcs8.key"))
+        self.ec = Key(self.tmp, "fixec", os.path.join(FIXTURES, "ec256.pkcs8.key"))
+
+
 class TLSServerTestCase(ServerTestCase):
     """ServerTestCase with a test CA and a way to start a server that also
     listens with TLS on a known port (server.tls_port)."""
@@ -1301,12 +1314,13 @@ class TLSServerTestCase(ServerTestCase):
         return make_server_cert(self.tmp, self.ca, san, name=name)
 
     def start_tls_server(self, args, cert, key, tls_port=None, **kw):
-        tls_port = tls_port or free_port()
-        srv = self.start_server(list(args) + ["--tls-listen", "127.0.0.1:%d" % tls_port,
-                                              "--tls-cert-file", cert, "--tls-private-key-file", key], **kw)
-        srv.tls_port = tls_port
-        if not wait_accepting(tls_port):
-            raise AssertionError("TLS port %d not accepting; stderr:\n%s" % (tls_port, srv.stderr()))
+        """Starts a server that also listens with TLS on tls_port (by
+        default a free port), accepting once the plain port does."""
+        repick = [] if tls_port else ["--tls-listen"]
+        srv = self.start_server(list(args) + ["--tls-listen", "127.0.0.1:%d" % (tls_port or free_port()),
+                                              "--tls-cert-file", cert, "--tls-private-key-file", key],
+                                repick=repick, **kw)
+        srv.tls_port = srv.port_of("--tls-listen")
         return srv
 
 

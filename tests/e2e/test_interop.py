@@ -17,7 +17,6 @@ PyJWT + cryptography; their absence is a failure, not a skip.
 """
 
 import json
-import os
 import time
 import unittest
 
@@ -38,17 +37,16 @@ SIGN = "sign_token.mjs"
 VERIFY = "verify_token.mjs"
 
 
-class InteropBase(H.ServerTestCase):
+class InteropBase(H.FixtureKeysTestCase):
 
     def setUp(self):
         super().setUp()
-        problem = H.node_problem(SIGN, VERIFY) or H.pyjwt_problem()
+        problem = H.node_problem(SIGN, VERIFY)
         if problem:
             self.fail(problem)
         # the fixture keys plus generated P-384 and P-521 keys (PKCS#8: what
         # jose's importPKCS8 reads; the P-384 fixture is SEC1 only)
-        self.rsa = H.Key(self.tmp, "fixrsa", os.path.join(H.FIXTURES, "rsa2048.pkcs8.key"))
-        self.e256 = H.Key(self.tmp, "fixec", os.path.join(H.FIXTURES, "ec256.pkcs8.key"))
+        self.e256 = self.ec
         self.e384 = self.keys.ec("P-384")
         self.e521 = self.keys.ec("P-521")
         self.all = [self.rsa, self.e256, self.e384, self.e521]

@@ -36,16 +36,7 @@ NODE = ("node-1.example", "58456cb0-9c2e-4a1b-b5a5-71d0b5e4f0a3")
 EXTRA = "authentication.kubernetes.io/"
 
 
-class ReviewBase(H.ServerTestCase):
-
-    def setUp(self):
-        super().setUp()
-        problem = H.pyjwt_problem()
-        if problem:
-            self.fail(problem)
-        # the committed fixture keys (PKCS#8 private, their public keys served)
-        self.rsa = H.Key(self.tmp, "fixrsa", os.path.join(H.FIXTURES, "rsa2048.pkcs8.key"))
-        self.ec = H.Key(self.tmp, "fixec", os.path.join(H.FIXTURES, "ec256.pkcs8.key"))
+class ReviewBase(H.FixtureKeysTestCase):
 
     def start(self, extra=(), keys=None):
         args = ["--service-account-issuer", ISSUER]

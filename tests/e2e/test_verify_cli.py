@@ -35,15 +35,7 @@ REPEAT_RX = re.compile(r"^([0-9]+) verifications in ([0-9]+\.[0-9]{3}) s: ([0-9]
 INVALID_RX = re.compile(r"^oidc-discovery verify: invalid token \(([a-z0-9_]+)\): (.+)$")
 
 
-class VerifyBase(H.ServerTestCase):
-
-    def setUp(self):
-        super().setUp()
-        problem = H.pyjwt_problem()
-        if problem:
-            self.fail(problem)
-        self.rsa = H.Key(self.tmp, "fixrsa", os.path.join(H.FIXTURES, "rsa2048.pkcs8.key"))
-        self.ec = H.Key(self.tmp, "fixec", os.path.join(H.FIXTURES, "ec256.pkcs8.key"))
+class VerifyBase(H.FixtureKeysTestCase):
 
     def key_args(self, keys=None):
         args = []
