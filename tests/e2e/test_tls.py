@@ -64,6 +64,16 @@ class TLSBase(H.SanitizerCheck, H.TLSServerTestCase):
         got = H.wait_until(lambda: H.tls_peer_fingerprint(port, self.ca_cert) == want, timeout, interval=0.1)
         return bool(got)
 
+    def keep_alive_connection(self, srv):
+        """A TLS connection that has had one answer, to keep open across a
+        certificate swap: (socket, its RawReader)."""
+        conn = H.tls_connect(srv.tls_port, self.ca_cert)
+        self.addCleanup(conn.close)
+        reader = H.RawReader(conn)
+        H.raw_request(conn, H.JWKS)
+        self.assertEqual(reader.read_response()[0], 200)
+        return conn, reader
+
 
 class TestProtocols(TLSBase):
 
@@ -165,11 +175,7 @@ class TestCertificateReload(TLSBase):
         self.assertEqual(H.tls_peer_fingerprint(srv.tls_port, self.ca_cert), H.cert_fingerprint(self.cert1))
 
         # a keep-alive connection opened before the swap
-        old = H.tls_connect(srv.tls_port, self.ca_cert)
-        self.addCleanup(old.close)
-        reader = H.RawReader(old)
-        H.raw_request(old, H.JWKS)
-        self.assertEqual(reader.read_response()[0], 200)
+        old, reader = self.keep_alive_connection(srv)
 
         cert2, tkey2 = self.new_cert("server2")
         self.assertNotEqual(H.cert_fingerprint(cert2), H.cert_fingerprint(self.cert1))
@@ -198,11 +204,7 @@ class TestCertificateReload(TLSBase):
         srv = self.start_tls_server(self.base_args(), os.path.join(vol, "tls.crt"), os.path.join(vol, "tls.key"))
         self.assertEqual(H.tls_peer_fingerprint(srv.tls_port, self.ca_cert), H.cert_fingerprint(self.cert1))
 
-        old = H.tls_connect(srv.tls_port, self.ca_cert)
-        self.addCleanup(old.close)
-        reader = H.RawReader(old)
-        H.raw_request(old, H.JWKS)
-        self.assertEqual(reader.read_response()[0], 200)
+        old, reader = self.keep_alive_connection(srv)
 
         for i, stamp in enumerate(("..2026_02", "..2026_03"), start=2):
             cert, tkey = self.new_cert("server%d" % i)
