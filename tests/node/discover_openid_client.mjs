@@ -16,6 +16,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Issuer, TokenSet } from 'openid-client';
+import { failure, runCheck } from './verdict.mjs';
 
 // openid-client 5 keeps an issuer's fetched key store in a private WeakMap;
 // the same CommonJS module instance is reached by its file path.
@@ -54,9 +55,9 @@ async function main(argv) {
     }));
     return 0;
   } catch (err) {
-    console.log(`FAIL ${err && err.name}: ${err && err.message}`);
+    console.log(failure(err));
     return 1;
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+runCheck(main);

@@ -16,6 +16,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { SignJWT, importPKCS8, createRemoteJWKSet, jwtVerify } from 'jose';
+import { failure, runCheck } from './verdict.mjs';
 
 const AUDIENCE = 'test-aud';
 
@@ -58,12 +59,9 @@ async function main(argv) {
     console.log(`OK ${kid}`);
     return 0;
   } catch (err) {
-    console.log(`FAIL ${(err && err.code) || (err && err.name) || 'error'}: ${err && err.message}`);
+    console.log(failure(err));
     return 1;
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (err) => { console.log(`FAIL internal: ${err && err.stack}`); process.exitCode = 1; },
-);
+runCheck(main);

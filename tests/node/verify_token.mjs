@@ -11,6 +11,7 @@
 // bad usage.
 
 import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { failure, runCheck } from './verdict.mjs';
 
 async function main(argv) {
   if (argv.length !== 4) {
@@ -28,12 +29,9 @@ async function main(argv) {
     console.log(`OK ${JSON.stringify({ header: protectedHeader, payload })}`);
     return 0;
   } catch (err) {
-    console.log(`FAIL ${(err && err.code) || (err && err.name) || 'error'}: ${err && err.message}`);
+    console.log(failure(err));
     return 1;
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (err) => { console.log(`FAIL internal: ${err && err.stack}`); process.exitCode = 1; },
-);
+runCheck(main);
