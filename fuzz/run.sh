@@ -40,7 +40,7 @@ mkdir -p "$bin" "$obj"
 # The product sources the targets link: the oidccore library of
 # CMakeLists.txt plus the TokenReview JSON code (no h2o); fuzz_http also
 # links the server's h2o sites, their handlers and the worker.
-core_srcs=(keys/b64url.c keys/jsonw.c keys/key.c keys/pem.c keys/keyset.c keys/jwks_parse.c keys/render.c
+core_srcs=(keys/b64url.c keys/jsonw.c keys/printable.c keys/key.c keys/pem.c keys/keyset.c keys/jwks_parse.c keys/render.c
            keys/snapshot.c keys/history.c keys/devkeys.c keys/jwt.c keys/jwt_parse.c keys/jws.c keys/token.c
            keys/token_user.c keys/vcache.c keys/token_mint.c config/config.c server/tokenreview.c)
 http_srcs=(server/site.c server/handler_docs.c server/http_framing.c server/handler_tokenreview.c

@@ -10,6 +10,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "b64url.h"
+#include "printable.h"
 
 /* Largest RSA modulus OpenSSL verifies with (OPENSSL_RSA_MAX_MODULUS_BITS),
  * largest public exponent it accepts for big moduli (64 bits), and the
@@ -56,17 +57,8 @@ struct jwks_parser {
     size_t errlen;
 };
 
-/* Quotes document text in a message harmlessly: printable ASCII only and
- * bounded, so a hostile JWKS cannot forge or flood log lines. */
-static const char *jwks_show(const char *s, char out[48])
-{
-    size_t i;
-
-    for (i = 0; s[i] != '\0' && i < 40; i++)
-        out[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
-    strcpy(out + i, s[i] != '\0' ? "..." : "");
-    return out;
-}
+/* How much of a document string a message quotes (see printable_copy). */
+#define JWKS_SHOW_MAX 40
 
 /* Formats "keys[N]: <what><message>": every finding names its JWK. */
 __attribute__((format(printf, 5, 0))) static void jwks_vmsg(const struct jwks_parser *p, char *out, size_t outlen,
@@ -387,37 +379,38 @@ static int jwks_read_jwk(struct jwks_parser *p, yajl_val jwk)
     const struct jwks_curve *curve = NULL;
     const struct jwks_entry *prev;
     EVP_PKEY *pkey = NULL;
-    char shown[48];
+    char shown[JWKS_SHOW_MAX + 4];
     int rc;
 
     if (!YAJL_IS_OBJECT(jwk))
         return jwks_fail(p, "not a JSON object");
     if ((rc = jwks_duplicate(jwk, &name)) != 0)
         return rc < 0 ? jwks_fail(p, "out of memory")
-                      : jwks_fail(p, "member \"%s\" appears twice", jwks_show(name, shown));
+                      : jwks_fail(p, "member \"%s\" appears twice", printable_copy(name, shown, JWKS_SHOW_MAX));
     if (jwks_need_str(p, jwk, "kty", &kty) != 0 || jwks_str(p, jwk, "use", &use) != 0 ||
         jwks_str(p, jwk, "alg", &alg) != 0 || jwks_str(p, jwk, "kid", &kid) != 0 || jwks_str(p, jwk, "crv", &crv) != 0)
         return -1;
     if (use != NULL && strcmp(use, "sig") != 0)
-        return jwks_skip(p, "use \"%s\" is not \"sig\"", jwks_show(use, shown));
+        return jwks_skip(p, "use \"%s\" is not \"sig\"", printable_copy(use, shown, JWKS_SHOW_MAX));
     if (strcmp(kty, "RSA") != 0 && strcmp(kty, "EC") != 0)
-        return jwks_skip(p, "unsupported kty \"%s\" (supported: RSA, EC)", jwks_show(kty, shown));
+        return jwks_skip(p, "unsupported kty \"%s\" (supported: RSA, EC)", printable_copy(kty, shown, JWKS_SHOW_MAX));
     if ((name = jwks_private_member(jwk)) != NULL)
         return jwks_skip(p, "holds private key member \"%s\"", name);
     if (strcmp(kty, "EC") == 0) {
         if (crv == NULL)
             return jwks_fail(p, "missing \"crv\"");
         if ((curve = jwks_find_curve(crv)) == NULL)
-            return jwks_skip(p, "unsupported crv \"%s\" (supported: P-256, P-384, P-521)", jwks_show(crv, shown));
+            return jwks_skip(p, "unsupported crv \"%s\" (supported: P-256, P-384, P-521)",
+                             printable_copy(crv, shown, JWKS_SHOW_MAX));
         want = curve->alg;
     }
     if (alg != NULL && strcmp(alg, want) != 0)
-        return jwks_skip(p, "alg \"%s\" does not match the key (%s)", jwks_show(alg, shown), want);
+        return jwks_skip(p, "alg \"%s\" does not match the key (%s)", printable_copy(alg, shown, JWKS_SHOW_MAX), want);
     if (kid == NULL)
         return jwks_skip(p, "no \"kid\" to match token headers on");
     if (!jwks_kid_ok(kid))
         return jwks_skip(p, "kid \"%s\" is not 1 to %d printable characters without quote or backslash",
-                         jwks_show(kid, shown), KEY_KID_LEN);
+                         printable_copy(kid, shown, JWKS_SHOW_MAX), KEY_KID_LEN);
     if ((prev = jwks_find_kid(p, kid)) != NULL)
         return jwks_fail(p, "kid \"%s\" is also the kid of keys[%zu]", kid, prev->index);
     rc = curve != NULL ? jwks_ec(p, jwk, curve, &pkey) : jwks_rsa(p, jwk, &pkey);
@@ -479,7 +472,7 @@ static int jwks_read(struct jwks_parser *p, const char *text)
     else if ((dup = jwks_duplicate(root, &name)) < 0)
         snprintf(p->err, p->errlen, "out of memory");
     else if (dup > 0)
-        snprintf(p->err, p->errlen, "JWKS has member \"%s\" twice", jwks_show(name, why));
+        snprintf(p->err, p->errlen, "JWKS has member \"%s\" twice", printable_copy(name, why, JWKS_SHOW_MAX));
     else if (!YAJL_IS_ARRAY(keys = jwks_get(root, "keys")))
         snprintf(p->err, p->errlen, "JWKS has no \"keys\" array");
     else

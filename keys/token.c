@@ -460,10 +460,14 @@ static int token_legacy_claims(const struct jwt_value *payload, struct token_sa 
     return 0;
 }
 
-/* Joins the NULL-terminated string arguments into a new string (plain
- * copies: printf's machinery costs more than the rest of the user). Counts
- * a failure in *failed instead of returning it, so that building the user
- * is one straight sequence with one check. */
+/* Ends token_concat's arguments: a null pointer of the type va_arg reads
+ * (a bare NULL may be a plain 0 of another width in a variadic call). */
+#define TOKEN_CONCAT_END ((const char *)NULL)
+
+/* Joins the string arguments up to TOKEN_CONCAT_END into a new string
+ * (plain copies: printf's machinery costs more than the rest of the user).
+ * Counts a failure in *failed instead of returning it, so that building the
+ * user is one straight sequence with one check. */
 __attribute__((sentinel)) static char *token_concat(int *failed, ...)
 {
     const char *part;
@@ -497,7 +501,7 @@ static void token_add_extra(struct token_user *u, const char *key, const char *p
     if (value == NULL || *value == '\0')
         return;
     u->extra[u->nextra].key = key;
-    u->extra[u->nextra++].value = token_concat(failed, prefix, value, NULL);
+    u->extra[u->nextra++].value = token_concat(failed, prefix, value, TOKEN_CONCAT_END);
 }
 
 /* Fills the user as kube-apiserver's service-account authenticator does. */
@@ -505,10 +509,10 @@ static int token_build_user(const struct token_sa *c, struct token_user *u, stru
 {
     int failed = 0;
 
-    u->username = token_concat(&failed, TOKEN_SA_PREFIX, c->ns, ":", c->name, NULL);
-    u->uid = token_concat(&failed, c->uid, NULL);
-    u->groups[0] = token_concat(&failed, TOKEN_SA_GROUP, NULL);
-    u->groups[1] = token_concat(&failed, TOKEN_SA_GROUP ":", c->ns, NULL);
+    u->username = token_concat(&failed, TOKEN_SA_PREFIX, c->ns, ":", c->name, TOKEN_CONCAT_END);
+    u->uid = token_concat(&failed, c->uid, TOKEN_CONCAT_END);
+    u->groups[0] = token_concat(&failed, TOKEN_SA_GROUP, TOKEN_CONCAT_END);
+    u->groups[1] = token_concat(&failed, TOKEN_SA_GROUP ":", c->ns, TOKEN_CONCAT_END);
     token_add_extra(u, TOKEN_EXTRA_PREFIX "pod-name", "", c->pod[0], &failed);
     token_add_extra(u, TOKEN_EXTRA_PREFIX "pod-uid", "", c->pod[1], &failed);
     token_add_extra(u, TOKEN_EXTRA_PREFIX "node-name", "", c->node[0], &failed);

@@ -17,6 +17,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "keys/printable.h"
+
 #define FETCH_URL_MAX  8192  /* longer URLs are refused */
 #define FETCH_HOST_MAX 253   /* a DNS name, or an IP literal */
 #define FETCH_LINE_MAX 8192  /* one status, header, chunk-size or trailer line */
@@ -67,17 +69,6 @@ struct fetch {
     char *body;
     size_t body_len, body_cap, max_body;
 };
-
-/* Copies remote or user text into a message harmlessly: printable ASCII
- * only and bounded, so a URL or reason phrase cannot forge log lines. */
-static void fetch_show(const char *s, char *out, size_t max)
-{
-    size_t i;
-
-    for (i = 0; s[i] != '\0' && i < max; i++)
-        out[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
-    strcpy(out + i, s[i] != '\0' ? "..." : "");
-}
 
 /* Records a failure as "GET <url>: <message>". Returns -1. */
 __attribute__((format(printf, 2, 3))) static int fetch_fail(struct fetch *f, const char *fmt, ...)
@@ -405,11 +396,11 @@ static int fetch_status(struct fetch *f, const char *line, struct fetch_head *h)
 
     if (strncmp(line, "HTTP/1.", 7) != 0 || (line[7] != '0' && line[7] != '1') || line[8] != ' ' ||
         strspn(line + 9, "0123456789") != 3 || (line[12] != ' ' && line[12] != '\0')) {
-        fetch_show(line, shown, 64);
+        printable_copy(line, shown, 64);
         return fetch_fail(f, "malformed status line \"%s\"", shown);
     }
     h->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
-    fetch_show(line[12] ? line + 13 : "", h->reason, sizeof(h->reason) - 4);
+    printable_copy(line[12] ? line + 13 : "", h->reason, sizeof(h->reason) - 4);
     return 0;
 }
 
@@ -455,7 +446,7 @@ static int fetch_header(struct fetch *f, char *line, struct fetch_head *h)
     value += strspn(value, " \t");
     for (end = value + strlen(value); end > value && (end[-1] == ' ' || end[-1] == '\t'); end--)
         end[-1] = '\0';
-    fetch_show(value, shown, 64);
+    printable_copy(value, shown, 64);
     if (strcasecmp(line, "Content-Length") == 0) {
         if (fetch_number(value, 10, &length) != strlen(value) || *value == '\0' ||
             (h->has_length && length != h->length))
@@ -630,7 +621,7 @@ int fetch_url(const char *url, const char *ca_file, int allow_http, size_t max_b
 
     *body = NULL;
     *len = 0;
-    fetch_show(url, f->shown, FETCH_SHOW_MAX);
+    printable_copy(url, f->shown, FETCH_SHOW_MAX);
     f->err = err;
     f->errlen = errlen;
     f->fd = -1;

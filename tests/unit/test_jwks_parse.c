@@ -247,6 +247,16 @@ Test(jwks_parse, skips_use_enc)
     assert_skipped(jwk, "use \"enc\" is not \"sig\"");
 }
 
+/* A hostile value reaches the log only as printable ASCII, cut at 40
+ * characters: no forged line, no flood. */
+Test(jwks_parse, skip_message_quotes_values_harmlessly)
+{
+    char jwk[DOC_MAX];
+    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
+    set_member(jwk, sizeof jwk, "use", "x\\nFAKE \\u00e9\\t0123456789012345678901234567890123456789");
+    assert_skipped(jwk, "use \"x?FAKE ???012345678901234567890123456789...\" is not \"sig\"");
+}
+
 Test(jwks_parse, skips_kty_oct)
 {
     assert_skipped("{\"kty\":\"oct\",\"kid\":\"hmac\",\"k\":\"c2VjcmV0\"}", "unsupported kty \"oct\"");
