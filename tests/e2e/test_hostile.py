@@ -166,33 +166,16 @@ class PathVariantTest(HostileTestCase):
         self.assertEqual(st, 200)
         self.assertEqual(body, H.expected_jwks([self.key]))
 
-    def test_raw_nul_byte(self):
-        # h2o's parser refuses control characters in the request target
-        # (400, or simply closing the connection); never the JWKS.
-        s = self.srv.raw_socket()
-        try:
-            s.sendall(b"GET /openid/v1/jwks\x00 HTTP/1.1\r\nHost: x\r\n\r\n")
-            r = H.RawReader(s)
-            try:
-                st, _, _ = r.read_response()
-            except (EOFError, ConnectionResetError):
-                return
-            self.assertIn(st, (400, 404))
-        finally:
-            s.close()
-
-    def test_raw_nul_in_header_value(self):
-        s = self.srv.raw_socket()
-        try:
-            s.sendall(b"GET /openid/v1/jwks HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n")
-            r = H.RawReader(s)
-            try:
-                st, _, _ = r.read_response()
-            except (EOFError, ConnectionResetError, socket.timeout):
-                return
-            self.assertIn(st, (200, 400))
-        finally:
-            s.close()
+    def test_raw_nul_bytes_refused(self):
+        # h2o's parser refuses a NUL byte in the request target or in a
+        # header value: 400 and the connection closed, never the JWKS
+        for name, request in (("target", b"GET /openid/v1/jwks\x00 HTTP/1.1\r\nHost: x\r\n\r\n"),
+                              ("header", b"GET /openid/v1/jwks HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n")):
+            with self.subTest(nul_in=name):
+                s = self.srv.raw_socket()
+                self.addCleanup(s.close)
+                s.sendall(request)
+                assert_refused_and_closed(self, H.RawReader(s))
 
 
 class SmugglingTokenReviewTest(H.ServerTestCase):
