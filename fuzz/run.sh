@@ -37,12 +37,12 @@ work=${OIDC_FUZZ_WORK:-${TMPDIR:-/tmp}/oidc-fuzz}
 bin=$work/bin obj=$work/obj
 mkdir -p "$bin" "$obj"
 
-# The product sources the targets link: the oidccore library of
-# CMakeLists.txt plus the TokenReview JSON code (no h2o); fuzz_http also
-# links the server's h2o sites, their handlers and the worker.
-core_srcs=(keys/b64url.c keys/jsonw.c keys/printable.c keys/key.c keys/pem.c keys/keyset.c keys/jwks_parse.c keys/render.c
-           keys/snapshot.c keys/history.c keys/devkeys.c keys/jwt.c keys/jwt_parse.c keys/jws.c keys/token.c
-           keys/token_user.c keys/vcache.c keys/token_mint.c config/config.c server/tokenreview.c)
+# The product sources the targets link: the oidccore library, read from
+# CMakeLists.txt so that the two cannot drift, plus the TokenReview JSON
+# code (no h2o); fuzz_http also links the server's h2o sites, their handlers
+# and the worker.
+core_srcs=($(sed -n '/^add_library(oidccore /,/^)/s/^ *\([a-z0-9_/]*\.c\)$/\1/p' CMakeLists.txt) server/tokenreview.c)
+[ ${#core_srcs[@]} -gt 10 ] || { echo "fuzz/run.sh: cannot read oidccore's sources from CMakeLists.txt" >&2; exit 2; }
 http_srcs=(server/site.c server/handler_docs.c server/http_framing.c server/handler_tokenreview.c
            server/handler_admin.c server/request_log.c server/worker.c server/metrics.c server/health.c
            server/accesslog.c server/log.c server/publish.c)
