@@ -51,6 +51,7 @@ struct worker_conn {
     h2o_linklist_t link;
     h2o_socket_t *sock;
     struct worker *worker;
+    SSL_CTX *tls; /* the certificate it was accepted with: a reference, see worker_serve_connection */
 };
 
 struct worker {
@@ -195,6 +196,7 @@ static void worker_on_conn_close(void *data)
     if (conn->worker->env.max_connections != 0)
         atomic_fetch_sub(&metrics_process.connections, 1);
     h2o_linklist_unlink(&conn->link);
+    SSL_CTX_free(conn->tls);
     free(conn);
 }
 
@@ -212,6 +214,11 @@ static int worker_admit(struct worker *w)
     return 0;
 }
 
+/* h2o 2.2 keeps a bare pointer to the SSL_CTX of a TLS connection until
+ * the client's first bytes arrive, and only then makes the SSL object that
+ * holds a reference. A certificate swap in between would free the context
+ * under it, so each TLS connection holds its own reference until it
+ * closes. */
 void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls)
 {
     struct worker_conn *conn;
@@ -220,6 +227,8 @@ void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls)
         h2o_socket_close(sock);
         return;
     }
+    if (tls && SSL_CTX_up_ref(w->accept_tls.ssl_ctx))
+        conn->tls = w->accept_tls.ssl_ctx;
     conn->sock = sock;
     conn->worker = w;
     h2o_linklist_insert(&w->conns, &conn->link);

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import time
@@ -197,6 +198,36 @@ class TestCertificateReload(TLSBase):
         # the expiry gauge follows the served certificate
         m = H.scrape_metrics(srv.admin_port)
         self.assertEqual(H.metric(m, "oidc_tls_certificate_expiry_timestamp_seconds"), H.cert_not_after(cert2))
+
+    def test_connections_silent_across_a_swap_still_handshake(self):
+        """A TLS connection accepted before a swap whose ClientHello comes
+        after it: h2o makes its SSL object only when the first bytes
+        arrive, from the context the connection was accepted with, which
+        must still be alive (it was freed under it once: memcheck and ASan
+        reported the use after free, and the handshake could fail)."""
+        cert = os.path.join(self.tmp, "tls.crt")
+        key = os.path.join(self.tmp, "tls.key")
+        shutil.copy(self.cert1, cert)
+        shutil.copy(self.tkey1, key)
+        srv = self.start_tls_server(self.base_args(), cert, key)
+        silent = [socket.create_connection(("127.0.0.1", srv.tls_port), timeout=H.SOCK_TIMEOUT) for _ in range(4)]
+        for s in silent:
+            self.addCleanup(s.close)
+        # the server has accepted them (and closes none) before the swap
+        time.sleep(0.2)
+        cert2, tkey2 = self.new_cert("server2")
+        H.atomic_write(key, H.read_bytes(tkey2))
+        H.atomic_write(cert, H.read_bytes(cert2))
+        self.assertTrue(self.wait_for_cert(srv.tls_port, cert2), srv.stderr())
+        ctx = H.tls_context(self.ca_cert, ("http/1.1",))
+        for i, raw in enumerate(silent):
+            with self.subTest(connection=i):
+                conn = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+                self.assertEqual(H.hashlib.sha256(conn.getpeercert(binary_form=True)).hexdigest(),
+                                 H.cert_fingerprint(self.cert1))
+                H.raw_request(conn, H.JWKS)
+                st, h, body = H.RawReader(conn).read_response()
+                self.assertEqual((st, body), (200, H.expected_jwks([self.key])))
 
     def test_secret_volume_data_swap(self):
         vol = H.secret_dir_create(os.path.join(self.tmp, "tls"), {
