@@ -15,6 +15,7 @@ Environment:
 
 import base64
 import email.utils
+import fcntl
 import hashlib
 import http.client
 import json
@@ -67,23 +68,43 @@ def int_to_min_bytes(n: int) -> bytes:
     return n.to_bytes((n.bit_length() + 7) // 8, "big")
 
 
-_ports_handed_out = set()
+# Ports handed out lately by any test process on this machine, one
+# "PORT TIME" line each, under an exclusive lock (see free_port).
+PORT_REGISTRY = os.path.join(tempfile.gettempdir(), "oidc-e2e-ports")
+PORT_MEMORY = 900  # seconds a handed-out port is not handed out again
 
 
 def free_port(host="127.0.0.1"):
-    """A port that was free on host a moment ago and that this process has
-    not handed out before. The kernel may return the port it just released
-    to the next bind(0), so two calls in a row (a --listen and an
-    --admin-listen) could otherwise get the same one. Another process can
-    still take it before the server binds; Server.start retries for that."""
+    """A port that was free on host a moment ago and that no test process
+    here has been given in the last PORT_MEMORY seconds. The kernel may
+    return a port it just released to the next bind(0), in this process
+    (a --listen and an --admin-listen) or in a parallel one. Two of our
+    servers given the same port and started at the same moment could then
+    both bind it (SO_REUSEPORT; each checks first that nobody listens
+    there, but that check and the bind are two steps) and share its
+    connections. Something else can still take the port before the server
+    binds; Server.start retries for that."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    while True:
-        with socket.socket(family, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
-        if port not in _ports_handed_out:
-            _ports_handed_out.add(port)
-            return port
+    with open(PORT_REGISTRY, "a+") as registry:
+        fcntl.flock(registry, fcntl.LOCK_EX)
+        registry.seek(0)
+        now = time.time()
+        recent = {}
+        for line in registry:
+            fields = line.split()
+            if len(fields) == 2 and now - float(fields[1]) < PORT_MEMORY:
+                recent[int(fields[0])] = fields[1]
+        while True:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.bind((host, 0))
+                port = s.getsockname()[1]
+            if port not in recent:
+                break
+        recent[port] = "%.0f" % now
+        registry.seek(0)
+        registry.truncate()
+        registry.write("".join("%d %s\n" % kv for kv in recent.items()))
+        return port
 
 
 def ipv6_loopback_available():
