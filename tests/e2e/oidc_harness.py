@@ -464,35 +464,31 @@ class Server:
 
     def __init__(self, args, listen=True, host="127.0.0.1", port=None, command="serve", repick=()):
         self.host = host
-        self.command = command
-        self.args = list(args)
-        # Ports the harness picks itself may be picked again on a clash, as
-        # may the free_port() values of the flags in repick.
-        self.picked_port = listen and port is None
-        self.picked_admin = "--admin-listen" not in self.args
-        self.repick = list(repick)
         self.port = port if port is not None else free_port(host)
-        self.admin_port = free_port("127.0.0.1") if self.picked_admin else None
-        self.listen = listen
-        self.argv = self._argv()
+        self.admin_port = None
+        # flags whose free_port() value may be replaced on a clash: the
+        # caller's, and those of the addresses the harness appends itself
+        self.repick = list(repick)
+        argv = [BIN] + ([command] if command else []) + list(args)
+        if listen:
+            h = "[%s]" % host if ":" in host else host
+            argv += ["--listen", "%s:%d" % (h, self.port)]
+            if port is None:
+                self.repick.append("--listen")
+        # Parallel tests must not fight over the default admin port, and a
+        # test's SIGTERM should not wait for the production drain grace.
+        if "--admin-listen" not in argv:
+            self.admin_port = free_port("127.0.0.1")
+            argv += ["--admin-listen", "127.0.0.1:%d" % self.admin_port]
+            self.repick.append("--admin-listen")
+        if "--shutdown-grace" not in argv:
+            argv += ["--shutdown-grace", "0s"]
+        self.argv = argv
         self.errdir = tempfile.mkdtemp(prefix="oidc-e2e-stderr-")
         self.errpath = os.path.join(self.errdir, "stderr.log")
         self.outpath = os.path.join(self.errdir, "stdout.log")
         self.proc = None
         self.returncode = None
-
-    def _argv(self):
-        argv = [BIN] + ([self.command] if self.command else []) + self.args
-        if self.listen:
-            h = "[%s]" % self.host if ":" in self.host else self.host
-            argv += ["--listen", "%s:%d" % (h, self.port)]
-        # Parallel tests must not fight over the default admin port, and a
-        # test's SIGTERM should not wait for the production drain grace.
-        if self.picked_admin:
-            argv += ["--admin-listen", "127.0.0.1:%d" % self.admin_port]
-        if "--shutdown-grace" not in argv:
-            argv += ["--shutdown-grace", "0s"]
-        return argv
 
     # lifecycle --------------------------------------------------------
     def start(self):
@@ -504,27 +500,30 @@ class Server:
                 return self._start_once()
             except AssertionError:
                 clash = "Address already in use" in self.stderr()
-                if not (clash and (self.picked_port or self.picked_admin or self.repick)) or attempt == 2:
+                if not (clash and self.repick) or attempt == 2:
                     raise
             self._close_files()
             self._repick_ports()
 
     def _repick_ports(self):
-        """New ports in place of the ones the harness picked, rewritten in
-        argv itself so that a wrapper a test put in front of it stays."""
-        old = self._argv()
-        if self.picked_port:
-            self.port = free_port(self.host)
-        if self.picked_admin:
-            self.admin_port = free_port("127.0.0.1")
-        renamed = dict(zip(old, self._argv()))
-        self.argv = [renamed.get(a, a) for a in self.argv]
+        """New ports for the flags in repick, rewritten in argv itself so
+        that a wrapper a test put in front of it stays."""
         for flag in self.repick:
-            self.argv[self.argv.index(flag) + 1] = "127.0.0.1:%d" % free_port()
+            i = self._flag_index(flag) + 1
+            host = self.argv[i].rsplit(":", 1)[0]
+            self.argv[i] = "%s:%d" % (host, free_port(host.strip("[]")))
+        if "--listen" in self.repick:
+            self.port = self.port_of("--listen")
+        if "--admin-listen" in self.repick:
+            self.admin_port = self.port_of("--admin-listen")
+
+    def _flag_index(self, flag):
+        """Where flag last stands in argv (the harness appends its own)."""
+        return len(self.argv) - 1 - self.argv[::-1].index(flag)
 
     def port_of(self, flag):
         """The port given to flag (e.g. --tls-listen 127.0.0.1:PORT)."""
-        return int(self.argv[self.argv.index(flag) + 1].rsplit(":", 1)[1])
+        return int(self.argv[self._flag_index(flag) + 1].rsplit(":", 1)[1])
 
     def _start_once(self):
         self._err = open(self.errpath, "wb")
