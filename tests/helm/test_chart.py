@@ -343,9 +343,18 @@ def check_services(r, values, pod_labels, container_ports):
        "internal Service annotations")
 
 
-DEFAULT_PEERS = {"http": [],
-                 "admin": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
-                 "tokenReview": [{"podSelector": {}}]}
+def policy_peers(r):
+    """{port name: [each rule's "from", None for anywhere]} of the NetworkPolicy."""
+    peers = {}
+    for rule in r.one("NetworkPolicy")["spec"]["ingress"]:
+        for p in rule["ports"]:
+            peers.setdefault(p["port"], []).append(rule.get("from"))
+    return peers
+
+
+MONITORING_NS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+# values.yaml's networkPolicy.*.from
+DEFAULT_PEERS = {"http": [], "admin": MONITORING_NS, "tokenReview": [{"podSelector": {}}]}
 
 
 def check_network_policy(r, values, pod_labels, container_ports):
@@ -363,12 +372,10 @@ def check_network_policy(r, values, pod_labels, container_ports):
     np_ = r.one("NetworkPolicy")
     eq(np_["spec"]["policyTypes"], ["Ingress"], "NetworkPolicy policyTypes")
     subset(pod_labels, np_["spec"]["podSelector"]["matchLabels"], "NetworkPolicy podSelector")
-    peers = {}   # port name -> list of rules' "from" (None: anywhere)
     for rule in np_["spec"]["ingress"]:
         check(rule.get("ports"), f"NetworkPolicy rule without ports admits its peers to every port: {rule}")
         for p in rule["ports"]:
             check(p["port"] in container_ports, f"NetworkPolicy port {p['port']} is not a container port")
-            peers.setdefault(p["port"], []).append(rule.get("from"))
 
     def want(key):
         """The "from" of each rule for a port: [None] one rule open to
@@ -385,7 +392,7 @@ def check_network_policy(r, values, pod_labels, container_ports):
         expect["https"] = expect["http"]
     if review:
         expect["tokenreview"] = want("tokenReview")
-    eq(peers, {k: v for k, v in expect.items() if v}, "NetworkPolicy peers by port")
+    eq(policy_peers(r), {k: v for k, v in expect.items() if v}, "NetworkPolicy peers by port")
 
 
 def check_service_monitor(r, values):
@@ -542,16 +549,6 @@ def c_single_name(r, v):
        ["oidc-" + "x" * 49 + "-internal", "oidc-" + "x" * 58], "Service names of a 63-character fullname")
 
 
-def policy_peers(r):
-    """{port name: [each rule's "from", None for anywhere]} of the NetworkPolicy."""
-    peers = {}
-    for rule in r.one("NetworkPolicy")["spec"]["ingress"]:
-        for p in rule["ports"]:
-            peers.setdefault(p["port"], []).append(rule.get("from"))
-    return peers
-
-
-MONITORING_NS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
 VAULT_NS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "vault"}},
              "podSelector": {"matchLabels": {"app.kubernetes.io/name": "vault"}}}]
 
@@ -610,7 +607,8 @@ def c_tokenreview_policy_off(r, v):
 
 def c_tokenreview_nobody(r, v):
     check_common(r, v, "Deployment")
-    eq(policy_peers(r), {"http": [None], "admin": [None]}, "empty tokenReview.from: no rule admits the TokenReview port")
+    eq(policy_peers(r), {"http": [None], "admin": [None]},
+       "empty tokenReview.from: no rule admits the TokenReview port")
 
 
 def c_loadbalancer_tls_monitoring(r, v):
@@ -623,8 +621,8 @@ def c_loadbalancer_tls_monitoring(r, v):
     check("annotations" not in public["metadata"], "scrape annotations on the public Service")
     sm = r.one("ServiceMonitor")
     subset(internal["metadata"]["labels"], sm["spec"]["selector"]["matchLabels"], "ServiceMonitor selector")
-    eq(policy_peers(r), {"http": [[{"ipBlock": {"cidr": "0.0.0.0/0"}}]], "https": [[{"ipBlock": {"cidr": "0.0.0.0/0"}}]],
-                         "admin": [MONITORING_NS]}, "NetworkPolicy peers")
+    anywhere = [{"ipBlock": {"cidr": "0.0.0.0/0"}}]
+    eq(policy_peers(r), {"http": [anywhere], "https": [anywhere], "admin": [MONITORING_NS]}, "NetworkPolicy peers")
 
 
 def c_retention(r, v):
