@@ -1,13 +1,21 @@
 """Packaging: `cmake --install` lays out the binary, the man page and the
-systemd unit; the unit's command line is one the binary accepts; the
+systemd unit; the unit's command line is one the binary accepts, its
+sandbox directives are the ones its comment rates with `systemd-analyze
+security` (at or below the score it states), its open-file limit holds the
+default --max-connections, and serve does everything it does under the
+unit's SystemCallFilter (loaded with libseccomp, as systemd loads it); the
 Dockerfile builds in one stage and runs unprivileged, compiler-free, in a
 debian:12-slim stage that has every library the binary links."""
 
+import errno
+import functools
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -30,6 +38,49 @@ def unit_entries(text):
             k, _, v = line.partition("=")
             out.append((k.strip(), v.strip()))
     return out
+
+
+def unit_values(key):
+    """Every value the unit gives key, in order."""
+    return [v for k, v in unit_entries(H.read_bytes(UNIT).decode()) if k == key]
+
+
+@functools.lru_cache(maxsize=None)
+def syscall_set(name):
+    """The system calls a SystemCallFilter= name stands for: a call, or an
+    @group as `systemd-analyze syscall-filter` lists it, nested groups
+    expanded."""
+    if not name.startswith("@"):
+        return frozenset([name])
+    r = subprocess.run(["systemd-analyze", "syscall-filter", "--no-pager", name], capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("systemd-analyze syscall-filter %s: %s" % (name, r.stderr))
+    calls = set()
+    for line in r.stdout.splitlines()[1:]:
+        word = line.strip()
+        if word and not word.startswith("#"):
+            calls |= syscall_set(word)
+    return frozenset(calls)
+
+
+def unit_syscall_allowlist():
+    """The system calls the unit's SystemCallFilter= lines allow, merged as
+    systemd merges them: the first line an allow-list, later lines add to it
+    or, with ~, take away from it."""
+    allowed = None
+    for value in unit_values("SystemCallFilter"):
+        deny = value.startswith("~")
+        calls = frozenset().union(*(syscall_set(n) for n in value.lstrip("~").split()))
+        if allowed is None:
+            if deny:
+                raise AssertionError("the unit's first SystemCallFilter= is a deny-list: %s" % value)
+            allowed = set(calls)
+        elif deny:
+            allowed -= calls
+        else:
+            allowed |= calls
+    return allowed
 
 
 def docker_stages(text):
@@ -128,14 +179,32 @@ class Install(unittest.TestCase):
                 "PrivateDevices": "yes", "NoNewPrivileges": "yes", "ProtectKernelTunables": "yes",
                 "ProtectKernelModules": "yes", "ProtectKernelLogs": "yes", "ProtectControlGroups": "yes",
                 "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX", "RestrictNamespaces": "yes",
-                "LockPersonality": "yes", "MemoryDenyWriteExecute": "yes", "SystemCallFilter": "@system-service",
+                "LockPersonality": "yes", "MemoryDenyWriteExecute": "yes",
                 "SystemCallArchitectures": "native", "CapabilityBoundingSet": "",
                 "ReadOnlyPaths": "/etc/kubernetes/pki/sa.pub", "StateDirectory": "oidc-discovery",
                 "ExecReload": "/bin/kill -HUP $MAINPID", "Restart": "on-failure", "TimeoutStopSec": "30",
-                "EnvironmentFile": "-/etc/default/oidc-discovery"}
+                "EnvironmentFile": "-/etc/default/oidc-discovery", "PrivateMounts": "yes",
+                "ProtectProc": "invisible", "ProcSubset": "pid", "SystemCallErrorNumber": "EPERM",
+                "LimitNOFILE": "16384", "MemoryMax": "512M"}
         for k, v in want.items():
             self.assertEqual(keys.get(k), v, k)
         self.assertNotIn("AmbientCapabilities", keys, "port 8080 needs no capability")
+        self.assertEqual(unit_values("SystemCallFilter"), ["@system-service", "~@privileged @resources"])
+        for k in ("LimitNOFILE", "MemoryMax"):
+            self.assertEqual(len(unit_values(k)), 1, k)
+
+    @unittest.skipUnless(shutil.which("systemd-analyze"), "systemd-analyze not installed")
+    def test_systemd_analyze_security_score(self):
+        """The exposure systemd-analyze gives the unit is at most the one
+        its comment states (a directive dropped raises it)."""
+        stated = re.search(r"rates this unit's exposure ([0-9]+\.[0-9]) ", re.sub(r"\n# ?", " ",
+                                                                                 H.read_bytes(UNIT).decode()))
+        self.assertIsNotNone(stated, "the unit's comment does not state its systemd-analyze security score")
+        r = subprocess.run(["systemd-analyze", "security", "--offline=true", "--no-pager", UNIT],
+                           capture_output=True, text=True, timeout=60)
+        m = re.search(r"Overall exposure level for oidc-discovery\.service: ([0-9]+\.[0-9])", r.stdout)
+        self.assertIsNotNone(m, r.stdout[-2000:] + r.stderr)
+        self.assertLessEqual(float(m.group(1)), float(stated.group(1)), r.stdout)
 
     def test_unit_command_line_is_accepted(self):
         """ExecStart's flags, with a real key and state directory put in,
@@ -167,6 +236,148 @@ class Install(unittest.TestCase):
         r = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True, timeout=60, env=env)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stderr.strip(), "", r.stderr)
+
+
+class UnitLimits(H.ServerTestCase):
+
+    @unittest.skipUnless(shutil.which("prlimit"), "prlimit (util-linux) not installed")
+    def test_open_file_limit_holds_the_default_max_connections(self):
+        """Under the unit's LimitNOFILE, serve at the most threads (256) and
+        with a third listener still fits the default --max-connections: it
+        warns only when the limit is too small (checked with a quarter of
+        it, so that the warning this looks for exists)."""
+        limit = int(unit_values("LimitNOFILE")[0])
+        if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < limit:
+            self.skipTest("the hard open-file limit here is below the unit's %d" % limit)
+        warning = r"open-file limit leaves room for [0-9]+ connections"
+        for nofile, warns in ((limit, False), (limit // 4, True)):
+            srv = H.Server(["--service-account-issuer", "https://oidc.example.com",
+                            "--service-account-key-file", os.path.join(H.FIXTURES, "rsa2048.pub"),
+                            "--threads", "256", "--enable-token-review",
+                            "--token-review-listen", "127.0.0.1:%d" % H.free_port()],
+                           repick=["--token-review-listen"])
+            srv.argv[:0] = ["prlimit", "--nofile=%d:%d" % (nofile, nofile), "--"]
+            self._servers.append(srv)
+            srv.start()
+            self.assertEqual(H.admin_get(srv.admin_port, "/readyz")[0], 200)
+            self.assertEqual(H.count_log(srv, warning), int(warns), "LimitNOFILE=%d:\n%s" % (nofile, srv.stderr()))
+            self.stop_ok(srv)
+
+
+# Runs a program under a seccomp filter that allows the system calls listed
+# in a file and fails every other with EPERM, native architecture only, with
+# no_new_privs: what systemd loads for SystemCallFilter=,
+# SystemCallErrorNumber=EPERM and SystemCallArchitectures=native, through the
+# same libseccomp. Like systemd it starts the program with a soft open-file
+# limit below the hard one, which serve raises.
+SECCOMP_EXEC = r"""
+import errno, os, resource, sys
+import seccomp
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+f = seccomp.SyscallFilter(defaction=seccomp.ERRNO(errno.EPERM))
+for name in open(sys.argv[1]).read().split():
+    try:
+        f.add_rule(seccomp.ALLOW, name)
+    except (RuntimeError, ValueError, OSError):
+        pass  # not a system call of this architecture (systemd skips those too)
+f.load()
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+# As root, also in a mount namespace with /proc remounted the way
+# ProtectProc=invisible and ProcSubset=pid mount it.
+PROC_SUBSET = ("unshare --mount --propagation private /bin/sh -c "
+               "'mount -t proc -o hidepid=invisible,subset=pid proc /proc && exec \"$@\"' sh")
+
+
+def seccomp_available():
+    if not shutil.which("systemd-analyze"):
+        return False
+    r = subprocess.run([H.SYSTEM_PYTHON, "-c", "import seccomp"], capture_output=True, timeout=30)
+    return r.returncode == 0
+
+
+@unittest.skipUnless(seccomp_available(), "needs systemd-analyze (systemd) and python3-seccomp")
+class UnitSyscallFilter(H.SanitizerCheck, H.TLSServerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(unit_values("SystemCallErrorNumber"), ["EPERM"])
+        self.allowlist = os.path.join(self.tmp, "allowed-syscalls")
+        with open(self.allowlist, "w") as f:
+            f.write("\n".join(sorted(unit_syscall_allowlist())) + "\n")
+        # LeakSanitizer (the -DOIDC_SANITIZE=ON build) stops the world with
+        # ptrace, which no service's filter allows; the other tests look
+        # for leaks.
+        asan = "detect_leaks=0:" + os.environ.get("ASAN_OPTIONS", "")
+        self.wrapper = ["env", "ASAN_OPTIONS=" + asan, H.SYSTEM_PYTHON, "-c", SECCOMP_EXEC, self.allowlist]
+        self.proc_subset = os.geteuid() == 0 and shutil.which("unshare") is not None
+        if self.proc_subset:
+            self.wrapper = shlex.split(PROC_SUBSET) + self.wrapper
+
+    def test_filter_is_enforced(self):
+        """The wrapper really applies the unit's filter: nice(1) is refused
+        setpriority (in @resources, which the unit takes away), which it is
+        allowed without the wrapper; and, as root, /proc has only process
+        directories."""
+        nice = [shutil.which("nice"), "-n", "1", "true"]
+        r = subprocess.run(nice, capture_output=True, text=True, timeout=H.RUN_TIMEOUT)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        r = subprocess.run(self.wrapper + nice, capture_output=True, text=True, timeout=H.RUN_TIMEOUT)
+        self.assertIn("cannot set niceness: " + os.strerror(errno.EPERM), r.stderr)
+        if self.proc_subset:
+            r = subprocess.run(self.wrapper + ["/bin/cat", "/proc/stat"], capture_output=True, text=True,
+                               timeout=H.RUN_TIMEOUT)
+            self.assertIn("No such file", r.stderr)
+
+    def test_serve_does_everything_under_the_filter(self):
+        """Every feature that makes system calls of its own works under the
+        filter: plain, Unix-socket, TLS (with --http2) and TokenReview
+        listeners, the admin listener, the access log, the state directory,
+        raising the open-file limit, SIGHUP, inotify seeing a key added and
+        one removed (retained), and a clean SIGTERM exit."""
+        keydir = os.path.join(self.tmp, "keys")
+        os.mkdir(keydir)
+        shutil.copy(os.path.join(H.FIXTURES, "rsa2048.pub"), os.path.join(keydir, "sa.pub"))
+        cert, key = self.new_cert("server")
+        sock = os.path.join(self.tmp, "oidc.sock")
+        issuer = "https://oidc.example.com"
+        token = H.mint_token(os.path.join(H.FIXTURES, "rsa2048.pkcs8.key"), issuer, audiences=["vault"])
+        srv = H.Server(["--service-account-issuer", issuer, "--service-account-key-file", keydir,
+                        "--state-dir", os.path.join(self.tmp, "state"), "--key-retention", "24h",
+                        "--key-reload-interval", "1s", "--listen", "unix:" + sock,
+                        "--tls-listen", "127.0.0.1:%d" % H.free_port(), "--tls-cert-file", cert,
+                        "--tls-private-key-file", key, "--http2", "--enable-token-review",
+                        "--token-review-listen", "127.0.0.1:%d" % H.free_port(), "--api-audiences", "vault",
+                        "--access-log", os.path.join(self.tmp, "access.log"), "--threads", "2"],
+                       repick=["--tls-listen", "--token-review-listen"])
+        srv.argv[:0] = self.wrapper
+        self._servers.append(srv)
+        srv.start()
+
+        self.assertEqual(srv.get(H.JWKS)[0], 200)
+        st, _, body = H.https_request(srv.port_of("--tls-listen"), "GET", H.DISCOVERY, self.ca_cert)
+        self.assertEqual((st, json.loads(body)["issuer"]), (200, issuer))
+        r = H.curl("--unix-socket", sock, "http://localhost" + H.JWKS)
+        self.assertEqual(len(json.loads(r.stdout)["keys"]), 1, r.stderr)
+        st, _, body = H.review_post(srv.port_of("--token-review-listen"), H.review_body(token))
+        self.assertEqual((st, json.loads(body)["status"].get("authenticated")), (201, True), body)
+
+        def metric(name):
+            text = H.admin_get(srv.admin_port, "/metrics")[2].decode()
+            m = re.search(r"^%s ([0-9.e+]+)$" % name, text, re.M)
+            return float(m.group(1)) if m else None
+
+        H.sighup_and_wait(srv)
+        shutil.copy(os.path.join(H.FIXTURES, "ec256.pub"), os.path.join(keydir, "next.pub"))
+        self.assertTrue(H.wait_until(lambda: metric("oidc_keys_published") == 2, 5.0), srv.stderr())
+        os.remove(os.path.join(keydir, "sa.pub"))
+        self.assertTrue(H.wait_until(lambda: metric("oidc_keys_retained") == 1, 5.0), srv.stderr())
+        self.assertTrue(os.path.getsize(os.path.join(self.tmp, "access.log")) > 0)
+        self.assertEqual(H.count_log(srv, r"cannot raise the open-file limit"), 0, srv.stderr())
+        self.assertEqual(H.count_log(srv, r"\b(error|warn)\b"), 0, srv.stderr())
+        self.stop_ok(srv)
 
 
 class Dockerfile(unittest.TestCase):

@@ -9,7 +9,11 @@ resources, the only writable volume at /state, no service-account token), the
 issuer passed through byte for byte, the workload kind, the optional objects
 (PodDisruptionBudget, HorizontalPodAutoscaler, Ingress, ServiceMonitor,
 NetworkPolicy) present exactly when they should be, and that names, labels and
-port names referenced across objects agree. A second matrix of invalid values
+port names referenced across objects agree. The exposure: the Service that
+service.type makes public carries only the public ports, admin and
+TokenReview only the ClusterIP -internal Service (which the ServiceMonitor
+selects); TokenReview always comes with a NetworkPolicy that admits only
+networkPolicy.tokenReview.from to it, and no rule admits peers to every port. A second matrix of invalid values
 must make `helm template` exit non-zero with a message naming the problem.
 
 When the oidc-discovery binary is available (OIDC_BIN, or ../oidc-discovery
@@ -30,6 +34,7 @@ once helm is cached. Prints a summary; exits 1 on any failure.
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -248,16 +253,9 @@ def check_common(r, values, kind):
     check(keyfile in mounts, f"--service-account-key-file {keyfile} is not a mount path ({sorted(mounts)})")
     eq(mounts[keyfile]["name"], "keys", "key mount volume")
 
-    # Service: selects the pods; every targetPort is a container port name.
-    svc = r.one("Service")
-    subset(pod_labels, svc["spec"]["selector"], "Service selector")
-    svc_ports = {p["name"]: p for p in svc["spec"]["ports"]}
-    eq(svc_ports["http"]["port"], 80, "Service port http")
-    eq(svc_ports["http"]["targetPort"], "http", "Service http targetPort")
-    eq(svc_ports["admin"]["targetPort"], "admin", "Service admin targetPort")
-    for p in svc["spec"]["ports"]:
-        check(p["targetPort"] in ports, f"Service targetPort {p['targetPort']} is not a container port")
-    eq(svc["spec"]["type"], "ClusterIP", "Service type")
+    check_services(r, values, pod_labels, ports)
+    check_network_policy(r, values, pod_labels, ports)
+    check_service_monitor(r, values)
 
     # Deployment specifics.
     if kind == "Deployment":
@@ -293,15 +291,125 @@ def check_common(r, values, kind):
         r.none("Ingress")
     if not values.get("metrics", {}).get("serviceMonitor", {}).get("enabled"):
         r.none("ServiceMonitor")
-    if not values.get("networkPolicy", {}).get("enabled"):
-        r.none("NetworkPolicy")
     if not values.get("tls", {}).get("existingSecret"):
-        check("--tls-listen" not in args and "https" not in ports and "https" not in svc_ports, "TLS without tls.existingSecret")
+        check("--tls-listen" not in args and "https" not in ports, "TLS without tls.existingSecret")
     if not values.get("tokenReview", {}).get("enabled"):
         check("--enable-token-review" not in args and "tokenreview" not in ports, "TokenReview while disabled")
     if str(values.get("keyRetention", "0")) == "0":
         check("--key-retention" not in args, "--key-retention while keyRetention is 0")
     return pod, c, args
+
+
+def services(r):
+    """The (public, internal) Services: exactly two, the public one named
+    like the workload (what the Ingress routes to), the other that name
+    (cut to fit) with -internal, a valid Service name."""
+    by_name = {s["metadata"]["name"]: s for s in r.all("Service")}
+    name = r.workload()["metadata"]["name"]
+    internal = name[:63 - len("-internal")].rstrip("-") + "-internal"
+    eq(sorted(by_name), sorted([name, internal]), "Service names")
+    check(re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", internal), f"{internal!r} is not a valid Service name")
+    return by_name[name], by_name[internal]
+
+
+def svc_ports(svc):
+    return {p["name"]: p for p in svc["spec"]["ports"]}
+
+
+def check_services(r, values, pod_labels, container_ports):
+    """Only the public ports on the Service service.type exposes; admin and
+    TokenReview only on the internal one, always ClusterIP; both select the
+    pods and target container ports by name."""
+    sv = values.get("service", {})
+    public, internal = services(r)
+    for svc in (public, internal):
+        what = f"Service {svc['metadata']['name']}"
+        subset(pod_labels, svc["spec"]["selector"], f"{what} selector")
+        for p in svc["spec"]["ports"]:
+            eq(p["targetPort"], p["name"], f"{what} port {p['name']} targetPort")
+            check(p["targetPort"] in container_ports, f"{what} targetPort {p['targetPort']} is not a container port")
+    eq(public["spec"]["type"], sv.get("type", "ClusterIP"), "public Service type")
+    want = {"http": sv.get("port", 80)}
+    if values.get("tls", {}).get("existingSecret"):
+        want["https"] = sv.get("httpsPort", 443)
+    eq({n: p["port"] for n, p in svc_ports(public).items()}, want, "public Service ports")
+    eq(internal["spec"]["type"], "ClusterIP", "internal Service type")
+    want = {"admin": sv.get("adminPort", 9090)}
+    if values.get("tokenReview", {}).get("enabled"):
+        want["tokenreview"] = sv.get("tokenReviewPort", 8081)
+    eq({n: p["port"] for n, p in svc_ports(internal).items()}, want, "internal Service ports")
+    eq(public["metadata"].get("annotations"), sv.get("annotations") or None, "public Service annotations")
+    eq(internal["metadata"].get("annotations"), sv.get("internalAnnotations") or None,
+       "internal Service annotations")
+
+
+def policy_peers(r):
+    """{port name: [each rule's "from", None for anywhere]} of the NetworkPolicy."""
+    peers = {}
+    for rule in r.one("NetworkPolicy")["spec"]["ingress"]:
+        for p in rule["ports"]:
+            peers.setdefault(p["port"], []).append(rule.get("from"))
+    return peers
+
+
+MONITORING_NS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+# values.yaml's networkPolicy.*.from
+DEFAULT_PEERS = {"http": [], "admin": MONITORING_NS, "tokenReview": [{"podSelector": {}}]}
+
+
+def check_network_policy(r, values, pod_labels, container_ports):
+    """A NetworkPolicy exactly when networkPolicy.enabled or
+    tokenReview.enabled. Every rule names its ports (a rule without would
+    admit its peers everywhere); the TokenReview port admits exactly
+    networkPolicy.tokenReview.from (nobody when empty); the public and admin
+    ports their peers with networkPolicy.enabled, anybody without."""
+    npv = values.get("networkPolicy", {})
+    restrict = npv.get("enabled", False)
+    review = values.get("tokenReview", {}).get("enabled", False)
+    if not restrict and not review:
+        r.none("NetworkPolicy")
+        return
+    np_ = r.one("NetworkPolicy")
+    eq(np_["spec"]["policyTypes"], ["Ingress"], "NetworkPolicy policyTypes")
+    subset(pod_labels, np_["spec"]["podSelector"]["matchLabels"], "NetworkPolicy podSelector")
+    for rule in np_["spec"]["ingress"]:
+        check(rule.get("ports"), f"NetworkPolicy rule without ports admits its peers to every port: {rule}")
+        for p in rule["ports"]:
+            check(p["port"] in container_ports, f"NetworkPolicy port {p['port']} is not a container port")
+
+    def want(key):
+        """The "from" of each rule for a port: [None] one rule open to
+        anywhere, [] no rule (nobody)."""
+        if key != "tokenReview" and not restrict:
+            return [None]
+        configured = npv.get(key, {}).get("from", DEFAULT_PEERS[key])
+        if configured:
+            return [configured]
+        return [None] if key == "http" else []
+
+    expect = {"http": want("http"), "admin": want("admin")}
+    if values.get("tls", {}).get("existingSecret"):
+        expect["https"] = expect["http"]
+    if review:
+        expect["tokenreview"] = want("tokenReview")
+    eq(policy_peers(r), {k: v for k, v in expect.items() if v}, "NetworkPolicy peers by port")
+
+
+def check_service_monitor(r, values):
+    """The ServiceMonitor selects the internal Service (which has the admin
+    port) and not the public one."""
+    if not values.get("metrics", {}).get("serviceMonitor", {}).get("enabled"):
+        r.none("ServiceMonitor")
+        return
+    sm = r.one("ServiceMonitor")
+    public, internal = services(r)
+    sel = sm["spec"]["selector"]["matchLabels"]
+    subset(internal["metadata"]["labels"], sel, "ServiceMonitor selects the internal Service")
+    check(any(public["metadata"]["labels"].get(k) != v for k, v in sel.items()),
+          f"ServiceMonitor selector {sel} also selects the public Service")
+    for e in sm["spec"]["endpoints"]:
+        check(e["port"] in svc_ports(internal), f"ServiceMonitor port {e['port']} is not on the internal Service")
+    eq(sm["spec"]["namespaceSelector"], {"matchNames": ["oidc"]}, "ServiceMonitor namespaceSelector")
 
 
 def base(**over):
@@ -323,7 +431,8 @@ def c_defaults(r, v):
     res = c["resources"]
     eq(res, {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
        "default resources")
-    eq(sorted(r.kinds()), sorted(["Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]), "default objects")
+    eq(sorted(r.kinds()), sorted(["Deployment", "PodDisruptionBudget", "Service", "Service", "ServiceAccount"]),
+       "default objects")
     vols = {x["name"]: x for x in pod["volumes"]}
     eq(vols["keys"]["secret"]["secretName"], "sa-keys", "key Secret")
     eq(pod["terminationGracePeriodSeconds"], 30, "terminationGracePeriodSeconds")
@@ -375,7 +484,7 @@ def c_control_plane_nonroot(r, v):
 def c_ingress_tls(r, v):
     pod, c, args = check_common(r, v, "Deployment")
     ing = r.one("Ingress")
-    svc = r.one("Service")
+    svc, _ = services(r)
     eq(ing["spec"]["ingressClassName"], "nginx", "ingressClassName")
     eq(ing["spec"]["tls"], [{"secretName": "oidc-tls", "hosts": ["oidc.example.com"]}], "Ingress TLS")
     rules = ing["spec"]["rules"]
@@ -383,17 +492,16 @@ def c_ingress_tls(r, v):
     paths = rules[0]["http"]["paths"]
     eq(sorted((p["path"], p["pathType"]) for p in paths),
        [("/.well-known/openid-configuration", "Exact"), ("/openid/v1/jwks", "Exact")], "Ingress paths")
-    svc_ports = {p["name"] for p in svc["spec"]["ports"]}
     for p in paths:
-        eq(p["backend"]["service"]["name"], svc["metadata"]["name"], "Ingress backend Service")
-        check(p["backend"]["service"]["port"]["name"] in svc_ports, "Ingress backend port is not a Service port")
+        eq(p["backend"]["service"]["name"], svc["metadata"]["name"], "Ingress backend: the public Service")
+        check(p["backend"]["service"]["port"]["name"] in svc_ports(svc), "Ingress backend port is not a Service port")
     # TLS in the pod.
     eq(arg_after(args, "--tls-listen"), "0.0.0.0:8443", "--tls-listen")
     eq(arg_after(args, "--tls-cert-file"), "/tls/tls.crt", "--tls-cert-file")
     eq(arg_after(args, "--tls-private-key-file"), "/tls/tls.key", "--tls-private-key-file")
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     eq(ports.get("https"), 8443, "container port https")
-    sp = {p["name"]: p for p in svc["spec"]["ports"]}
+    sp = svc_ports(svc)
     eq((sp["https"]["port"], sp["https"]["targetPort"]), (443, "https"), "Service port https")
     vols = {x["name"]: x for x in pod["volumes"]}
     eq(vols["tls"]["secret"]["secretName"], "oidc-serving-cert", "TLS Secret")
@@ -435,31 +543,30 @@ def c_single(r, v):
     r.none("PodDisruptionBudget")
 
 
+def c_single_name(r, v):
+    check_common(r, v, "Deployment")
+    eq(sorted(s["metadata"]["name"] for s in r.all("Service")),
+       ["oidc-" + "x" * 49 + "-internal", "oidc-" + "x" * 58], "Service names of a 63-character fullname")
+
+
+VAULT_NS = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "vault"}},
+             "podSelector": {"matchLabels": {"app.kubernetes.io/name": "vault"}}}]
+
+
 def c_monitoring(r, v):
-    pod, c, args = check_common(r, v, "Deployment")
-    pod_labels = r.workload()["spec"]["template"]["metadata"]["labels"]
-    svc = r.one("Service")
+    check_common(r, v, "Deployment")
+    public, internal = services(r)
     sm = r.one("ServiceMonitor")
     eq(sm["apiVersion"], "monitoring.coreos.com/v1", "ServiceMonitor apiVersion")
-    subset(svc["metadata"]["labels"], sm["spec"]["selector"]["matchLabels"], "ServiceMonitor selects the Service")
+    eq(sm["spec"]["selector"]["matchLabels"], {"app.kubernetes.io/name": "oidc-discovery",
+                                               "app.kubernetes.io/instance": "rel",
+                                               "app.kubernetes.io/component": "internal"}, "ServiceMonitor selector")
+    eq(internal["metadata"]["labels"].get("app.kubernetes.io/component"), "internal", "internal Service component")
+    eq(public["metadata"]["labels"].get("app.kubernetes.io/component"), "public", "public Service component")
     eq([(e["port"], e["path"]) for e in sm["spec"]["endpoints"]], [("admin", "/metrics")], "ServiceMonitor endpoint")
     eq(sm["metadata"]["labels"].get("release"), "kube-prometheus-stack", "ServiceMonitor extra labels")
-    check("admin" in {p["name"] for p in svc["spec"]["ports"]}, "Service has no admin port")
-    np_ = r.one("NetworkPolicy")
-    eq(np_["spec"]["policyTypes"], ["Ingress"], "NetworkPolicy policyTypes")
-    subset(pod_labels, np_["spec"]["podSelector"]["matchLabels"], "NetworkPolicy podSelector")
-    rules = np_["spec"]["ingress"]
-    by_port = {}
-    for rule in rules:
-        for p in rule["ports"]:
-            by_port[p["port"]] = rule
-    eq(sorted(by_port), ["admin", "http"], "NetworkPolicy ports")
-    check("from" not in by_port["http"], "http must be open to anywhere by default")
-    eq(by_port["admin"]["from"], [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
-       "admin peers")
-    container_ports = {p["name"] for p in c["ports"]}
-    for name in by_port:
-        check(name in container_ports, f"NetworkPolicy port {name} is not a container port")
+    eq(policy_peers(r), {"http": [None], "admin": [MONITORING_NS]},
+       "NetworkPolicy: http open to anywhere, admin from the monitoring namespace")
 
 
 def c_tokenreview(r, v):
@@ -469,12 +576,53 @@ def c_tokenreview(r, v):
     eq(arg_after(args, "--api-audiences"), "vault,sts.amazonaws.com", "--api-audiences")
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     eq(ports.get("tokenreview"), 8081, "container port tokenreview")
-    sp = {p["name"]: p for p in r.one("Service")["spec"]["ports"]}
+    public, internal = services(r)
+    sp = svc_ports(internal)
     eq((sp["tokenreview"]["port"], sp["tokenreview"]["targetPort"]), (8081, "tokenreview"), "Service port tokenreview")
-    np_ = r.one("NetworkPolicy")
-    tr = [rule for rule in np_["spec"]["ingress"] if any(p["port"] == "tokenreview" for p in rule["ports"])]
-    eq(len(tr), 1, "NetworkPolicy rule for tokenreview")
-    eq(tr[0]["from"], [{"podSelector": {}}], "tokenreview peers")
+    check("tokenreview" not in svc_ports(public), "TokenReview on the public Service")
+    eq(policy_peers(r), {"http": [None], "admin": [MONITORING_NS], "tokenreview": [[{"podSelector": {}}]]},
+       "NetworkPolicy peers")
+
+
+def c_loadbalancer_tokenreview(r, v):
+    """A LoadBalancer publishes only the public port; TokenReview without
+    networkPolicy.enabled still gets the policy, which restricts only it."""
+    check_common(r, v, "Deployment")
+    public, internal = services(r)
+    eq((public["spec"]["type"], sorted(svc_ports(public))), ("LoadBalancer", ["http"]), "public Service")
+    eq((internal["spec"]["type"], sorted(svc_ports(internal))), ("ClusterIP", ["admin", "tokenreview"]),
+       "internal Service")
+    eq(public["metadata"]["annotations"], {"service.beta.kubernetes.io/aws-load-balancer-type": "nlb"},
+       "load balancer annotations on the public Service")
+    check("annotations" not in internal["metadata"], "load balancer annotations on the internal Service")
+    eq(policy_peers(r), {"http": [None], "admin": [None], "tokenreview": [[{"podSelector": {}}]]},
+       "NetworkPolicy forced by TokenReview: only the TokenReview port restricted")
+
+
+def c_tokenreview_policy_off(r, v):
+    check_common(r, v, "Deployment")
+    eq(policy_peers(r), {"http": [None], "admin": [None], "tokenreview": [VAULT_NS]},
+       "networkPolicy.enabled false: TokenReview still only from Vault, http and admin from anywhere")
+
+
+def c_tokenreview_nobody(r, v):
+    check_common(r, v, "Deployment")
+    eq(policy_peers(r), {"http": [None], "admin": [None]},
+       "empty tokenReview.from: no rule admits the TokenReview port")
+
+
+def c_loadbalancer_tls_monitoring(r, v):
+    check_common(r, v, "Deployment")
+    public, internal = services(r)
+    eq((public["spec"]["type"], sorted(svc_ports(public))), ("LoadBalancer", ["http", "https"]), "public Service")
+    eq((internal["spec"]["type"], sorted(svc_ports(internal))), ("ClusterIP", ["admin"]), "internal Service")
+    eq(internal["metadata"]["annotations"], {"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+       "internal Service annotations")
+    check("annotations" not in public["metadata"], "scrape annotations on the public Service")
+    sm = r.one("ServiceMonitor")
+    subset(internal["metadata"]["labels"], sm["spec"]["selector"]["matchLabels"], "ServiceMonitor selector")
+    anywhere = [{"ipBlock": {"cidr": "0.0.0.0/0"}}]
+    eq(policy_peers(r), {"http": [anywhere], "https": [anywhere], "admin": [MONITORING_NS]}, "NetworkPolicy peers")
 
 
 def c_retention(r, v):
@@ -509,6 +657,23 @@ CASES = [
     ("tokenreview", base(tokenReview={"enabled": True, "apiAudiences": ["vault", "sts.amazonaws.com"]},
                          networkPolicy={"enabled": True}), c_tokenreview),
     ("keyretention", base(keyRetention="24h"), c_retention),
+    ("loadbalancer+tokenreview", base(service={"type": "LoadBalancer", "annotations": {
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}}, tokenReview={"enabled": True}),
+     c_loadbalancer_tokenreview),
+    ("tokenreview, networkPolicy off", base(tokenReview={"enabled": True},
+                                            networkPolicy={"enabled": False, "tokenReview": {"from": VAULT_NS},
+                                                           "admin": {"from": []}}),
+     c_tokenreview_policy_off),
+    ("63-character name", base(fullnameOverride="oidc-" + "x" * 58), c_single_name),
+    ("tokenreview from nobody", base(tokenReview={"enabled": True}, networkPolicy={"tokenReview": {"from": []}}),
+     c_tokenreview_nobody),
+    ("loadbalancer+tls+servicemonitor", base(
+        service={"type": "LoadBalancer", "internalAnnotations": {"prometheus.io/scrape": "true",
+                                                                 "prometheus.io/port": "9090"}},
+        tls={"existingSecret": "oidc-serving-cert"},
+        metrics={"serviceMonitor": {"enabled": True}},
+        networkPolicy={"enabled": True, "http": {"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}}),
+     c_loadbalancer_tls_monitoring),
 ]
 
 # Values the chart must refuse, with a piece of the expected error message.
@@ -637,7 +802,7 @@ def smoke(binary, args, issuer, workdir):
 
 
 SMOKE_CASES = {"defaults", "secret keys", "configmap keys", "control-plane", "ingress+tls", "ingress prefix",
-               "ingress path stripped", "tokenreview", "keyretention"}
+               "ingress path stripped", "tokenreview", "keyretention", "loadbalancer+tokenreview"}
 
 
 # --------------------------------------------------------------------------

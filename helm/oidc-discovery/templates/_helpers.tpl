@@ -18,6 +18,19 @@ Names and labels.
 {{- end }}
 {{- end }}
 
+{{/*
+The Service of the admin and TokenReview ports, and the label that tells it
+from the public Service (the ServiceMonitor selects on it). The name stays
+within the 63 characters of a Service name.
+*/}}
+{{- define "oidc-discovery.internalServiceName" -}}
+{{- printf "%s-internal" (include "oidc-discovery.fullname" . | trunc 54 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "oidc-discovery.internalComponent" -}}
+app.kubernetes.io/component: internal
+{{- end }}
+
 {{- define "oidc-discovery.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
