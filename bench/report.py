@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Renders docs/BENCHMARKS.md from the figures of bench/http_bench.py (JSON)
-and the output of bench/verify.sh, and writes the data file the plot
-(bench/connections.gp) reads. Run by bench/report.sh; not by hand."""
+and the outputs of bench/verify.sh and bench/kidless.sh, and writes the
+data file the plot (bench/connections.gp) reads. Run by bench/report.sh;
+not by hand."""
 import argparse
 import json
 import re
@@ -45,9 +46,10 @@ def number(cell):
 
 
 class Report:
-    def __init__(self, figures, verify_text):
+    def __init__(self, figures, verify_text, kidless_text):
         self.f = figures
         self.verify_text = verify_text
+        self.kidless_text = kidless_text
         self.verify = verify_rows(verify_text)
         self.lines = []
 
@@ -170,8 +172,9 @@ class Report:
         self.out(f"- Servers pinned to CPU {a['server_cpu']}, the load generator to CPU {a['load_cpu']}. "
                  "CPU time is utime + stime of the server process from `/proc/PID/stat`, read before and after "
                  "each run.")
-        self.out("- Regenerate everything here (about 7 minutes): `bench/report.sh`. The serving figures alone: "
-                 "`python3 bench/http_bench.py --json out.json`; the verification figures alone: `bench/verify.sh 2`.")
+        self.out("- Regenerate everything here (about 8 minutes): `bench/report.sh`. The serving figures alone: "
+                 "`python3 bench/http_bench.py --json out.json`; the verification figures alone: `bench/verify.sh 2`; "
+                 "tokens without kid: `bench/kidless.sh 3`.")
         self.out()
         self.out("```")
         self.out(f"# ours (2 keys; plain HTTP/1.1 and TLS)\n{c['ours'].replace(work, '$WORK')}")
@@ -196,6 +199,18 @@ class Report:
         self.out("```")
         self.out()
 
+    def kidless(self):
+        self.out("## Tokens without kid (`bench/kidless.sh 3`)")
+        self.out()
+        self.out("A token without kid is checked against the keys of its algorithm, at most "
+                 "16 of them (`TOKEN_KIDLESS_MAX_KEYS`); a bad one costs that many signature checks, "
+                 "unauthenticated. With `BASE_BIN` set to an older build the script measures both side by side.")
+        self.out()
+        self.out("```")
+        self.out(self.kidless_text.rstrip())
+        self.out("```")
+        self.out()
+
     def render(self):
         self.out("# Benchmarks")
         self.out()
@@ -209,6 +224,7 @@ class Report:
         self.sweep()
         self.footprint()
         self.verification()
+        self.kidless()
         self.machine_and_commands()
         return "\n".join(self.lines) + "\n"
 
@@ -225,6 +241,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--http", required=True)
     ap.add_argument("--verify", required=True)
+    ap.add_argument("--kidless", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot-data", required=True)
     args = ap.parse_args()
@@ -232,8 +249,10 @@ def main():
         figures = json.load(f)
     with open(args.verify) as f:
         verify_text = f.read()
+    with open(args.kidless) as f:
+        kidless_text = f.read()
     with open(args.out, "w") as f:
-        f.write(Report(figures, verify_text).render())
+        f.write(Report(figures, verify_text, kidless_text).render())
     write_plot_data(figures, args.plot_data)
 
 

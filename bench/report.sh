@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates docs/BENCHMARKS.md and docs/benchmarks-connections.svg in one
 # go: builds the release binary, runs the serving benchmark against nginx
-# (bench/http_bench.py) and the verification benchmark against openssl speed
-# (bench/verify.sh), and renders both. About 7 minutes on 2 cores; needs
-# nginx-light, wrk, nghttp2-client and gnuplot-nox, which it installs when
-# missing (Debian). Extra arguments go to bench/http_bench.py.
+# (bench/http_bench.py), the verification benchmark against openssl speed
+# (bench/verify.sh) and the cost of tokens without kid (bench/kidless.sh;
+# set BASE_BIN to an older build to compare), and renders them. About 8
+# minutes on 2 cores; needs nginx-light, wrk, nghttp2-client and
+# gnuplot-nox, which it installs when missing (Debian). Extra arguments go
+# to bench/http_bench.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +24,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 bench/http_bench.py --json "$work/http.json" "$@"
 bench/verify.sh 2 >"$work/verify.txt"
-python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" \
+bench/kidless.sh 3 >"$work/kidless.txt"
+python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" --kidless "$work/kidless.txt" \
     --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
 gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"

@@ -5,14 +5,16 @@
 #include <libgen.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yajl/yajl_tree.h>
 
 #include "jsonw.h"
+#include "jwt.h"
+#include "printable.h"
 
 /* A state file holds a few hundred keys at most; refuse anything absurd. */
 #define HISTORY_MAX_FILE_SIZE (4 * 1024 * 1024)
@@ -179,15 +181,19 @@ int history_apply(struct history *h, struct keyset *inputs, unsigned long retent
     }
     for (size_t i = 0; i < h->count; i++) {
         struct history_entry *e = &h->entries[i];
+        /* Gone since the last check, or, at the first check after a load,
+         * not in the inputs: reported as retained. Only a key this process
+         * saw at its last check was there until now. */
+        int left = !e->present && i < old_count && (was_present[i] || !h->applied);
         if (!e->present && i < old_count && was_present[i])
-            e->last_seen = now; /* it was there until this very check */
+            e->last_seen = now;
         if (e->present && i < old_count && !was_present[i])
             changed = 1; /* back from retention: the state must say present again */
-        time_t until = e->last_seen + (time_t)retention;
+        time_t until = history_until(e, retention);
         if (e->present || (retention > 0 && until > now)) {
             if (!e->present && rc == 0)
                 rc = history_republish(e, inputs, err, errlen);
-            if (!e->present && i < old_count && was_present[i]) {
+            if (left) {
                 cb(cb_ctx, HISTORY_RETAINED, e, until);
                 changed = 1;
             }
@@ -199,8 +205,14 @@ int history_apply(struct history *h, struct keyset *inputs, unsigned long retent
         changed = 1;
     }
     h->count = kept;
+    h->applied = 1;
     free(was_present);
     return rc < 0 ? rc : changed;
+}
+
+time_t history_until(const struct history_entry *e, unsigned long retention)
+{
+    return e->last_seen + (retention < (unsigned long)HISTORY_TIME_MAX ? (time_t)retention : HISTORY_TIME_MAX);
 }
 
 time_t history_next_expiry(const struct history *h, unsigned long retention)
@@ -208,7 +220,7 @@ time_t history_next_expiry(const struct history *h, unsigned long retention)
     time_t next = 0;
 
     for (size_t i = 0; i < h->count; i++) {
-        time_t until = h->entries[i].last_seen + (time_t)retention;
+        time_t until = history_until(&h->entries[i], retention);
         if (!h->entries[i].present && (next == 0 || until < next))
             next = until;
     }
@@ -242,38 +254,99 @@ static void history_render(const struct history *h, struct jsonw *w)
     jsonw_lit(w, "\n]}\n");
 }
 
-/* Writes all of buf to a new file beside path, flushes it to disk and
- * renames it over path, so a crash leaves either the old or the new state,
- * never a torn one. */
-static int history_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen)
+/* Splits path into its directory (into dir, dirlen bytes) and returns its
+ * last component (in path). */
+static const char *history_split(const char *path, char *dir, size_t dirlen)
 {
-    char tmp[4096], dir[4096];
-    int fd, rc = -1;
+    const char *slash = strrchr(path, '/');
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
+    snprintf(dir, dirlen, "%s", path);
+    dirname(dir);
+    return slash ? slash + 1 : path;
+}
+
+/* Opens dir (following a symlink: systemd's StateDirectory with DynamicUser
+ * is one) and checks the directory it reached, so that the checked one is
+ * the one used. Returns the descriptor, or -1 with errno kept and, unless
+ * the directory is missing, the reason in err. */
+static int history_open_dir(const char *dir, char *err, size_t errlen)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    uid_t euid = geteuid();
+    struct stat st;
+
+    if (fd < 0) {
+        if (errno != ENOENT)
+            snprintf(err, errlen, "state directory %s: cannot open: %s", dir, strerror(errno));
         return -1;
     }
-    if (write(fd, buf, len) == (ssize_t)len && fsync(fd) == 0 && close(fd) == 0) {
-        fd = -1;
-        if (rename(tmp, path) == 0)
-            rc = 0;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "state directory %s: %s", dir, strerror(errno));
+    } else if (st.st_uid != euid && st.st_uid != 0) {
+        snprintf(err, errlen,
+                 "state directory %s is owned by uid %u, not by this process's uid %u or root: its owner could "
+                 "make this server publish keys; chown it to uid %u or use a directory of your own",
+                 dir, (unsigned)st.st_uid, (unsigned)euid, (unsigned)euid);
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(err, errlen,
+                 "state directory %s is writable by group or others (mode %04o): they could make this server "
+                 "publish keys; chmod go-w it, or use a subdirectory (serve creates a missing one with mode 0700)",
+                 dir, (unsigned)(st.st_mode & 07777));
+    } else {
+        return fd;
     }
-    if (rc != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        unlink(tmp);
+    close(fd);
+    errno = EACCES;
+    return -1;
+}
+
+/* Writes all of len bytes of buf to the new file name in dirfd, and flushes
+ * it to disk. O_EXCL | O_NOFOLLOW: a file or link left at that name is
+ * removed first (unlinkat removes a link, not its target), and one planted
+ * between the two calls makes the write fail rather than follow it. */
+static int history_write_new(int dirfd, const char *name, const char *buf, size_t len)
+{
+    int fd, ok;
+
+    if (unlinkat(dirfd, name, 0) != 0 && errno != ENOENT)
         return -1;
-    }
-    /* Make the rename itself durable. */
-    snprintf(dir, sizeof(dir), "%s", path);
-    if ((fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-        fsync(fd);
-        close(fd);
+    if ((fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+        return -1;
+    ok = write(fd, buf, len) == (ssize_t)len && fsync(fd) == 0;
+    if (close(fd) != 0 || !ok) {
+        int saved = errno;
+        unlinkat(dirfd, name, 0);
+        errno = saved ? saved : EIO;
+        return -1;
     }
     return 0;
+}
+
+/* Writes buf to a new file beside path and renames it over path, so a
+ * crash leaves either the old or the new state, never a torn one. */
+static int history_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen)
+{
+    char dir[4096], tmp[4096];
+    const char *name = history_split(path, dir, sizeof(dir));
+    int dirfd = history_open_dir(dir, err, errlen), rc = -1;
+
+    if (dirfd < 0) {
+        if (errno == ENOENT)
+            snprintf(err, errlen, "state directory %s: %s", dir, strerror(ENOENT));
+        return -1;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+    if (history_write_new(dirfd, tmp, buf, len) != 0) {
+        snprintf(err, errlen, "%s.tmp: cannot write: %s", path, strerror(errno));
+    } else if (renameat(dirfd, tmp, dirfd, name) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        unlinkat(dirfd, tmp, 0);
+    } else {
+        fsync(dirfd); /* makes the rename itself durable */
+        rc = 0;
+    }
+    close(dirfd);
+    return rc;
 }
 
 int history_save(const struct history *h, const char *path, char *err, size_t errlen)
@@ -293,94 +366,208 @@ int history_save(const struct history *h, const char *path, char *err, size_t er
     return rc;
 }
 
-/* Reads one stored entry, checking that the kid is the one its public key
- * gives: a state file is trusted only as far as it is consistent. */
-static const char *history_parse_entry(yajl_val v, struct history_entry *e)
-{
-    const char *kid_path[] = {"kid", NULL}, *spki_path[] = {"spki", NULL}, *src_path[] = {"source", NULL};
-    const char *first_path[] = {"first_seen", NULL}, *last_path[] = {"last_seen", NULL};
-    const char *present_path[] = {"present", NULL};
-    yajl_val kid = yajl_tree_get(v, kid_path, yajl_t_string), spki = yajl_tree_get(v, spki_path, yajl_t_string);
-    yajl_val src = yajl_tree_get(v, src_path, yajl_t_string), present = yajl_tree_get(v, present_path, yajl_t_any);
-    yajl_val first = yajl_tree_get(v, first_path, yajl_t_number), last = yajl_tree_get(v, last_path, yajl_t_number);
-    char computed[KEY_KID_LEN + 1];
-    EVP_PKEY *pub;
+/* Where history_load sends the entries it drops. */
+struct history_loader {
+    const char *path;
+    time_t now;
+    keyset_warn_cb warn;
+    void *warn_ctx;
+};
 
-    if (!kid || !spki || !src || !first || !last || !YAJL_IS_INTEGER(first) || !YAJL_IS_INTEGER(last) ||
-        !(YAJL_IS_TRUE(present) || YAJL_IS_FALSE(present)))
-        return "missing or mistyped member (kid, spki, source, first_seen, last_seen, present)";
-    if ((pub = history_decode_spki(spki->u.string)) == NULL)
-        return "spki is not a public key";
-    if (key_kid(pub, computed) != 0 || strcmp(computed, kid->u.string) != 0) {
-        EVP_PKEY_free(pub);
-        return "kid does not match spki";
-    }
-    EVP_PKEY_free(pub);
-    memcpy(e->kid, computed, sizeof(e->kid));
-    e->first_seen = (time_t)YAJL_GET_INTEGER(first);
-    e->last_seen = (time_t)YAJL_GET_INTEGER(last);
-    e->present = YAJL_IS_TRUE(present);
-    e->spki = strdup(spki->u.string);
-    e->source = strdup(src->u.string);
-    return e->spki && e->source ? NULL : "out of memory";
+/* Reports that entry i (its kid as stored, or NULL) is dropped, and why. */
+static void history_drop(const struct history_loader *l, size_t i, const char *kid, const char *why)
+{
+    char quoted[64], msg[4600];
+
+    if (l->warn == NULL)
+        return;
+    snprintf(msg, sizeof(msg), "state file %s: keys[%zu] (kid %s) dropped: %s", l->path, i,
+             kid ? printable_quote(kid, quoted, sizeof(quoted)) : "missing", why);
+    l->warn(l->warn_ctx, msg);
 }
 
-static int history_parse(const char *path, const char *text, struct history *h, char *err, size_t errlen)
+/* A stored time: whole seconds in [1, HISTORY_TIME_MAX]; 0 for anything
+ * else (the double is compared before any conversion, which could
+ * overflow). */
+static time_t history_time(const struct jwt_value *v)
 {
-    const char *keys_path[] = {"keys", NULL}, *version_path[] = {"version", NULL};
-    char yerr[256];
-    yajl_val root = yajl_tree_parse(text, yerr, sizeof(yerr)), keys, version;
-    int rc = -1;
+    if (v == NULL || v->type != JWT_NUMBER || !(v->num >= 1 && v->num <= (double)HISTORY_TIME_MAX) ||
+        v->num != (double)(int64_t)v->num)
+        return 0;
+    return (time_t)v->num;
+}
 
-    if (root == NULL) {
-        snprintf(err, errlen, "state file %s: invalid JSON: %s", path, strtok(yerr, "\n"));
+/* The string member name of obj, or NULL. */
+static const char *history_string(const struct jwt_value *obj, const char *name)
+{
+    const struct jwt_value *v = jwt_get(obj, name);
+
+    return v != NULL && v->type == JWT_STRING ? v->str : NULL;
+}
+
+/* Why the stored public key cannot stand behind kid, or NULL when it can:
+ * it decodes, is of a published type and gives that very kid. */
+static const char *history_check_key(const char *spki, const char *kid, char *why, size_t whylen)
+{
+    char computed[KEY_KID_LEN + 1];
+    EVP_PKEY *pub = history_decode_spki(spki);
+    const char *problem = NULL;
+
+    if (pub == NULL)
+        problem = "spki is not a public key";
+    else if (key_check_type(pub, why, whylen) != 0)
+        problem = why;
+    else if (key_kid(pub, computed) != 0 || strcmp(computed, kid) != 0)
+        problem = "kid is not the one its spki gives";
+    EVP_PKEY_free(pub);
+    return problem;
+}
+
+/* Why entry v cannot be kept (see history_load), or NULL when it can. */
+static const char *history_entry_problem(const struct history_loader *l, const struct jwt_value *v,
+                                         const struct history *h, char *why, size_t whylen)
+{
+    const char *kid = history_string(v, "kid"), *spki = history_string(v, "spki");
+    const struct jwt_value *present = jwt_get(v, "present");
+    time_t first = history_time(jwt_get(v, "first_seen")), last = history_time(jwt_get(v, "last_seen"));
+
+    if (kid == NULL || spki == NULL || history_string(v, "source") == NULL || present == NULL ||
+        present->type != JWT_BOOL)
+        return "missing or mistyped member (kid, spki, source, present)";
+    if (first == 0 || last == 0) {
+        snprintf(why, whylen, "first_seen and last_seen must be whole seconds from 1 to %lld",
+                 (long long)HISTORY_TIME_MAX);
+        return why;
+    }
+    if (first > last)
+        return "first_seen is after last_seen";
+    if (last > l->now + HISTORY_CLOCK_SKEW) {
+        snprintf(why, whylen, "last_seen %lld is in the future (now %lld)", (long long)last, (long long)l->now);
+        return why;
+    }
+    if (history_find(h, kid) != NULL)
+        return "an earlier entry has the same kid";
+    return history_check_key(spki, kid, why, whylen);
+}
+
+/* Reads entry i into e: 1 when kept, 0 when dropped (and reported), -1 when
+ * out of memory. The stored times are taken no later than now. */
+static int history_parse_entry(const struct history_loader *l, size_t i, const struct jwt_value *v,
+                               struct history_entry *e, const struct history *h)
+{
+    char why[256];
+    const char *problem = history_entry_problem(l, v, h, why, sizeof(why));
+
+    if (problem != NULL) {
+        history_drop(l, i, history_string(v, "kid"), problem);
+        return 0;
+    }
+    memcpy(e->kid, history_string(v, "kid"), sizeof(e->kid));
+    e->last_seen = history_time(jwt_get(v, "last_seen"));
+    e->first_seen = history_time(jwt_get(v, "first_seen"));
+    if (e->last_seen > l->now)
+        e->last_seen = l->now;
+    if (e->first_seen > e->last_seen)
+        e->first_seen = e->last_seen;
+    e->present = 0;
+    e->spki = strdup(history_string(v, "spki"));
+    e->source = strdup(history_string(v, "source"));
+    return e->spki && e->source ? 1 : -1;
+}
+
+/* Reads the entries of a parsed state file into h. */
+static int history_parse(const struct history_loader *l, const struct jwt_value *root, struct history *h, char *err,
+                         size_t errlen)
+{
+    const struct jwt_value *version = jwt_get(root, "version"), *keys = jwt_get(root, "keys"), *v;
+    size_t i = 0;
+
+    if (version == NULL || version->type != JWT_NUMBER || version->num != HISTORY_VERSION || keys == NULL ||
+        keys->type != JWT_ARRAY) {
+        snprintf(err, errlen, "state file %s: not a version %d state file", l->path, HISTORY_VERSION);
         return -1;
     }
-    version = yajl_tree_get(root, version_path, yajl_t_number);
-    keys = yajl_tree_get(root, keys_path, yajl_t_array);
-    if (!version || !YAJL_IS_INTEGER(version) || YAJL_GET_INTEGER(version) != HISTORY_VERSION || !keys) {
-        snprintf(err, errlen, "state file %s: not a version %d state file", path, HISTORY_VERSION);
-        goto out;
-    }
-    for (size_t i = 0; i < YAJL_GET_ARRAY(keys)->len; i++) {
-        struct history_entry *e = history_push(h);
-        const char *why = e ? history_parse_entry(YAJL_GET_ARRAY(keys)->values[i], e) : "out of memory";
-        if (why != NULL) {
-            snprintf(err, errlen, "state file %s: keys[%zu]: %s", path, i, why);
-            goto out;
+    for (v = keys->child; v != NULL; v = v->next, i++) {
+        struct history_entry e = {0}, *slot = NULL;
+        int kept = history_parse_entry(l, i, v, &e, h);
+        if (kept > 0 && (slot = history_push(h)) != NULL)
+            *slot = e;
+        if (kept < 0 || (kept > 0 && slot == NULL)) {
+            history_entry_clear(&e);
+            snprintf(err, errlen, "state file %s: out of memory", l->path);
+            return -1;
         }
     }
-    rc = 0;
-out:
-    yajl_tree_free(root);
+    return 0;
+}
+
+/* Reads the state file name in dirfd into *text (NUL-terminated, *len
+ * bytes). 1 when there is none, 0 when read, -1 with the reason in err. A
+ * link is refused rather than followed, and so is anything but a regular
+ * file: opening without blocking, a FIFO planted there cannot hang the
+ * server. */
+static int history_read(int dirfd, const char *name, const char *path, char **text, size_t *len, char *err,
+                        size_t errlen)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc = -1;
+    struct stat st;
+
+    *text = NULL;
+    if (fd < 0 && errno == ENOENT)
+        return 1;
+    if (fd < 0 && errno == ELOOP)
+        snprintf(err, errlen, "state file %s is a symbolic link; it must be a regular file", path);
+    else if (fd < 0 || fstat(fd, &st) != 0)
+        snprintf(err, errlen, "state file %s: cannot read: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        snprintf(err, errlen, "state file %s is not a regular file", path);
+    else if (st.st_size > HISTORY_MAX_FILE_SIZE || (*text = calloc(1, (size_t)st.st_size + 1)) == NULL)
+        snprintf(err, errlen, "state file %s: larger than %d bytes", path, HISTORY_MAX_FILE_SIZE);
+    else if (read(fd, *text, (size_t)st.st_size) != st.st_size)
+        snprintf(err, errlen, "state file %s: cannot read: %s", path, strerror(errno));
+    else
+        rc = 0;
+    *len = rc == 0 ? (size_t)st.st_size : 0;
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0) {
+        free(*text);
+        *text = NULL;
+    }
     return rc;
 }
 
-int history_load(const char *path, struct history **out, char *err, size_t errlen)
+int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_ctx, struct history **out, char *err,
+                 size_t errlen)
 {
+    const struct history_loader l = {.path = path, .now = now, .warn = warn, .warn_ctx = warn_ctx};
     struct history *h = calloc(1, sizeof(*h));
-    char *text = NULL;
-    struct stat st;
-    int fd = -1, rc = -1;
+    struct jwt_value *root = NULL;
+    char dir[4096], why[128], *text = NULL;
+    const char *name = history_split(path, dir, sizeof(dir));
+    int dirfd = -1, rc = -1;
+    size_t len;
 
     *out = NULL;
     if (h == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 && errno == ENOENT) {
-        rc = 0;
-    } else if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "state file %s: cannot read: %s", path, strerror(errno));
-    } else if (st.st_size > HISTORY_MAX_FILE_SIZE || (text = calloc(1, (size_t)st.st_size + 1)) == NULL) {
-        snprintf(err, errlen, "state file %s: too large", path);
-    } else if (read(fd, text, (size_t)st.st_size) != st.st_size) {
-        snprintf(err, errlen, "state file %s: cannot read: %s", path, strerror(errno));
-    } else {
-        rc = history_parse(path, text, h, err, errlen);
+    if ((dirfd = history_open_dir(dir, err, errlen)) < 0) {
+        rc = errno == ENOENT ? 0 : -1;
+    } else if ((rc = history_read(dirfd, name, path, &text, &len, err, errlen)) == 0) {
+        /* The strict parser of tokens: bounded depth, no duplicate member. */
+        if ((root = jwt_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL) {
+            snprintf(err, errlen, "state file %s: %s", path, why);
+            rc = -1;
+        } else {
+            rc = history_parse(&l, root, h, err, errlen);
+        }
     }
-    if (fd >= 0)
-        close(fd);
+    rc = rc > 0 ? 0 : rc;
+    if (dirfd >= 0)
+        close(dirfd);
+    jwt_value_free(root);
     free(text);
     if (rc != 0) {
         history_free(h);

@@ -5,7 +5,8 @@
  * published for --key-retention (so tokens it signed keep verifying), and
  * the age of the signing key's publication tells whether relying parties can
  * have fetched it yet. The history is persisted as JSON in --state-dir, so a
- * restart inside the retention window still publishes retained keys.
+ * restart inside the retention window still publishes retained keys. The
+ * file is read as untrusted input (see history_load).
  */
 #ifndef OIDC_HISTORY_H
 #define OIDC_HISTORY_H
@@ -27,6 +28,7 @@ struct history {
     struct history_entry *entries;
     size_t count;
     size_t cap;
+    int applied; /* history_apply ran: each present flag is this process's own observation */
 };
 
 enum history_event {
@@ -38,13 +40,41 @@ enum history_event {
 /* Reports what history_apply changed, for the log. */
 typedef void (*history_event_cb)(void *ctx, enum history_event ev, const struct history_entry *e, time_t until);
 
-/* Reads the state file at path into a new history (for no state file at
- * all, start from calloc(1, sizeof(struct history))). A missing file gives an
- * empty history; a corrupt one is an error (-1, message in err), since
- * starting without it could drop keys that must stay published. */
-int history_load(const char *path, struct history **out, char *err, size_t errlen);
+/* The latest time a state file may hold: 9999-12-31T23:59:59Z. Bounding
+ * the times keeps every sum of a time and a retention far from overflow. */
+#define HISTORY_TIME_MAX ((time_t)253402300799)
 
-/* Writes h to path atomically (temporary file, fsync, rename). */
+/* How far ahead of the clock a stored last_seen may be and still count (as
+ * now): a clock stepped back after the last save must not cost a retained
+ * key its place. Further ahead, the entry is dropped. */
+#define HISTORY_CLOCK_SKEW 300
+
+/* Reads the state file at path into a new history (for no state file at
+ * all, start from calloc(1, sizeof(struct history))). A missing file or
+ * directory gives an empty history.
+ *
+ * The file is input, not truth: it can only shorten what is published, never
+ * lengthen it. An entry is kept only when its kid is the one its stored
+ * public key gives, that key is of a type that is published, its times are
+ * whole seconds with 0 < first_seen <= last_seen <= now + HISTORY_CLOCK_SKEW
+ * (a last_seen ahead of now is taken as now) and no earlier entry has its
+ * kid; any other entry is dropped, with a message naming it to warn (may be
+ * NULL), and the rest loads. Whether a key was present when the file was
+ * written is not trusted: once loaded, a key not in the inputs counts as
+ * gone since its last_seen.
+ *
+ * A file that cannot be a state file at all (not JSON, nested deeper than
+ * TOKEN_MAX_DEPTH, too large, not version 1, a symlink or not a regular
+ * file) is an error (-1, message in err), as is a directory that someone
+ * else could have written into: one not owned by the effective uid or
+ * root, or writable by group or others. Starting without the state could
+ * drop keys that must stay published. */
+int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_ctx, struct history **out, char *err,
+                 size_t errlen);
+
+/* Writes h to path atomically: a new temporary file beside it (O_EXCL,
+ * never through a link planted there), fsync, rename. The directory must
+ * pass history_load's owner and mode check. */
 int history_save(const struct history *h, const char *path, char *err, size_t errlen);
 
 /* Records that the keys of inputs are present at now, then appends to
@@ -54,15 +84,19 @@ int history_save(const struct history *h, const char *path, char *err, size_t er
  * nothing but the last-seen times changed, -1 with a message (out of
  * memory, a corrupt stored key).
  *
- * Last-seen times of present keys need no saving: after a restart, a key
- * recorded as present that is gone counts as having left at that moment,
- * which only ever retains it longer. */
+ * The last-seen times of present keys still need saving now and then (and
+ * at exit): after a restart, a key that is gone counts as having left at
+ * its stored last_seen, never later. */
 int history_apply(struct history *h, struct keyset *inputs, unsigned long retention, time_t now, history_event_cb cb,
                   void *cb_ctx, char *err, size_t errlen);
 
 /* The earliest time at which a retained key must be dropped (it may have
  * passed: history_apply drops it then), or 0 when no key is retained. */
 time_t history_next_expiry(const struct history *h, unsigned long retention);
+
+/* When e stops being published once it has left the inputs: last_seen +
+ * retention, without overflow (retention counts up to HISTORY_TIME_MAX). */
+time_t history_until(const struct history_entry *e, unsigned long retention);
 
 const struct history_entry *history_find(const struct history *h, const char *kid);
 

@@ -31,7 +31,8 @@
 
 #include "token.h"
 
-#define JWT_INVALID "invalid JSON"
+#define JWT_INVALID   "invalid JSON"
+#define JWT_DUPLICATE "duplicate member in a JSON object"
 
 /* The memory of one tree: its values and strings are carved from chunks
  * that are freed all at once, so that a parse costs a malloc or two rather
@@ -447,10 +448,44 @@ static struct jwt_value *jwt_append(struct jwt_parser *p, struct jwt_value *pare
 
 static int jwt_value_at(struct jwt_parser *p, struct jwt_value *v, int depth);
 
+/* Objects up to this many members are checked for a duplicate name as
+ * each member is read, against the ones before it; a larger one is checked
+ * once, when it ends, by sorting its names. A check per member costs a
+ * scan of the others, which a document of many small members would turn
+ * into minutes of work (60,000 members: 13 s); tokens and reviews hold a
+ * dozen or so. */
+#define JWT_LINEAR_MEMBERS 32
+
+static int jwt_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Fails when two of the n members of object v have the same name. */
+static int jwt_check_names(struct jwt_parser *p, const struct jwt_value *v, size_t n)
+{
+    const char **names = malloc(n * sizeof(*names));
+    size_t i = 0;
+    int rc = 0;
+
+    if (names == NULL)
+        return jwt_fail(p, "out of memory");
+    for (const struct jwt_value *m = v->child; m != NULL; m = m->next)
+        names[i++] = m->name;
+    qsort(names, n, sizeof(*names), jwt_name_cmp);
+    for (i = 1; i < n && rc == 0; i++)
+        if (strcmp(names[i - 1], names[i]) == 0)
+            rc = jwt_fail(p, JWT_DUPLICATE);
+    free(names);
+    return rc;
+}
+
 /* Reads the members of the object v after its '{' (at p->s: whitespace,
  * then '}' or the first name). depth counts the containers v is in. */
 static int jwt_object(struct jwt_parser *p, struct jwt_value *v, int depth)
 {
+    size_t n = 0;
+
     jwt_skip_space(p);
     if (jwt_peek(p) == '}') {
         p->s++;
@@ -467,17 +502,18 @@ static int jwt_object(struct jwt_parser *p, struct jwt_value *v, int depth)
             return -1;
         /* Two parsers that keep the first or the last of a name given
          * twice would see different tokens. */
-        if (jwt_get(v, name) != NULL)
-            return jwt_fail(p, "duplicate member in a JSON object");
+        if (n < JWT_LINEAR_MEMBERS && jwt_get(v, name) != NULL)
+            return jwt_fail(p, JWT_DUPLICATE);
         if (jwt_expect(p, ':') != 0 || (member = jwt_append(p, v, name)) == NULL)
             return -1;
+        n++;
         jwt_skip_space(p);
         if (jwt_value_at(p, member, depth + 1) != 0)
             return -1;
         jwt_skip_space(p);
         if (jwt_peek(p) == '}') {
             p->s++;
-            return 0;
+            return n > JWT_LINEAR_MEMBERS ? jwt_check_names(p, v, n) : 0;
         }
         if (jwt_expect(p, ',') != 0)
             return -1;

@@ -8,6 +8,7 @@
 
 #include "jws.h"
 #include "jwt.h"
+#include "printable.h"
 #include "token_user.h"
 
 /* NumericDates beyond 2^53 seconds cannot be exact in a double and are not
@@ -97,20 +98,14 @@ __attribute__((format(printf, 3, 4))) static void token_append(char *dst, size_t
     va_end(ap);
 }
 
-/* Appends s quoted like Go's %q for ASCII, so that token text echoed in a
- * message cannot break a log line or fake a quote. */
+/* Appends s quoted (printable_quote), so that token text echoed in a
+ * message can neither break a log line nor fake a quote. */
 static void token_quote(char *dst, size_t size, const char *s)
 {
-    token_append(dst, size, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            token_append(dst, size, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            token_append(dst, size, "\\x%02x", *p);
-        else
-            token_append(dst, size, "%c", *p);
-    }
-    token_append(dst, size, "\"");
+    size_t len = strlen(dst);
+
+    if (size - len >= PRINTABLE_QUOTE_MIN)
+        printable_quote(s, dst + len, size - len);
 }
 
 /* Writes a list as Go's %q prints a []string: ["a" "b"]. */
@@ -176,15 +171,17 @@ static int token_signature_outcome(enum token_error e, const struct jws_alg *alg
     return 0;
 }
 
-/* Verifies the signature with the key the kid names; without a kid, with
- * each key of the alg's type until one verifies. */
+/* Verifies the signature with the key the kid names. Without a kid, with
+ * each key of the alg's type until one verifies, as kube-apiserver does,
+ * but with at most TOKEN_KIDLESS_MAX_KEYS of them: each is a signature
+ * check that anyone can make the server do for the price of one token. */
 static int token_check_signature(const struct keyset *ks, const struct jwt_value *h, const struct jws_alg *alg,
                                  const struct jwt_parts *parts, struct token_result *out)
 {
     const struct jwt_value *kid = jwt_get(h, "kid");
     const struct key *k;
     enum token_error e;
-    size_t tried = 0;
+    size_t tried = 0, skipped = 0;
 
     if (kid != NULL) {
         if (kid->type != JWT_STRING || (k = keyset_find(ks, kid->str)) == NULL)
@@ -198,6 +195,10 @@ static int token_check_signature(const struct keyset *ks, const struct jwt_value
     for (size_t i = 0; i < ks->count; i++) {
         if (strcmp(ks->keys[i].alg, alg->name) != 0)
             continue;
+        if (tried == TOKEN_KIDLESS_MAX_KEYS) {
+            skipped++;
+            continue;
+        }
         tried++;
         e = jws_verify(alg, &ks->keys[i], parts->signing_input, parts->signing_input_len, parts->seg[2],
                        parts->seglen[2]);
@@ -207,6 +208,11 @@ static int token_check_signature(const struct keyset *ks, const struct jwt_value
     }
     if (tried == 0)
         return token_fail(out, TOKEN_ERR_UNKNOWN_KID, "token has no kid and no %s key is configured", alg->name);
+    if (skipped > 0)
+        return token_fail(out, TOKEN_ERR_UNKNOWN_KID,
+                          "token has no kid and none of the first %d %s keys verifies its signature (a token "
+                          "without kid is checked against at most %d keys; %zu more are configured)",
+                          TOKEN_KIDLESS_MAX_KEYS, alg->name, TOKEN_KIDLESS_MAX_KEYS, skipped);
     return token_fail(out, TOKEN_ERR_UNKNOWN_KID, "token has no kid and no configured key verifies its signature");
 }
 
@@ -355,16 +361,25 @@ static int token_get_audiences(const struct jwt_value *payload, const char ***au
 }
 
 /* Keeps the token audiences that are wanted, in token order, in the user;
- * none at all is kube-apiserver's audience error. */
+ * none at all is kube-apiserver's audience error. A token without aud (a
+ * legacy one) is taken to carry the API audiences, as kube-apiserver takes
+ * it: it is good for what the server itself accepts, never for the other
+ * audiences a review may ask for. */
 static int token_check_audience(const struct jwt_value *payload, const struct token_policy *pol, struct token_user *u,
                                 struct token_result *out)
 {
-    const char **auds;
+    const char **claimed;
+    const char *const *auds;
     size_t n;
     int rc = -1;
 
-    if (token_get_audiences(payload, &auds, &n, out) != 0)
+    if (token_get_audiences(payload, &claimed, &n, out) != 0)
         return -1;
+    auds = claimed;
+    if (n == 0) {
+        auds = (const char *const *)pol->api_audiences;
+        n = pol->napi_audiences;
+    }
     if ((u->audiences = calloc(n + 1, sizeof(char *))) == NULL) {
         token_fail(out, TOKEN_ERR_CLAIMS, "out of memory");
         goto done;
@@ -387,7 +402,7 @@ static int token_check_audience(const struct jwt_value *payload, const struct to
     }
     rc = 0;
 done:
-    free(auds);
+    free(claimed);
     return rc;
 }
 
@@ -532,7 +547,7 @@ static int token_check_claims(const struct jwt_value *payload, const struct toke
 
     if (token_check_issuer(payload, pol, &legacy, out) != 0 ||
         token_check_times(payload, pol, !legacy, &c.exp, out) != 0 ||
-        (!legacy && token_check_audience(payload, pol, &out->user, out) != 0) ||
+        token_check_audience(payload, pol, &out->user, out) != 0 ||
         (legacy ? token_legacy_claims(payload, &c, out) : token_bound_claims(payload, &c, out)) != 0 ||
         token_get_string(payload, "jti", "jti", &c.jti, out) < 0 ||
         token_need_string(payload, "sub", "sub", &sub, out) != 0 || token_build_user(&c, &out->user, out) != 0)

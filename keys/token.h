@@ -20,6 +20,13 @@
 #define TOKEN_MAX_DEPTH        32
 #define TOKEN_LEGACY_ISSUER    "kubernetes/serviceaccount"
 
+/* The most keys a token without kid is checked against (the first of its
+ * alg, in published order). kube-apiserver tries them all, but a bad
+ * kid-less token then costs a signature check per key, unauthenticated;
+ * real clusters have a few keys, and kube-apiserver puts a kid in the
+ * tokens it signs. */
+#define TOKEN_KIDLESS_MAX_KEYS 16
+
 /* Why a token was refused. Each has a stable name (token_error_name) for
  * metrics and a human message in struct token_result. */
 enum token_error {
@@ -34,7 +41,7 @@ enum token_error {
     TOKEN_ERR_ALG_MISMATCH,     /* alg does not match the key's type or curve */
     TOKEN_ERR_CRIT,             /* any crit header */
     TOKEN_ERR_EMBEDDED_KEY,     /* jku, x5u or jwk header */
-    TOKEN_ERR_UNKNOWN_KID,      /* kid not in the key set (or no key verifies) */
+    TOKEN_ERR_UNKNOWN_KID,      /* kid not in the key set (or no key verifies a kid-less token) */
     TOKEN_ERR_ECDSA_FORMAT,     /* ECDSA signature of the wrong length, DER, or r/s out of range */
     TOKEN_ERR_SIGNATURE,        /* the signature does not verify */
     TOKEN_ERR_CLAIM_TYPE,       /* a claim of the wrong type (non-numeric exp/nbf/iat, ...) */
@@ -57,8 +64,13 @@ enum token_error {
 struct token_policy {
     char *const *issuers; /* accepted iss values (byte-exact) */
     size_t nissuers;
-    char *const *audiences; /* wanted audiences; the token's aud must intersect them */
+    char *const *audiences; /* wanted audiences (a review's, else the API audiences); aud must intersect them */
     size_t naudiences;
+    /* The API audiences (--api-audiences, default the issuers): a token
+     * without aud (a legacy one) is taken to carry these, as kube-apiserver
+     * takes it. None: such a token carries no audience and is refused. */
+    char *const *api_audiences;
+    size_t napi_audiences;
     unsigned algs;        /* TOKEN_ALG_* allowed (0 means TOKEN_ALG_ALL) */
     unsigned long leeway; /* seconds, for exp, nbf and iat */
     size_t max_size;      /* bytes (0 means TOKEN_DEFAULT_MAX_SIZE) */

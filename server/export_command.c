@@ -238,7 +238,7 @@ static const char *export_object_key(const char *url, const char *name)
 static int export_build(const struct config *cfg, struct snapshot **out, char *err, size_t errlen)
 {
     time_t now = time(NULL);
-    struct history *h = publish_history_load(cfg, err, errlen);
+    struct history *h = publish_history_load(cfg, now, err, errlen);
     struct keyset *ks = NULL;
     int rc = 2;
 

@@ -62,22 +62,17 @@ static int tokenreview_is_json(h2o_req_t *req)
 }
 
 /* The verification policy of one review: the request's audiences when it
- * names some, else --api-audiences, else the issuers (as kube-apiserver). */
+ * names some, else the API audiences: --api-audiences, else the issuers (as
+ * kube-apiserver), which a token without aud is taken to carry. */
 static void tokenreview_policy(const struct config *cfg, const struct tokenreview_request *r, struct token_policy *p)
 {
     memset(p, 0, sizeof(*p));
     p->issuers = cfg->issuers.items;
     p->nissuers = cfg->issuers.count;
-    if (r->naudiences > 0) {
-        p->audiences = r->audiences;
-        p->naudiences = r->naudiences;
-    } else if (cfg->api_audiences.count > 0) {
-        p->audiences = cfg->api_audiences.items;
-        p->naudiences = cfg->api_audiences.count;
-    } else {
-        p->audiences = cfg->issuers.items;
-        p->naudiences = cfg->issuers.count;
-    }
+    p->api_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.items : cfg->issuers.items;
+    p->napi_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.count : cfg->issuers.count;
+    p->audiences = r->naudiences > 0 ? r->audiences : p->api_audiences;
+    p->naudiences = r->naudiences > 0 ? r->naudiences : p->napi_audiences;
     p->algs = TOKEN_ALG_ALL;
     p->leeway = cfg->token_leeway;
     p->max_size = cfg->max_token_size;

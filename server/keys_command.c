@@ -8,7 +8,11 @@
 #include "keys/history.h"
 #include "keys/jsonw.h"
 #include "keys/keyset.h"
+#include "keys/printable.h"
 #include "publish.h"
+
+/* How much of a key's source the table quotes. */
+#define KEYS_SOURCE_SHOWN 1024
 
 /* What is printed for one key of the set. */
 struct keys_row {
@@ -40,15 +44,20 @@ static void keys_fill_row(struct keys_row *row, const struct key *k, const struc
         snprintf(row->first_seen, sizeof(row->first_seen), "new");
     row->retained_until[0] = '\0';
     if (!e->present)
-        keys_time(e->last_seen + (time_t)retention, row->retained_until, sizeof(row->retained_until));
+        keys_time(history_until(e, retention), row->retained_until, sizeof(row->retained_until));
 }
 
+/* The table, one key a line; the source is quoted, as a state file or a
+ * file name could hold a newline or a terminal escape. */
 static void keys_print_table(const struct keys_row *rows, size_t n)
 {
+    char source[KEYS_SOURCE_SHOWN];
+
     printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", "KID", "ALG", "SIZE", "FIRST SEEN", "RETAINED UNTIL", "SOURCE");
     for (size_t i = 0; i < n; i++)
         printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", rows[i].key->kid, rows[i].key->alg, rows[i].size,
-               rows[i].first_seen, rows[i].retained_until[0] ? rows[i].retained_until : "-", rows[i].key->source);
+               rows[i].first_seen, rows[i].retained_until[0] ? rows[i].retained_until : "-",
+               printable_quote(rows[i].key->source, source, sizeof(source)));
 }
 
 static void keys_json_str_or_null(struct jsonw *w, const char *name, const char *value)
@@ -110,14 +119,15 @@ static int keys_was_known(const char *kids, size_t n, const char *kid)
 int keys_command(const struct config *cfg)
 {
     char err[1024] = "";
-    struct history *h = publish_history_load(cfg, err, sizeof(err));
+    time_t now = time(NULL);
+    struct history *h = publish_history_load(cfg, now, err, sizeof(err));
     size_t nbefore = h ? h->count : 0;
     char *before = h ? keys_kids_before(h) : NULL;
     struct keyset *ks = NULL;
     struct keys_row *rows = NULL;
     int rc = 2;
 
-    if (before == NULL || publish_keyset(cfg, h, time(NULL), NULL, NULL, &ks, err, sizeof(err)) < 0 ||
+    if (before == NULL || publish_keyset(cfg, h, now, NULL, NULL, &ks, err, sizeof(err)) < 0 ||
         (rows = calloc(ks->count, sizeof(*rows))) == NULL) {
         fprintf(stderr, "oidc-discovery keys: %s\n", err[0] ? err : "out of memory");
         goto out;

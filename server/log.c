@@ -86,14 +86,24 @@ static void log_write(const char *line, size_t len)
     }
 }
 
-/* "2026-01-01T00:00:00.000Z info  message\n", the level padded to 5. */
+/* "2026-01-01T00:00:00.000Z info  message\n", the level padded to 5. A
+ * control character in the message is written as \xNN: callers quote what
+ * they take from files, tokens and peers, and this keeps any that slips
+ * through from starting a forged line or driving the terminal. */
 static void log_text(const char *stamp, enum log_level level, const char *msg, size_t len)
 {
-    char line[LOG_MSG_MAX + 64];
-    int n = snprintf(line, sizeof(line), "%s %-5s %.*s\n", stamp, log_level_names[level], (int)len, msg);
+    char line[4 * LOG_MSG_MAX + 64];
+    size_t n = (size_t)snprintf(line, 64, "%s %-5s ", stamp, log_level_names[level]);
 
-    if (n > 0)
-        log_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(line + n, 5, "\\x%02x", c);
+        else
+            line[n++] = (char)c;
+    }
+    line[n++] = '\n';
+    log_write(line, n);
 }
 
 /* {"time":...,"level":...,"msg":...}\n with the message escaped as Go

@@ -92,6 +92,10 @@ int main(int argc, char **argv)
     }
     if (cfg.allow_insecure_issuer)
         log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
+    if (cfg.accept_legacy_tokens)
+        log_msg(LOG_WARN, "--accept-legacy-tokens: legacy (Secret-based) service account tokens never expire and "
+                          "cannot be revoked here (this server cannot see their Secret deleted); a leaked one stays "
+                          "valid until its signing key leaves the published set");
     log_msg(LOG_INFO, "issuer %s", cfg.issuers.items[0]);
     log_msg(LOG_INFO, "jwks_uri %s", cfg.jwks_uri);
     if (cfg.access_log != NULL && (accesslog = accesslog_open(cfg.access_log, err, sizeof(err))) == NULL) {

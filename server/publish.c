@@ -22,9 +22,9 @@ void publish_state_path(const struct config *cfg, char *path, size_t len)
     snprintf(path, len, "%s/%s", cfg->state_dir, PUBLISH_STATE_FILE);
 }
 
-struct history *publish_history_load(const struct config *cfg, char *err, size_t errlen)
+struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen)
 {
-    char path[4096];
+    char path[4096], why[4600];
     struct history *h = NULL;
 
     if (cfg->state_dir == NULL) {
@@ -33,8 +33,8 @@ struct history *publish_history_load(const struct config *cfg, char *err, size_t
         return h;
     }
     publish_state_path(cfg, path, sizeof(path));
-    if (history_load(path, &h, err, errlen) != 0)
-        return NULL;
+    if (history_load(path, now, publish_log_warning, NULL, &h, why, sizeof(why)) != 0)
+        snprintf(err, errlen, "--state-dir: %s", why);
     return h;
 }
 

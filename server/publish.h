@@ -21,10 +21,11 @@
 /* Writes the path of the retention state file inside --state-dir. */
 void publish_state_path(const struct config *cfg, char *path, size_t len);
 
-/* The history serve would start from, read only: the state file in
- * --state-dir (a missing file is an empty history), or an empty history
- * without --state-dir. NULL with the reason in err. */
-struct history *publish_history_load(const struct config *cfg, char *err, size_t errlen);
+/* The history serve starts from, read at now: the state file in
+ * --state-dir (a missing file is an empty history; entries it cannot
+ * vouch for are dropped with a warning, see history_load), or an empty
+ * history without --state-dir. NULL with the reason in err. */
+struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen);
 
 /* Reads the key files and applies h's retention at now, reporting changes
  * to cb (may be NULL). On success *out is the set to publish and the

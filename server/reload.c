@@ -13,6 +13,7 @@
 
 #include "keys/history.h"
 #include "keys/keyset.h"
+#include "keys/printable.h"
 #include "health.h"
 #include "log.h"
 #include "metrics.h"
@@ -24,6 +25,16 @@
  * long after the last one reads the files once, after the burst. */
 #define RELOAD_DEBOUNCE_MS 25
 
+/* Seconds after which the state is saved again even though no key came or
+ * went, to keep the last-seen times of present keys fresh on disk: a key
+ * that leaves while the server is down is retained from its stored
+ * last_seen, so after a crash it may go this much (or one
+ * --key-reload-interval, if longer) early. A clean exit saves them too. */
+#define RELOAD_STATE_REFRESH 300
+
+/* How much of a key's source a log line quotes. */
+#define RELOAD_SOURCE_SHOWN 1024
+
 enum signing_state { SIGNING_UNKNOWN, SIGNING_UNREADABLE, SIGNING_UNPUBLISHED, SIGNING_YOUNG, SIGNING_MATURE };
 
 struct reload {
@@ -31,6 +42,7 @@ struct reload {
     struct snapshot *current;
     struct history *history;
     char state_path[PATH_MAX];
+    time_t state_saved; /* when the state was last saved, or 0 */
     unsigned long generation;
     unsigned long failures;
     SSL_CTX *tls;                 /* the certificate the TLS listeners serve, or NULL */
@@ -55,13 +67,13 @@ static int64_t reload_now_ms(void)
 
 static void reload_log_event(void *ctx, enum history_event ev, const struct history_entry *e, time_t until)
 {
-    char when[32];
+    char when[32], source[RELOAD_SOURCE_SHOWN];
     struct tm tm;
 
     (void)ctx;
     switch (ev) {
     case HISTORY_ADDED:
-        log_msg(LOG_INFO, "key kid=%s added from %s", e->kid, e->source);
+        log_msg(LOG_INFO, "key kid=%s added from %s", e->kid, printable_quote(e->source, source, sizeof(source)));
         break;
     case HISTORY_RETAINED:
         gmtime_r(&until, &tm);
@@ -107,10 +119,12 @@ static void reload_publish(struct reload *r, struct snapshot *snap, struct worke
             snap->jwks.etag);
     for (size_t i = 0; i < snap->keyset->count; i++) {
         const struct key *k = &snap->keyset->keys[i];
+        char source[RELOAD_SOURCE_SHOWN];
+        printable_quote(k->source, source, sizeof(source));
         if (k->curve != NULL)
-            log_msg(LOG_INFO, "key kid=%s alg=%s curve=%s source=%s", k->kid, k->alg, k->curve, k->source);
+            log_msg(LOG_INFO, "key kid=%s alg=%s curve=%s source=%s", k->kid, k->alg, k->curve, source);
         else
-            log_msg(LOG_INFO, "key kid=%s alg=%s bits=%d source=%s", k->kid, k->alg, k->bits, k->source);
+            log_msg(LOG_INFO, "key kid=%s alg=%s bits=%d source=%s", k->kid, k->alg, k->bits, source);
     }
 }
 
@@ -168,6 +182,40 @@ static void reload_check_signing_key(struct reload *r, time_t now)
         log_msg(LOG_INFO, "signing key kid=%s has been published for at least --max-age (%lus)", kid, r->cfg->max_age);
 }
 
+/* Saves the retention state (when there is a --state-dir); a failure is
+ * logged and counted, and the next reload tries again. */
+static void reload_save_state(struct reload *r, time_t now)
+{
+    char err[1024];
+    int saved;
+
+    if (r->cfg->state_dir == NULL)
+        return;
+    saved = history_save(r->history, r->state_path, err, sizeof(err)) == 0;
+    health_reload_result(METRICS_SOURCE_STATE, saved, now);
+    if (saved) {
+        r->state_saved = now;
+        return;
+    }
+    atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_STATE], 1);
+    log_msg(LOG_ERROR, "cannot persist key retention state: %s", err);
+}
+
+/* At exit: one last look at the key files, so that the state records the
+ * keys in them as seen until now, then a save. Nothing is published. */
+static void reload_save_at_exit(struct reload *r)
+{
+    time_t now = time(NULL);
+    struct keyset *ks;
+    char err[1024];
+
+    if (r->cfg->state_dir == NULL)
+        return;
+    if (publish_keyset(r->cfg, r->history, now, reload_log_event, NULL, &ks, err, sizeof(err)) >= 0)
+        keyset_free(ks);
+    reload_save_state(r, now);
+}
+
 /* Builds the next snapshot from the files and the retention state. Returns
  * NULL (reason logged and counted) when the inputs are unusable, so the
  * caller keeps what it publishes. */
@@ -187,14 +235,8 @@ static struct snapshot *reload_build(struct reload *r, time_t now)
         return NULL;
     }
     atomic_store(&metrics_process.last_reload_success, (long long)now);
-    if (changed && cfg->state_dir != NULL) {
-        int saved = history_save(r->history, r->state_path, err, sizeof(err)) == 0;
-        health_reload_result(METRICS_SOURCE_STATE, saved, now);
-        if (!saved) {
-            atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_STATE], 1);
-            log_msg(LOG_ERROR, "cannot persist key retention state: %s", err);
-        }
-    }
+    if (changed || now - r->state_saved >= RELOAD_STATE_REFRESH)
+        reload_save_state(r, now);
     return publish_snapshot(cfg, ks, now);
 }
 
@@ -303,9 +345,8 @@ struct reload *reload_create(const struct config *cfg)
             return NULL;
         }
     }
-    if (cfg->state_dir != NULL ? history_load(r->state_path, &r->history, err, sizeof(err)) != 0
-                               : (r->history = calloc(1, sizeof(*r->history))) == NULL) {
-        log_msg(LOG_ERROR, "%s", cfg->state_dir ? err : "out of memory");
+    if ((r->history = publish_history_load(cfg, time(NULL), err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "%s", err);
         reload_free(r);
         return NULL;
     }
@@ -369,6 +410,7 @@ int reload_run(struct reload *r, struct worker *const *workers, size_t nworkers,
         while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
             if (si.ssi_signo != SIGHUP) {
                 close(sfd);
+                reload_save_at_exit(r);
                 return (int)si.ssi_signo;
             }
             log_msg(LOG_INFO, "SIGHUP: reloading keys");

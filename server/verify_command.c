@@ -124,8 +124,8 @@ static void verify_policy(const struct config *cfg, const struct verify_input *i
     memset(p, 0, sizeof(*p));
     p->issuers = cfg->issuers.count ? cfg->issuers.items : &in->discovered_issuer;
     p->nissuers = cfg->issuers.count ? cfg->issuers.count : 1;
-    p->audiences = cfg->api_audiences.count ? cfg->api_audiences.items : p->issuers;
-    p->naudiences = cfg->api_audiences.count ? cfg->api_audiences.count : p->nissuers;
+    p->audiences = p->api_audiences = cfg->api_audiences.count ? cfg->api_audiences.items : p->issuers;
+    p->naudiences = p->napi_audiences = cfg->api_audiences.count ? cfg->api_audiences.count : p->nissuers;
     p->algs = TOKEN_ALG_ALL;
     p->leeway = cfg->token_leeway;
     p->max_size = cfg->max_token_size;

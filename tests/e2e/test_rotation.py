@@ -1,11 +1,14 @@
 """End-to-end tests of key rotation: the key files change under a running
 server (kubelet Secret volume swaps, atomic renames, SIGHUP), bad inputs keep
 the last good set, retention keeps a rotated-out key published for a while
-(also across restarts), the signing-key age warnings, and the `keys` command.
+(also across restarts), the signing-key age warnings, and the `keys` command;
+and the state directory as untrusted input (StateFile): what a hostile
+keys.json or state directory can no longer do.
 
 Every wait is a poll with a deadline; nothing but 127.0.0.1 is contacted.
 """
 
+import base64
 import calendar
 import json
 import os
@@ -28,9 +31,8 @@ def rfc3339(s):
     return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
 
 
-class Rotation(H.ServerTestCase):
-
-    # helpers ----------------------------------------------------------
+class RotationBase(H.ServerTestCase):
+    """Helpers of the rotation tests."""
     def serve(self, keyfile, *extra):
         args = ["--service-account-issuer", ISSUER, "--service-account-key-file", keyfile] + list(extra)
         return self.start_server(args)
@@ -63,6 +65,9 @@ class Rotation(H.ServerTestCase):
 
     def state(self, name="state"):
         return os.path.join(self.tmp, name)
+
+
+class Rotation(RotationBase):
 
     # 1 ------------------------------------------------------------------
     def test_kubelet_data_swap(self):
@@ -478,6 +483,231 @@ class Rotation(H.ServerTestCase):
         foreign = self.keys.ec("P-256")
         rc, out, err = verify("ES256", foreign.priv, foreign.kid)
         self.assertEqual(rc, 1, "stdout: %s\nstderr: %s" % (out, err))
+        self.stop_ok(srv)
+
+
+YEAR_3000 = 32503680000
+INT64_MAX = 2 ** 63 - 1
+
+
+class StateFile(RotationBase):
+    """--state-dir/keys.json is input, not truth: it can only shorten what is
+    published. Each test plants what an attacker with write access to the
+    state directory planted, and checks that it no longer works."""
+
+    def entry(self, key, last_seen, first_seen=None, present=False, source="sa.pub", kid=None):
+        return {"kid": kid or key.kid, "first_seen": first_seen or min(last_seen, int(time.time()) - 60),
+                "last_seen": last_seen, "present": present, "source": source,
+                "spki": base64.b64encode(key.spki).decode()}
+
+    def plant(self, entries=None, raw=None, name="state"):
+        """A state directory (mode 0700) whose keys.json holds entries (or
+        the raw bytes); returns the directory."""
+        sd = self.state(name)
+        os.makedirs(sd, mode=0o700, exist_ok=True)
+        with open(os.path.join(sd, "keys.json"), "wb") as f:
+            f.write(raw if raw is not None else json.dumps({"version": 1, "keys": entries}).encode())
+        return sd
+
+    def keys_cmd(self, d, sd, *extra):
+        return H.run_once(["keys", "--service-account-key-file", d, "--state-dir", sd, "--key-retention", "24h"]
+                          + list(extra))
+
+    def assert_no_sanitizer_report(self, err):
+        self.assertNotIn("runtime error", err)
+        self.assertNotIn("AddressSanitizer", err)
+
+    def test_future_last_seen_publishes_nothing_and_signs_nothing(self):
+        # an attacker's key with last_seen in the year 3000 was published
+        # for ever (retention is 24h) and its tokens passed TokenReview
+        a, x = self.keys.ec("P-256"), self.keys.ec("P-256")
+        d = self.secret("secret", a)
+        sd = self.plant([self.entry(x, YEAR_3000, first_seen=int(time.time()) - 60, source="evil")])
+        srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-key-file", d,
+                                           "--key-retention", "24h", "--state-dir", sd, "--api-audiences", "vault"])
+        self.check_both(srv, ISSUER, [a])
+        dropped = r"warn .*keys\[0\] \(kid \"%s\"\) dropped: last_seen %d is in the future" % (re.escape(x.kid),
+                                                                                            YEAR_3000)
+        self.assertEqual(H.count_log(srv, dropped), 1, srv.stderr())
+        st, doc = H.review(srv.review_port, H.mint_token(x.priv, ISSUER, audiences=["vault"]))
+        self.assertIs(doc["status"]["authenticated"], False, doc)
+        st, doc = H.review(srv.review_port, H.mint_token(a.priv, ISSUER, audiences=["vault"]))
+        self.assertIs(doc["status"]["authenticated"], True, doc)
+        self.stop_ok(srv)
+        # the next save leaves it out
+        state = json.loads(H.read_bytes(os.path.join(sd, "keys.json")))
+        self.assertEqual([k["kid"] for k in state["keys"]], [a.kid])
+        rc, out, err = self.keys_cmd(d, sd, "--output", "json")
+        self.assertEqual((rc, [k["kid"] for k in json.loads(out)["keys"]]), (0, [a.kid]), err)
+
+    def test_recorded_present_does_not_extend_a_key(self):
+        # "present": true made a restart count the key as seen until then:
+        # a stale entry came back to life for a whole retention
+        a, x = self.keys.ec("P-256"), self.keys.rsa(2048)
+        d = self.secret("secret", a)
+        sd = self.plant([self.entry(x, int(time.time()) - 7200, present=True)])
+        srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd)
+        self.check_both(srv, ISSUER, [a])
+        self.stop_ok(srv)
+        # inside its retention it is still published, until last_seen + 1h
+        last = int(time.time()) - 600
+        sd = self.plant([self.entry(x, last, present=True)], name="state2")
+        srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd)
+        self.check_both(srv, ISSUER, [a, x])
+        left = r"key kid=%s left the inputs; retained \(still published\) until (\S+)" % re.escape(x.kid)
+        self.assertEqual(H.wait_for_log(srv, left, 1, 1.0), 1, srv.stderr())
+        self.assertEqual(rfc3339(re.search(left, srv.stderr()).group(1)), last + 3600)
+        self.stop_ok(srv)
+
+    def test_inconsistent_entries_are_dropped_and_the_rest_kept(self):
+        a, b, x, y = self.keys.ec("P-256"), self.keys.ec("P-384"), self.keys.ec("P-256"), self.keys.rsa(2048)
+        d = self.secret("secret", a)
+        now = int(time.time())
+        sd = self.plant([
+            self.entry(b, now - 30),                          # a retained key: kept
+            self.entry(x, now - 30, kid=y.kid),               # kid of another key
+            self.entry(y, now - 10, first_seen=now - 5),      # first_seen after last_seen
+            self.entry(b, now - 20),                          # b again
+        ])
+        srv = self.serve(d, "--key-retention", "24h", "--state-dir", sd)
+        self.check_both(srv, ISSUER, [a, b])
+        for i, kid, why in ((1, y.kid, "kid is not the one its spki gives"),
+                            (2, y.kid, "first_seen is after last_seen"),
+                            (3, b.kid, "an earlier entry has the same kid")):
+            rx = r"warn .*keys\[%d\] \(kid \"%s\"\) dropped: %s" % (i, re.escape(kid), re.escape(why))
+            self.assertEqual(H.count_log(srv, rx), 1, "keys[%d]: %s\n%s" % (i, why, srv.stderr()))
+        self.assert_no_sanitizer_report(srv.stderr())
+        self.stop_ok(srv)
+
+    def test_int64_max_last_seen_is_dropped_with_a_warning(self):
+        # last_seen + retention overflowed (UBSan in keys/history.c); a
+        # release build dropped the entry without a word
+        a, x = self.keys.ec("P-256"), self.keys.ec("P-256")
+        d = self.secret("secret", a)
+        sd = self.plant([self.entry(x, INT64_MAX, first_seen=int(time.time()) - 60)])
+        srv = self.serve(d, "--key-retention", "24h", "--state-dir", sd)
+        self.check_both(srv, ISSUER, [a])
+        rx = (r"warn .*keys\[0\] \(kid \"%s\"\) dropped: first_seen and last_seen must be whole seconds "
+              r"from 1 to 253402300799" % re.escape(x.kid))
+        self.assertEqual(H.count_log(srv, rx), 1, srv.stderr())
+        self.assert_no_sanitizer_report(srv.stderr())
+        self.stop_ok(srv)
+        sd = self.plant([self.entry(x, INT64_MAX, first_seen=int(time.time()) - 60)])  # serve saved without it
+        rc, out, err = self.keys_cmd(d, sd)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, rx)
+        self.assert_no_sanitizer_report(err)
+
+    def test_deep_nesting_is_refused_not_a_crash(self):
+        # 2,000,000 nested arrays crashed serve and keys inside yajl
+        a = self.keys.ec("P-256")
+        d = self.secret("secret", a)
+        depth = 2000000
+        sd = self.plant(raw=b'{"version":1,"keys":' + b"[" * depth + b"]" * depth + b"}")
+        state_file = os.path.join(sd, "keys.json")
+        port = H.free_port()
+        rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", d,
+                                   "--listen", "127.0.0.1:%d" % port, "--state-dir", sd, "--key-retention", "1h"])
+        self.assertEqual(rc, 2, err)  # not a signal
+        self.assertIn(state_file, err)
+        self.assertIn("nested too deeply", err)
+        rc, out, err = self.keys_cmd(d, sd)
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("--state-dir: state file %s: JSON nested too deeply" % state_file, err)
+
+    def test_temporary_file_is_never_written_through_a_link(self):
+        a = self.keys.ec("P-256")
+        d = self.secret("secret", a)
+        sd = self.state()
+        os.mkdir(sd, 0o700)
+        victim = os.path.join(self.tmp, "victim")
+        with open(victim, "wb") as f:
+            f.write(b"precious\n")
+        os.symlink(victim, os.path.join(sd, "keys.json.tmp"))
+        srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd)
+        self.check_both(srv, ISSUER, [a])
+        self.stop_ok(srv)
+        self.assertEqual(H.read_bytes(victim), b"precious\n")
+        self.assertEqual(sorted(os.listdir(sd)), ["keys.json"])
+        state = json.loads(H.read_bytes(os.path.join(sd, "keys.json")))
+        self.assertEqual([k["kid"] for k in state["keys"]], [a.kid])
+
+    def test_source_is_quoted_in_the_log_and_the_keys_table(self):
+        # a fake log line and a terminal escape in "source" got through
+        a, x = self.keys.ec("P-256"), self.keys.ec("P-384")
+        d = self.secret("secret", a)
+        fake = "2026-01-01T00:00:00.000Z error FAKE LINE"
+        sd = self.plant([self.entry(x, int(time.time()) - 30, source="x.pub\n" + fake + "\x1b[31m red")])
+        srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd)
+        self.check_both(srv, ISSUER, [a, x])
+        err = srv.stderr()
+        self.assertNotIn("\x1b", err)
+        self.assertFalse([line for line in err.splitlines() if line.startswith(fake)], err)
+        want = 'source="retained, last seen in x.pub\\n%s\\x1b[31m red"' % fake
+        self.assertEqual(H.count_log(srv, re.escape(want)), 1, err)
+        self.stop_ok(srv)
+        rc, out, err = self.keys_cmd(d, sd)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("\x1b", out)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 3, out)
+        self.assertTrue(lines[2].startswith(x.kid), out)
+        self.assertTrue(lines[2].endswith('"retained, last seen in x.pub\\n%s\\x1b[31m red"' % fake), out)
+        self.assertTrue(lines[1].endswith('"%s (block 1)"' % os.path.join(d, "sa.pub")), out)
+
+    def test_state_directory_others_can_write_is_refused(self):
+        a = self.keys.ec("P-256")
+        d = self.secret("secret", a)
+        port = H.free_port()
+        base = ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", d,
+                "--listen", "127.0.0.1:%d" % port, "--key-retention", "1h"]
+        cases = [("world-writable", 0o777, None), ("group-writable", 0o770, None)]
+        if os.geteuid() == 0:
+            cases.append(("owned by another user", 0o700, 12345))
+        for why, mode, owner in cases:
+            with self.subTest(why):
+                sd = self.state("state-" + why.replace(" ", "-"))
+                os.mkdir(sd)
+                os.chmod(sd, mode)
+                if owner is not None:
+                    os.chown(sd, owner, owner)
+                rc, out, err = H.run_once(base + ["--state-dir", sd])
+                self.assertIsNotNone(rc, "server did not refuse to start; stderr:\n%s" % err)
+                self.assertEqual(rc, 2, err)
+                self.assertIn("--state-dir: state directory %s" % sd, err)
+                self.assertIn("chown" if owner else "chmod go-w", err)
+                rc, out, err = self.keys_cmd(d, sd)
+                self.assertEqual(rc, 2, err)
+                self.assertIn("--state-dir: state directory %s" % sd, err)
+                self.assertEqual(os.listdir(sd), [])
+        # a missing one is created private, and accepted
+        sd = self.state("fresh")
+        srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd)
+        self.assertEqual(os.stat(sd).st_mode & 0o777, 0o700)
+        self.stop_ok(srv)
+
+    def test_stop_records_the_keys_as_seen_until_then(self):
+        # a key that leaves while the server is down is retained from when
+        # the server last saw it: the stop (which re-reads the key files)
+        a, b = self.keys.ec("P-256"), self.keys.rsa(2048)
+        d = os.path.join(self.tmp, "keys")
+        os.mkdir(d)
+        shutil.copyfile(a.pub, os.path.join(d, "a.pub"))
+        shutil.copyfile(b.pub, os.path.join(d, "b.pub"))
+        sd = self.state()
+        srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd, "--key-reload-interval", "1d")
+        t_start = time.time()
+        self.check_both(srv, ISSUER, [a, b])
+        time.sleep(2.2)
+        t_stop = time.time()
+        self.stop_ok(srv)
+        state = json.loads(H.read_bytes(os.path.join(sd, "keys.json")))
+        for k in state["keys"]:
+            self.assertGreaterEqual(k["last_seen"], int(t_stop), k)
+            self.assertLessEqual(k["first_seen"], t_start + 1, k)
+        os.unlink(os.path.join(d, "b.pub"))
+        srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd)
+        self.check_both(srv, ISSUER, [a, b])
         self.stop_ok(srv)
 
 

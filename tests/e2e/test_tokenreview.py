@@ -279,6 +279,57 @@ class Invalid(ReviewBase):
         self.assert_refused(srv, token, ["vault"], "")
 
 
+class Legacy(ReviewBase):
+    """Legacy (Secret-based) tokens, with --accept-legacy-tokens, under
+    kube-apiserver's rule: a token without aud carries the API audiences,
+    and the audiences a review asks for must intersect them."""
+
+    def legacy(self, key=None, **extra):
+        claims = {"iss": "kubernetes/serviceaccount", "kubernetes.io/serviceaccount/namespace": "ns",
+                  "kubernetes.io/serviceaccount/secret.name": "sa-token-abcde",
+                  "kubernetes.io/serviceaccount/service-account.name": "sa",
+                  "kubernetes.io/serviceaccount/service-account.uid": SA_UID, "sub": "system:serviceaccount:ns:sa"}
+        claims.update(extra)
+        return self.pyjwt_token(key or self.rsa, claims)
+
+    def test_legacy_token_is_good_for_the_api_audiences_only(self):
+        srv = self.start(["--api-audiences", "vault", "--accept-legacy-tokens"])
+        token = self.legacy()
+        # it was authenticated for any audience a review asked for
+        self.assert_refused(srv, token, ["sts.amazonaws.com"],
+                            'token audiences ["vault"] is invalid for the target audiences ["sts.amazonaws.com"]')
+        for audiences in (None, ["vault"], ["x", "vault"]):
+            with self.subTest(audiences=audiences):
+                st, doc = H.review(srv.review_port, token, audiences)
+                self.assertIs(doc["status"]["authenticated"], True, doc)
+                self.assertEqual(doc["status"]["audiences"], ["vault"])
+                self.assertEqual(doc["status"]["user"]["username"], "system:serviceaccount:ns:sa")
+        # one that carries aud is held to it, here and in the CLI
+        other = self.legacy(aud=["some-other-audience"])
+        self.assert_refused(srv, other, None,
+                            'token audiences ["some-other-audience"] is invalid for the target audiences ["vault"]')
+        rc, out, err = H.run_bin(["verify", "--token-file", "-", "--service-account-issuer", ISSUER,
+                                  "--service-account-key-file", self.rsa.pub, "--api-audiences", "vault",
+                                  "--accept-legacy-tokens"], input=other + "\n")
+        self.assertEqual(rc, 1, "verify --accept-legacy-tokens accepted it: %s / %s" % (out, err))
+        self.assertIn("oidc-discovery verify: invalid token (audience): ", err)
+        both = self.legacy(aud=["some-other-audience", "vault"])
+        st, doc = H.review(srv.review_port, both)
+        self.assertEqual(doc["status"]["audiences"], ["vault"], doc)
+        self.stop_ok(srv)
+
+    def test_start_up_warning(self):
+        warning = (r"\bwarn\b.*--accept-legacy-tokens: legacy \(Secret-based\) service account tokens never "
+                   r"expire and cannot be revoked here")
+        srv = self.start(["--accept-legacy-tokens"])
+        self.assertEqual(H.count_log(srv, warning), 1, srv.stderr())
+        self.stop_ok(srv)
+        srv = self.start()
+        self.assertEqual(H.count_log(srv, warning), 0, srv.stderr())
+        self.assertEqual(H.count_log(srv, "legacy"), 0, srv.stderr())
+        self.stop_ok(srv)
+
+
 class BadRequests(ReviewBase):
 
     def test_400_status_objects(self):

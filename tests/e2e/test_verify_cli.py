@@ -295,6 +295,44 @@ class ExitCodes(VerifyBase):
                 self.assert_usage_error(rc, out, err)
 
 
+class KubeRules(VerifyBase):
+    """Tokens kube-apiserver treats in its own way."""
+
+    def test_legacy_token_is_held_to_its_aud(self):
+        # a legacy token carrying aud was let through whatever it said
+        claims = {"iss": "kubernetes/serviceaccount", "kubernetes.io/serviceaccount/namespace": "ns",
+                  "kubernetes.io/serviceaccount/secret.name": "sa-token-abcde",
+                  "kubernetes.io/serviceaccount/service-account.name": "sa",
+                  "kubernetes.io/serviceaccount/service-account.uid": SA_UID, "sub": "system:serviceaccount:ns:sa"}
+        args = ["--api-audiences", "vault", "--accept-legacy-tokens"]
+        other = self.pyjwt_token(self.rsa, dict(claims, aud=["some-other-audience"]))
+        self.assert_invalid(*self.verify(other, args), "audience",
+                            'token audiences ["some-other-audience"] is invalid for the target audiences ["vault"]')
+        # without aud it carries the API audiences
+        doc = self.assert_valid(*self.verify(self.pyjwt_token(self.rsa, claims), args), "system:serviceaccount:ns:sa")
+        self.assertEqual(doc["status"]["audiences"], ["vault"])
+        doc = self.assert_valid(*self.verify(self.pyjwt_token(self.rsa, dict(claims, aud="vault")), args))
+        self.assertEqual(doc["status"]["audiences"], ["vault"])
+
+    def test_kidless_token_is_tried_against_the_first_16_keys(self):
+        # without kid, every key of the alg was tried: with many keys, a bad
+        # token cost a signature check per key; now 16 at most
+        d = os.path.join(self.tmp, "many")
+        os.mkdir(d)
+        keys = [self.keys.ec("P-256") for _ in range(20)]
+        for i, k in enumerate(keys):
+            os.symlink(k.pub, os.path.join(d, "k%02d.pub" % i))
+        now = int(time.time())
+        claims = H.kube_claims(ISSUER, ["vault"], "ns", "nokid", SA_UID, now=now)
+        args = ["--api-audiences", "vault", "--service-account-key-file", d]
+        self.assert_valid(*self.verify(self.pyjwt_token(keys[15], claims, kid=False), args, keys=False),
+                          "system:serviceaccount:ns:nokid")
+        self.assert_invalid(*self.verify(self.pyjwt_token(keys[16], claims, kid=False), args, keys=False),
+                            "unknown_kid", "a token without kid is checked against at most 16 keys; 4 more are "
+                            "configured")
+        self.assert_valid(*self.verify(self.pyjwt_token(keys[19], claims), args, keys=False))
+
+
 class Repeat(VerifyBase):
 
     def run_repeat(self, n, extra=()):

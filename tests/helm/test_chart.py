@@ -246,7 +246,7 @@ def check_common(r, values, kind):
     eq(arg_after(args, "--service-account-issuer"), values["issuer"], "issuer passed through")
     eq(arg_after(args, "--listen"), "0.0.0.0:8080", "--listen")
     eq(arg_after(args, "--admin-listen"), "0.0.0.0:9090", "--admin-listen")
-    eq(arg_after(args, "--state-dir"), "/state", "--state-dir")
+    eq(arg_after(args, "--state-dir"), "/state/data", "--state-dir")
     eq(arg_after(args, "--max-age"), str(values.get("maxAge", 3600)), "--max-age")
     keyfile = arg_after(args, "--service-account-key-file")
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
@@ -425,7 +425,7 @@ def c_defaults(r, v):
     pod, c, args = check_common(r, v, "Deployment")
     eq(args, ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", "/keys",
               "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--max-age", "3600",
-              "--state-dir", "/state", "--path-prefix", "/clusters/prod-1", "--threads", "2",
+              "--state-dir", "/state/data", "--path-prefix", "/clusters/prod-1", "--threads", "2",
               "--log-level", "info", "--log-format", "text"],
        "default arguments (the issuer's path is the default --path-prefix)")
     res = c["resources"]
@@ -628,7 +628,7 @@ def c_loadbalancer_tls_monitoring(r, v):
 def c_retention(r, v):
     pod, c, args = check_common(r, v, "Deployment")
     eq(arg_after(args, "--key-retention"), "24h", "--key-retention")
-    eq(arg_after(args, "--state-dir"), "/state", "--state-dir")
+    eq(arg_after(args, "--state-dir"), "/state/data", "--state-dir")
 
 
 CASES = [
@@ -728,6 +728,7 @@ def smoke(binary, args, issuer, workdir):
     tls = os.path.join(workdir, "tls")
     for d in (keys, state, tls):
         os.makedirs(d)
+    os.chmod(state, 0o777)  # as the kubelet makes an emptyDir
     shutil.copy(os.path.join(REPO, "tests", "fixtures", "rsa2048.pub"), os.path.join(keys, "sa.pub"))
     shutil.copy(os.path.join(REPO, "tests", "fixtures", "ec256.pub"), os.path.join(keys, "sa-next.pub"))
     if "--tls-listen" in args:
@@ -740,8 +741,8 @@ def smoke(binary, args, issuer, workdir):
             a = f"127.0.0.1:{ports[a]}"
         elif a == "/keys" or a.startswith("/keys/"):
             a = keys + a[len("/keys"):]
-        elif a == "/state":
-            a = state
+        elif a == "/state" or a.startswith("/state/"):
+            a = state + a[len("/state"):]
         elif a.startswith("/tls/"):
             a = tls + a[len("/tls"):]
         mapped.append(a)
@@ -790,7 +791,7 @@ def smoke(binary, args, issuer, workdir):
             eq(resp.status, 201, "TokenReview status")
             eq(body["status"].get("authenticated", False), False, "garbage token authenticated")
         if "--key-retention" in args:
-            check(os.path.exists(os.path.join(state, "keys.json")), "no keys.json in the state directory")
+            check(os.path.exists(os.path.join(state, "data", "keys.json")), "no keys.json in the state directory")
     except CheckFailed as e:
         log.seek(0)
         raise CheckFailed(f"{e}\n--- server log ---\n{log.read()[-3000:]}")

@@ -241,6 +241,44 @@ Test(jwt_parse, duplicate_members)
     expect_tree("{\"a\":{\"a\":1},\"b\":[{\"a\":1},{\"a\":2}]}", "{a:{a:1},b:[{a:1},{a:2}]}");
 }
 
+/* {"m0":0,...,"m<n-1>":0} with member dup renamed to "m<to>" (dup < 0:
+ * none), inside {"x":...} when nest; malloc'ed. */
+static char *wide_object(size_t n, long dup, size_t to, int nest)
+{
+    char *json = malloc(n * 16 + 32);
+    size_t len = (size_t)sprintf(json, "%s{", nest ? "{\"x\":" : "");
+
+    cr_assert_not_null(json);
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(json + len, "%s\"m%zu\":0", i ? "," : "", (long)i == dup ? to : i);
+    strcpy(json + len, nest ? "}}" : "}");
+    return json;
+}
+
+/* A large object is checked once, when it ends (each member against all
+ * the others made wide documents quadratic): the duplicate is found
+ * wherever it is, and distinct names pass. */
+Test(jwt_parse, duplicate_members_of_a_large_object)
+{
+    const size_t sizes[] = {32, 33, 40000};
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t n = sizes[k];
+        const long dups[][2] = {{1, 0}, {(long)n - 1, 0}, {(long)n - 1, n - 2}, {(long)n / 2, 3}};
+        for (int nest = 0; nest < 2; nest++) {
+            char err[128] = "", *json = wide_object(n, -1, 0, nest);
+            struct jwt_value *root = jwt_parse((const unsigned char *)json, strlen(json), err, sizeof(err));
+            cr_expect_not_null(root, "%zu distinct members refused: %s", n, err);
+            jwt_value_free(root);
+            free(json);
+            for (size_t d = 0; d < sizeof(dups) / sizeof(dups[0]); d++) {
+                json = wide_object(n, dups[d][0], (size_t)dups[d][1], nest);
+                expect_refused(json, "duplicate member");
+                free(json);
+            }
+        }
+    }
+}
+
 /* A document of depth nested containers: the top-level object, then
  * arrays and objects by turns, the innermost one empty. */
 static const char *nested(int depth)

@@ -12,6 +12,7 @@
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/x509.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +449,55 @@ Test(token, no_kid_no_key_verifies)
     expect(assemble("{\"alg\":\"RS256\"}", VALID_PAYLOAD, sig, sizeof(sig)), TOKEN_ERR_UNKNOWN_KID);
 }
 
+/* A token without kid is checked against at most TOKEN_KIDLESS_MAX_KEYS
+ * keys of its alg, the first in published order: with more, each bad one
+ * would cost a signature check per key to anyone who sends it. */
+Test(token, kidless_token_tries_at_most_the_first_keys)
+{
+    enum { NKEYS = TOKEN_KIDLESS_MAX_KEYS + 4 };
+    struct keyset *many = keyset_new();
+    EVP_PKEY *priv[NKEYS];
+    struct token_policy p = policy();
+    struct token_result r;
+    char err[256], hdr[128];
+
+    cr_assert_not_null(many);
+    for (int i = 0; i < NKEYS; i++) {
+        unsigned char *der = NULL;
+        const struct key *dup;
+        cr_assert_not_null(priv[i] = EVP_EC_gen("P-256"));
+        int len = i2d_PUBKEY(priv[i], &der);
+        const unsigned char *q = der;
+        EVP_PKEY *pub = d2i_PUBKEY(NULL, &q, len); /* the public half only, as the loader keeps */
+        OPENSSL_free(der);
+        cr_assert_eq(keyset_add(many, pub, "generated", &dup, err, sizeof(err)), 1, "%s", err);
+    }
+    /* signed by the last key that is tried, and by the first that is not */
+    for (int i = TOKEN_KIDLESS_MAX_KEYS - 1; i <= TOKEN_KIDLESS_MAX_KEYS; i++) {
+        char *tok = sign(priv[i], "ES256", "{\"alg\":\"ES256\"}", VALID_PAYLOAD);
+        int rc = token_verify(many, &p, tok, strlen(tok), &r);
+        if (i < TOKEN_KIDLESS_MAX_KEYS) {
+            cr_expect_eq(rc, 0, "key %d: %s", i, r.message);
+        } else {
+            cr_expect_eq(rc, -1, "key %d verified", i);
+            cr_expect_eq(r.error, TOKEN_ERR_UNKNOWN_KID);
+            cr_expect_not_null(strstr(r.message, "checked against at most 16 keys; 4 more are configured"), "%s",
+                               r.message);
+        }
+        token_result_clear(&r);
+        free(tok);
+        /* with its kid, any key verifies */
+        snprintf(hdr, sizeof(hdr), "{\"alg\":\"ES256\",\"kid\":\"%s\"}", many->keys[i].kid);
+        tok = sign(priv[i], "ES256", hdr, VALID_PAYLOAD);
+        cr_expect_eq(token_verify(many, &p, tok, strlen(tok), &r), 0, "key %d with kid: %s", i, r.message);
+        token_result_clear(&r);
+        free(tok);
+    }
+    for (int i = 0; i < NKEYS; i++)
+        EVP_PKEY_free(priv[i]);
+    keyset_free(many);
+}
+
 Test(token, bad_signature)
 {
     size_t len;
@@ -663,6 +713,7 @@ Test(token, audience_mismatch)
     free(tok);
 }
 
+/* Without API audiences in the policy, a token without aud has none. */
 Test(token, audience_missing)
 {
     expect(sign(rsa, "RS256", header("RS256", "RS256"), payload_k8s("{\"namespace\":\"ns\"," SA "," POD "}", SUB)),
@@ -688,17 +739,67 @@ Test(token, legacy_accepted_when_allowed)
     struct token_policy p = policy();
     struct token_result r;
     char *tok = sign(rsa, "RS256", header("RS256", "RS256"), LEGACY_PAYLOAD);
+    char *api[] = {"x", "api"};
     p.accept_legacy = 1;
+    p.api_audiences = api;
+    p.napi_audiences = COUNT(api);
     cr_assert_eq(token_verify(ks, &p, tok, strlen(tok), &r), 0, "%s", r.message);
     cr_expect_str_eq(r.user.username, SUB);
     cr_expect_str_eq(r.user.uid, "su");
     cr_expect_str_eq(r.user.groups[0], "system:serviceaccounts");
     cr_expect_str_eq(r.user.groups[1], "system:serviceaccounts:ns");
     cr_expect_eq(r.user.nextra, 0);
-    cr_expect_eq(r.user.naudiences, 0);
+    /* no aud: it carries the API audiences, of which "api" is wanted */
+    cr_assert_eq(r.user.naudiences, 1);
+    cr_expect_str_eq(r.user.audiences[0], "api");
     cr_expect_eq(r.user.exp, 0);
     token_result_clear(&r);
     free(tok);
+}
+
+/* kube-apiserver's rule: a token without aud carries the API audiences, and
+ * the audiences asked for must intersect them. A legacy token was let
+ * through for any audience (a review asking for "sts.amazonaws.com" of a
+ * server whose API audience is "vault"). */
+Test(token, legacy_token_audiences)
+{
+    struct token_policy p = policy();
+    char *api[] = {"vault"}, *sts[] = {"sts.amazonaws.com"};
+    char payload[1024];
+    p.accept_legacy = 1;
+    p.api_audiences = api;
+    p.napi_audiences = COUNT(api);
+    p.audiences = sts;
+    p.naudiences = COUNT(sts);
+    expect_p(sign(rsa, "RS256", header("RS256", "RS256"), LEGACY_PAYLOAD), &p, TOKEN_ERR_AUDIENCE);
+    /* without API audiences, a token without aud carries none */
+    p.audiences = api;
+    p.api_audiences = NULL;
+    p.napi_audiences = 0;
+    expect_p(sign(rsa, "RS256", header("RS256", "RS256"), LEGACY_PAYLOAD), &p, TOKEN_ERR_AUDIENCE);
+    /* a legacy token that does carry aud is held to it */
+    p.api_audiences = api;
+    p.napi_audiences = COUNT(api);
+    snprintf(payload, sizeof(payload), "{\"aud\":[\"some-other-audience\"],%s", LEGACY_PAYLOAD + 1);
+    expect_p(sign(rsa, "RS256", header("RS256", "RS256"), payload), &p, TOKEN_ERR_AUDIENCE);
+    snprintf(payload, sizeof(payload), "{\"aud\":[\"some-other-audience\",\"vault\"],%s", LEGACY_PAYLOAD + 1);
+    expect_p(sign(rsa, "RS256", header("RS256", "RS256"), payload), &p, TOKEN_OK);
+    snprintf(payload, sizeof(payload), "{\"aud\":[],%s", LEGACY_PAYLOAD + 1); /* empty: as none */
+    expect_p(sign(rsa, "RS256", header("RS256", "RS256"), payload), &p, TOKEN_OK);
+}
+
+/* The same rule holds for any token without aud, as in kube-apiserver. */
+Test(token, bound_token_without_aud_carries_the_api_audiences)
+{
+    struct token_policy p = policy();
+    char *api[] = {"api"}, *other[] = {"other"};
+    char payload[] = "{\"exp\":1700003600,\"iss\":\"" ISS "\",\"kubernetes.io\":{\"namespace\":\"ns\"," SA "," POD
+                     "},\"sub\":\"" SUB "\"}";
+    p.api_audiences = api;
+    p.napi_audiences = COUNT(api);
+    expect_p(sign(rsa, "RS256", header("RS256", "RS256"), payload), &p, TOKEN_OK);
+    p.api_audiences = other;
+    expect_p(sign(rsa, "RS256", header("RS256", "RS256"), payload), &p, TOKEN_ERR_AUDIENCE);
 }
 
 Test(token, legacy_missing_secret_name)
@@ -708,6 +809,8 @@ Test(token, legacy_missing_secret_name)
                      "\"kubernetes.io/serviceaccount/service-account.name\":\"sa\","
                      "\"kubernetes.io/serviceaccount/service-account.uid\":\"su\",\"sub\":\"" SUB "\"}";
     p.accept_legacy = 1;
+    p.api_audiences = audiences;
+    p.napi_audiences = COUNT(audiences);
     expect_p(sign(rsa, "RS256", header("RS256", "RS256"), payload), &p, TOKEN_ERR_CLAIMS);
 }
 

@@ -131,7 +131,8 @@ The container's arguments, as a YAML list.
 {{- end }}
 {{- end }}
 {{- $args = concat $args (list "--max-age" (toString (int64 .Values.maxAge))) }}
-{{- $args = concat $args (list "--state-dir" "/state") }}
+{{- /* A subdirectory the server creates with mode 0700: the emptyDir itself is world-writable, which --state-dir refuses */}}
+{{- $args = concat $args (list "--state-dir" "/state/data") }}
 {{- if ne (toString .Values.keyRetention) "0" }}
 {{- $args = concat $args (list "--key-retention" (toString .Values.keyRetention)) }}
 {{- end }}
