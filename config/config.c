@@ -71,10 +71,13 @@
 #define MAX_HEADER_SIZE      65536
 #define DEFAULT_HEADER_SIZE  8192
 #define DEFAULT_REQ_TIMEOUT  10
+#define DEFAULT_WR_TIMEOUT   10
 #define DEFAULT_IDLE_TIMEOUT 60
 #define DEFAULT_GRACE        5
 #define MAX_CONNECTIONS      1000000
 #define DEFAULT_CONNECTIONS  10000
+#define DEFAULT_REVIEW_CONNS 1000
+#define DEFAULT_ADMIN_CONNS  64
 #define MAX_H2_STREAMS       1000
 #define DEFAULT_H2_STREAMS   100
 
@@ -162,9 +165,12 @@ enum opt {
     OPT_ACCESS_LOG,
     OPT_MAX_HEADER_SIZE,
     OPT_REQUEST_TIMEOUT,
+    OPT_WRITE_TIMEOUT,
     OPT_IDLE_TIMEOUT,
     OPT_SHUTDOWN_GRACE,
     OPT_MAX_CONNECTIONS,
+    OPT_REVIEW_MAX_CONNECTIONS,
+    OPT_ADMIN_MAX_CONNECTIONS,
     OPT_HTTP2_MAX_STREAMS,
     OPT_HTTP2,
     OPT_KEYS,
@@ -227,9 +233,12 @@ static const struct option long_options[OPT_COUNT + 1] = {
     LONG_OPTION(OPT_ACCESS_LOG, "access-log", required_argument),
     LONG_OPTION(OPT_MAX_HEADER_SIZE, "max-request-header-size", required_argument),
     LONG_OPTION(OPT_REQUEST_TIMEOUT, "request-timeout", required_argument),
+    LONG_OPTION(OPT_WRITE_TIMEOUT, "write-timeout", required_argument),
     LONG_OPTION(OPT_IDLE_TIMEOUT, "http2-idle-timeout", required_argument),
     LONG_OPTION(OPT_SHUTDOWN_GRACE, "shutdown-grace", required_argument),
     LONG_OPTION(OPT_MAX_CONNECTIONS, "max-connections", required_argument),
+    LONG_OPTION(OPT_REVIEW_MAX_CONNECTIONS, "token-review-max-connections", required_argument),
+    LONG_OPTION(OPT_ADMIN_MAX_CONNECTIONS, "admin-max-connections", required_argument),
     LONG_OPTION(OPT_HTTP2_MAX_STREAMS, "http2-max-concurrent-streams", required_argument),
     LONG_OPTION(OPT_HTTP2, "http2", no_argument),
     LONG_OPTION(OPT_TOKEN_FILE, "token-file", required_argument),
@@ -324,6 +333,11 @@ static const struct opt_spec {
                              .max = 5 * MINUTE,
                              .problem = DURATION_PROBLEM("1s", "5m"),
                              .commands = FOR_SERVERS},
+    [OPT_WRITE_TIMEOUT] = {.kind = KIND_DURATION,
+                           .min = 1,
+                           .max = 5 * MINUTE,
+                           .problem = DURATION_PROBLEM("1s", "5m"),
+                           .commands = FOR_SERVERS},
     [OPT_IDLE_TIMEOUT] = {.kind = KIND_DURATION,
                           .min = 1,
                           .max = HOUR,
@@ -339,6 +353,16 @@ static const struct opt_spec {
                              .max = MAX_CONNECTIONS,
                              .problem = RANGE_PROBLEM(1, MAX_CONNECTIONS),
                              .commands = FOR_SERVERS},
+    [OPT_REVIEW_MAX_CONNECTIONS] = {.kind = KIND_UINT,
+                                    .min = 1,
+                                    .max = MAX_CONNECTIONS,
+                                    .problem = RANGE_PROBLEM(1, MAX_CONNECTIONS),
+                                    .commands = FOR_SERVERS},
+    [OPT_ADMIN_MAX_CONNECTIONS] = {.kind = KIND_UINT,
+                                   .min = 1,
+                                   .max = MAX_CONNECTIONS,
+                                   .problem = RANGE_PROBLEM(1, MAX_CONNECTIONS),
+                                   .commands = FOR_SERVERS},
     [OPT_HTTP2_MAX_STREAMS] = {.kind = KIND_UINT,
                                .min = 1,
                                .max = MAX_H2_STREAMS,
@@ -1263,9 +1287,12 @@ static int put_defaults(struct parser *p)
         {OPT_LOG_FORMAT, "text"},
         {OPT_MAX_HEADER_SIZE, XSTR(DEFAULT_HEADER_SIZE)},
         {OPT_REQUEST_TIMEOUT, XSTR(DEFAULT_REQ_TIMEOUT)},
+        {OPT_WRITE_TIMEOUT, XSTR(DEFAULT_WR_TIMEOUT)},
         {OPT_IDLE_TIMEOUT, XSTR(DEFAULT_IDLE_TIMEOUT)},
         {OPT_SHUTDOWN_GRACE, XSTR(DEFAULT_GRACE)},
         {OPT_MAX_CONNECTIONS, XSTR(DEFAULT_CONNECTIONS)},
+        {OPT_REVIEW_MAX_CONNECTIONS, XSTR(DEFAULT_REVIEW_CONNS)},
+        {OPT_ADMIN_MAX_CONNECTIONS, XSTR(DEFAULT_ADMIN_CONNS)},
         {OPT_HTTP2_MAX_STREAMS, XSTR(DEFAULT_H2_STREAMS)},
     };
 
@@ -1665,9 +1692,12 @@ static const struct field number_fields[] = {
     FIELD(OPT_DURATION, duration),
     FIELD(OPT_MAX_HEADER_SIZE, max_header_size),
     FIELD(OPT_REQUEST_TIMEOUT, request_timeout),
+    FIELD(OPT_WRITE_TIMEOUT, write_timeout),
     FIELD(OPT_IDLE_TIMEOUT, idle_timeout),
     FIELD(OPT_SHUTDOWN_GRACE, shutdown_grace),
     FIELD(OPT_MAX_CONNECTIONS, max_connections),
+    FIELD(OPT_REVIEW_MAX_CONNECTIONS, token_review_max_connections),
+    FIELD(OPT_ADMIN_MAX_CONNECTIONS, admin_max_connections),
     FIELD(OPT_HTTP2_MAX_STREAMS, http2_max_streams),
 };
 
@@ -1807,6 +1837,9 @@ const char *config_usage(enum config_command cmd)
            "  --enable-token-review           Serve the TokenReview API (default off; needs --token-review-listen)\n"
            "  --token-review-listen HOST:PORT Listen address of the TokenReview API, never a --listen address;\n"
            "                                  repeatable (default none; only with --enable-token-review)\n"
+           "  --token-review-max-connections N\n"
+           "                                  Open connections of the TokenReview listener per process, 1 to\n"
+           "                                  1000000; more are closed at once (default 1000)\n"
            "\n"
            "Production serving (serve and dev; --log-level and --log-format also verify, keys and export):\n"
            "  --tls-listen HOST:PORT          HTTPS listen address; repeatable (default none; needs --tls-cert-file\n"
@@ -1815,6 +1848,8 @@ const char *config_usage(enum config_command cmd)
            "  --tls-private-key-file PATH     PEM private key of that certificate (default none)\n"
            "  --admin-listen HOST:PORT|none   Listen address of /livez, /readyz and /metrics, never a public one;\n"
            "                                  repeatable (default 127.0.0.1:9090; none: no admin listener)\n"
+           "  --admin-max-connections N       Open connections of the admin listener, 1 to 1000000; more are\n"
+           "                                  closed at once (default 64)\n"
            "  --path-prefix /PATH             Serve every endpoint under this path, like /oidc: leading slash, no\n"
            "                                  trailing slash (default none: omit the flag to serve at /)\n"
            "  --allowed-hosts LIST            Host header values to answer, comma-separated host or host:port;\n"
@@ -1825,8 +1860,11 @@ const char *config_usage(enum config_command cmd)
            "  --max-request-header-size BYTES Largest request header block, 1024 to 65536 (default 8192)\n"
            "  --request-timeout DURATION      Time to read a whole request and HTTP/1.1 keep-alive idle time,\n"
            "                                  1s to 5m (default 10s)\n"
+           "  --write-timeout DURATION        Close a connection whose client has taken nothing of a pending\n"
+           "                                  response for this long, 1s to 5m (default 10s)\n"
            "  --shutdown-grace DURATION       Time to finish requests on SIGTERM, 0 to 5m (default 5s)\n"
-           "  --max-connections N             Open connections per process, 1 to 1000000 (default 10000)\n"
+           "  --max-connections N             Open connections of the public listeners (--listen, --tls-listen)\n"
+           "                                  per process, 1 to 1000000; more are closed at once (default 10000)\n"
            "  --http2                         Also speak HTTP/2: h2c on --listen, ALPN h2 on --tls-listen. h2o 2.2.5\n"
            "                                  lets one HTTP/2 client exhaust memory (docs/http2.md): for trusted\n"
            "                                  clients only (default off: HTTP/1.1 only)\n"

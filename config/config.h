@@ -94,7 +94,10 @@ struct config {
     unsigned long max_header_size;     /* --max-request-header-size bytes (default 8192) */
     unsigned long request_timeout;     /* --request-timeout seconds (default 10): HTTP/1.1 idle + whole request */
     unsigned long idle_timeout;        /* --http2-idle-timeout seconds (default 60) */
-    unsigned long max_connections;     /* --max-connections per process (default 10000) */
+    unsigned long write_timeout;       /* --write-timeout seconds (default 10): a pending response stalls */
+    unsigned long max_connections;     /* --max-connections: the public listeners, per process (default 10000) */
+    unsigned long token_review_max_connections; /* --token-review-max-connections (default 1000) */
+    unsigned long admin_max_connections;        /* --admin-max-connections (default 64) */
     unsigned long http2_max_streams;   /* --http2-max-concurrent-streams (default 100) */
     int http2;                         /* --http2: HTTP/2 on the public listeners (default off) */
     unsigned long shutdown_grace;      /* --shutdown-grace seconds (default 5) */

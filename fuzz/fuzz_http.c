@@ -1,6 +1,6 @@
 /* libFuzzer target: the HTTP request path through the server's own h2o
- * sites (server/site.c) — handler_docs.c with http_framing.c,
- * handler_tokenreview.c, handler_admin.c, request_log.c and worker.c.
+ * sites (server/site.c) — http_framing.c in front of handler_docs.c,
+ * handler_tokenreview.c and handler_admin.c, request_log.c and worker.c.
  *
  * The first input byte picks the site; the rest is what one client sends
  * on one connection before shutting its write side down. The connection is

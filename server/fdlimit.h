@@ -9,8 +9,8 @@
 
 /* Raises the soft RLIMIT_NOFILE to the hard one and returns how many
  * client connections fit under it once reserve descriptors are set aside
- * (listeners, event loops, key and log files, admin connections): at
- * least 1, ULONG_MAX when there is no limit. */
+ * (listeners, event loops, key and log files): at least 1, ULONG_MAX when
+ * there is no limit. */
 unsigned long fdlimit_raise(unsigned long reserve);
 
 #endif

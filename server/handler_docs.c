@@ -4,7 +4,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "http_framing.h"
 #include "worker.h"
 
 #define DISCOVERY_PATH "/.well-known/openid-configuration"
@@ -28,7 +27,6 @@ static const h2o_iovec_t body_not_found = {H2O_STRLIT("{\"error\":\"not found\"}
 static const h2o_iovec_t body_not_allowed = {H2O_STRLIT("{\"error\":\"method not allowed\"}")};
 static const h2o_iovec_t body_misdirected = {H2O_STRLIT("{\"error\":\"unknown host\"}")};
 static const h2o_iovec_t body_too_large = {H2O_STRLIT("{\"error\":\"request header fields too large\"}")};
-static const h2o_iovec_t body_ambiguous = {H2O_STRLIT("{\"error\":\"ambiguous message framing\"}")};
 
 static void handler_docs_header(h2o_req_t *req, const h2o_token_t *token, const char *value, size_t len)
 {
@@ -115,23 +113,25 @@ static int handler_docs_serve(struct handler_docs *self, h2o_req_t *req, const s
     return handler_docs_send(req, 200, "OK", h2o_iovec_init(doc->body.bytes, doc->body.len), is_head);
 }
 
-/* The request path without its query. RFC 9112 3.2.2 requires servers to
- * accept the absolute form ("GET http://host/path"), which h2o 2.2 passes
- * through unparsed; its origin-form part is what is matched. */
-static h2o_iovec_t handler_docs_path(h2o_req_t *req)
+/* The request path without its query, and in *authority the host it asks
+ * for. RFC 9112 3.2.2 requires servers to accept the absolute form ("GET
+ * http://host/path"), which h2o 2.2 passes through unparsed: its
+ * origin-form part is what is matched, and its authority, not the Host
+ * header (which the server must then ignore), is the host asked for. */
+static h2o_iovec_t handler_docs_target(h2o_req_t *req, h2o_iovec_t *authority)
 {
     h2o_iovec_t path = h2o_iovec_init(req->path.base, req->query_at != SIZE_MAX ? req->query_at : req->path.len);
-    const char *slashes, *p;
+    const char *end = path.base + path.len, *slashes, *host, *p;
 
-    if (path.len == 0 || path.base[0] == '/')
+    *authority = req->authority;
+    if (path.len == 0 || path.base[0] == '/' || (slashes = memmem(path.base, path.len, "://", 3)) == NULL)
         return path;
-    slashes = memmem(path.base, path.len, "://", 3);
-    if (slashes == NULL)
-        return path;
-    p = memchr(slashes + 3, '/', path.len - (size_t)(slashes + 3 - path.base));
+    host = slashes + 3;
+    p = memchr(host, '/', (size_t)(end - host));
+    *authority = h2o_iovec_init(host, (size_t)((p != NULL ? p : end) - host));
     if (p == NULL)
         return h2o_iovec_init("/", 1);
-    return h2o_iovec_init(p, path.len - (size_t)(p - path.base));
+    return h2o_iovec_init(p, (size_t)(end - p));
 }
 
 /* --allowed-hosts: an entry without a port allows that host on any port;
@@ -164,30 +164,20 @@ static size_t handler_docs_head_size(h2o_req_t *req)
     return n;
 }
 
-/* 400 for a request whose framing is ambiguous; the connection is closed
- * afterwards, because whatever follows it on the wire cannot be trusted to
- * start a request (RFC 9112 6.3 point 3). */
-static int handler_docs_refuse_framing(h2o_req_t *req, int is_head)
-{
-    req->http1_is_persistent = 0;
-    return handler_docs_error(req, 400, "Bad Request", body_ambiguous, is_head);
-}
-
 static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
     struct handler_docs *self = (struct handler_docs *)super;
-    h2o_iovec_t path = handler_docs_path(req);
+    h2o_iovec_t authority;
+    h2o_iovec_t path = handler_docs_target(req, &authority);
     int is_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
     int is_get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
     int discovery = h2o_memis(path.base, path.len, self->discovery_path.base, self->discovery_path.len);
     int jwks = !discovery && h2o_memis(path.base, path.len, self->jwks_path.base, self->jwks_path.len);
     const struct snapshot *snap;
 
-    if (http_framing_ambiguous(req, is_get || is_head))
-        return handler_docs_refuse_framing(req, is_head);
     if (handler_docs_head_size(req) > self->max_header_size)
         return handler_docs_error(req, 431, "Request Header Fields Too Large", body_too_large, is_head);
-    if (!handler_docs_host_allowed(self, req->authority))
+    if (!handler_docs_host_allowed(self, authority))
         return handler_docs_error(req, 421, "Misdirected Request", body_misdirected, is_head);
     if (!discovery && !jwks)
         return handler_docs_error(req, 404, "Not Found", body_not_found, is_head);

@@ -5,7 +5,6 @@
 
 #include "keys/token.h"
 #include "keys/vcache.h"
-#include "http_framing.h"
 #include "metrics.h"
 #include "tokenreview.h"
 #include "worker.h"
@@ -119,10 +118,6 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST"));
         return tokenreview_refuse(req, 405, "MethodNotAllowed", "only POST is allowed");
-    }
-    if (http_framing_ambiguous(req, 0)) {
-        req->http1_is_persistent = 0; /* what follows on the wire cannot be trusted */
-        return tokenreview_refuse(req, 400, "BadRequest", "ambiguous message framing");
     }
     if (!tokenreview_is_json(req))
         return tokenreview_refuse(req, 415, "UnsupportedMediaType", "Content-Type must be application/json");

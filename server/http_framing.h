@@ -1,16 +1,19 @@
 /*
- * http_framing: refuses HTTP/1 requests whose body framing two parsers
- * could read differently (request smuggling, RFC 9112 6.1 and 6.3), which
- * h2o 2.2.5 accepts: Content-Length with Transfer-Encoding, several
- * Content-Length fields, or a body where none belongs.
+ * http_framing: the first handler of every site (public, TokenReview,
+ * admin), for every path and method. It refuses the HTTP/1 requests that
+ * two parsers could read differently and that h2o 2.2.5 accepts:
+ * ambiguous body framing (request smuggling, RFC 9112 6.1 and 6.3:
+ * Content-Length with Transfer-Encoding, several Content-Length fields, or
+ * a chunked body on GET or HEAD), answered 400 with the connection closed;
+ * and a repeated Host field, or none in HTTP/1.1 (RFC 9112 3.2), answered
+ * 400. Anything else goes on to the site's own handler.
  */
 #ifndef OIDC_HTTP_FRAMING_H
 #define OIDC_HTTP_FRAMING_H
 
 #include <h2o.h>
 
-/* 1 when req must be refused (400, connection closed). body_forbidden:
- * the method takes no body (GET, HEAD), so any chunked body is refused. */
-int http_framing_ambiguous(h2o_req_t *req, int body_forbidden);
+/* Registers the check on pathconf; call it before the site's handler. */
+void http_framing_register(h2o_pathconf_t *pathconf);
 
 #endif

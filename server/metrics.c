@@ -18,6 +18,7 @@ static const char *const metrics_method_names[METRICS_NMETHODS] = {"GET", "HEAD"
 static const char *const metrics_status_names[METRICS_NSTATUSES] = {"200", "201", "304", "400", "404", "405",
                                                                     "413", "415", "421", "431", "5xx", "other"};
 static const char *const metrics_source_names[METRICS_NSOURCES] = {"keys", "tls", "state"};
+static const char *const metrics_listener_names[METRICS_NLISTENERS] = {"public", "tokenreview", "admin"};
 /* Latency bucket upper bounds in microseconds; the last is +Inf. */
 static const uint64_t metrics_bounds_us[METRICS_NBUCKETS - 1] = {50,    100,   250,    500,     1000,   2500,
                                                                  10000, 50000, 250000, 1000000, 5000000};
@@ -185,6 +186,34 @@ static void metrics_gauge(struct metrics_buf *b, const char *name, const char *h
     mb_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
 }
 
+/* Connections by listener, and those the server closed on its own. */
+static void metrics_render_connections(struct metrics_buf *b, size_t n)
+{
+    struct metrics_process *p = &metrics_process;
+
+    mb_printf(b, "# HELP oidc_open_connections Open client connections by listener.\n"
+                 "# TYPE oidc_open_connections gauge\n");
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        mb_printf(b, "oidc_open_connections{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                  (unsigned long long)p->connections[l]);
+    mb_printf(b, "# HELP oidc_connections_refused_total Connections closed at once because their listener was at "
+                 "its budget (--max-connections, --token-review-max-connections, --admin-max-connections).\n"
+                 "# TYPE oidc_connections_refused_total counter\n");
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        mb_printf(b, "oidc_connections_refused_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                  (unsigned long long)p->connections_refused[l]);
+    mb_printf(b,
+              "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
+              "out of file descriptors or memory.\n"
+              "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
+              (unsigned long long)p->accept_pauses);
+    mb_printf(b,
+              "# HELP oidc_write_timeouts_total Connections closed because the client took none of a pending "
+              "response for --write-timeout.\n"
+              "# TYPE oidc_write_timeouts_total counter\noidc_write_timeouts_total %llu\n",
+              (unsigned long long)METRICS_SUM(write_timeouts));
+}
+
 static void metrics_render_process(struct metrics_buf *b)
 {
     struct metrics_process *p = &metrics_process;
@@ -206,16 +235,6 @@ static void metrics_render_process(struct metrics_buf *b)
     if (atomic_load(&p->tls_cert_not_after) > 0)
         metrics_gauge(b, "oidc_tls_certificate_expiry_timestamp_seconds", "notAfter of the served certificate.",
                       (long long)p->tls_cert_not_after);
-    metrics_gauge(b, "oidc_open_connections", "Open client connections.", (long long)p->connections);
-    mb_printf(b,
-              "# HELP oidc_connections_refused_total Connections closed at once over --max-connections.\n"
-              "# TYPE oidc_connections_refused_total counter\noidc_connections_refused_total %llu\n",
-              (unsigned long long)p->connections_refused);
-    mb_printf(b,
-              "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
-              "out of file descriptors or memory.\n"
-              "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
-              (unsigned long long)p->accept_pauses);
     mb_printf(b,
               "# HELP oidc_build_info Version of the running binary.\n# TYPE oidc_build_info gauge\n"
               "oidc_build_info{version=\"%s\"} 1\n",
@@ -231,6 +250,7 @@ char *metrics_render(size_t *len)
     metrics_render_requests(&b, n);
     metrics_render_latency(&b, n);
     metrics_render_reviews(&b, n);
+    metrics_render_connections(&b, n);
     metrics_render_process(&b);
     if (b.failed) {
         free(b.p);

@@ -39,6 +39,13 @@ enum metrics_status {
     METRICS_NSTATUSES
 };
 enum metrics_source { METRICS_SOURCE_KEYS, METRICS_SOURCE_TLS, METRICS_SOURCE_STATE, METRICS_NSOURCES };
+/* The kinds of listener, each with its own connection budget. */
+enum metrics_listener {
+    METRICS_LISTENER_PUBLIC,      /* --listen, --tls-listen: --max-connections */
+    METRICS_LISTENER_TOKENREVIEW, /* --token-review-listen: --token-review-max-connections */
+    METRICS_LISTENER_ADMIN,       /* --admin-listen: --admin-max-connections */
+    METRICS_NLISTENERS
+};
 
 #define METRICS_NBUCKETS 12
 #define METRICS_NREASONS (TOKEN_ERR_CLAIMS + 1)
@@ -52,20 +59,22 @@ struct metrics_thread {
     atomic_uint_fast64_t reviews[METRICS_NREASONS]; /* by result: TOKEN_OK or the error */
     atomic_uint_fast64_t cache_hits;
     atomic_uint_fast64_t cache_entries;
+    atomic_uint_fast64_t write_timeouts; /* connections closed by --write-timeout */
 };
 
-/* Process-wide gauges and counters written by the main thread. */
+/* Process-wide gauges and counters written by the main thread, and the
+ * connection counts every worker updates (atomically). */
 struct metrics_process {
     atomic_uint_fast64_t keyset_generation;
     atomic_uint_fast64_t keys_published;
     atomic_uint_fast64_t keys_retained;
     atomic_int_fast64_t last_reload_success; /* unix seconds, 0 = never */
     atomic_uint_fast64_t reload_failures[METRICS_NSOURCES];
-    atomic_int_fast64_t signing_key_first_published; /* unix seconds, 0 = unknown or unset */
-    atomic_int_fast64_t tls_cert_not_after;          /* unix seconds, 0 = no TLS */
-    atomic_uint_fast64_t connections;                /* open client connections, all threads */
-    atomic_uint_fast64_t connections_refused;        /* over --max-connections */
-    atomic_uint_fast64_t accept_pauses;              /* accept() out of descriptors or memory */
+    atomic_int_fast64_t signing_key_first_published;              /* unix seconds, 0 = unknown or unset */
+    atomic_int_fast64_t tls_cert_not_after;                       /* unix seconds, 0 = no TLS */
+    atomic_uint_fast64_t connections[METRICS_NLISTENERS];         /* open client connections, all threads */
+    atomic_uint_fast64_t connections_refused[METRICS_NLISTENERS]; /* closed at once over the budget */
+    atomic_uint_fast64_t accept_pauses;                           /* accept() out of descriptors or memory */
 };
 
 extern struct metrics_process metrics_process;

@@ -18,7 +18,7 @@
 #define SERVER_DRAIN_MS 10000
 
 /* Descriptors kept from client connections for stdio, key, state, log and
- * TLS files, inotify, the signalfd and admin connections. */
+ * TLS files, inotify and the signalfd. */
 #define SERVER_FD_MARGIN 64
 
 /* One kind of listener (see site.h) with its own h2o configuration,
@@ -163,10 +163,9 @@ static void server_grace(const struct config *cfg, int sig)
         ;
 }
 
-/* The descriptors that are not client connections of the public and
- * TokenReview listeners, counted high: each worker (up to two per thread,
- * and the admin one) has an epoll fd, a message pipe and a socket per
- * address at most. */
+/* The descriptors that are not client connections, counted high: each
+ * worker (up to two per thread, and the admin one) has an epoll fd, a
+ * message pipe and a socket per address at most. */
 static unsigned long server_fd_reserve(const struct config *cfg)
 {
     unsigned long addresses =
@@ -175,21 +174,37 @@ static unsigned long server_fd_reserve(const struct config *cfg)
     return SERVER_FD_MARGIN + ((unsigned long)cfg->threads * 2 + 1) * (3 + addresses);
 }
 
-/* --max-connections, or fewer when the open-file limit cannot hold that
- * many: connections over it are then closed at once, as over
- * --max-connections, instead of waiting in the kernel's queue while accept
- * fails and the loop spins. */
-static unsigned long server_max_connections(const struct config *cfg)
+/* The connection budget of each listener that is on (0 for one that is
+ * off): its flag, or less when the open-file limit cannot hold them all.
+ * Connections over a budget are then closed at once instead of waiting in
+ * the kernel's queue while accept fails and the loop spins. The admin
+ * listener is served first, since its probes decide whether the process is
+ * restarted, then TokenReview; the public listeners get what is left. */
+static void server_budgets(const struct config *cfg, unsigned long budget[METRICS_NLISTENERS])
 {
-    unsigned long fit = fdlimit_raise(server_fd_reserve(cfg));
+    static const enum metrics_listener order[] = {METRICS_LISTENER_ADMIN, METRICS_LISTENER_TOKENREVIEW,
+                                                  METRICS_LISTENER_PUBLIC};
+    static const char *const what[METRICS_NLISTENERS] = {"the public listeners", "the TokenReview listener",
+                                                         "the admin listener"};
+    static const char *const flag[METRICS_NLISTENERS] = {"--max-connections", "--token-review-max-connections",
+                                                         "--admin-max-connections"};
+    const unsigned long want[METRICS_NLISTENERS] = {
+        [METRICS_LISTENER_PUBLIC] = cfg->max_connections,
+        [METRICS_LISTENER_TOKENREVIEW] = cfg->enable_token_review ? cfg->token_review_max_connections : 0,
+        [METRICS_LISTENER_ADMIN] = cfg->admin_listen_count > 0 ? cfg->admin_max_connections : 0,
+    };
+    unsigned long left = fdlimit_raise(server_fd_reserve(cfg));
 
-    if (fit >= cfg->max_connections)
-        return cfg->max_connections;
-    log_msg(LOG_WARN,
-            "the open-file limit leaves room for %lu connections, fewer than --max-connections %lu; more are "
-            "closed at once (raise LimitNOFILE= or ulimit -n)",
-            fit, cfg->max_connections);
-    return fit;
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        enum metrics_listener l = order[i];
+        budget[l] = want[l] <= left ? want[l] : left > 0 ? left : 1;
+        left -= budget[l] < left ? budget[l] : left;
+        if (budget[l] < want[l])
+            log_msg(LOG_WARN,
+                    "the open-file limit leaves room for %lu connections of %s, fewer than %s %lu; more are "
+                    "closed at once (raise LimitNOFILE= or ulimit -n)",
+                    budget[l], what[l], flag[l], want[l]);
+    }
 }
 
 int server_run(const struct config *cfg, struct reload *reload, struct accesslog *accesslog)
@@ -197,11 +212,9 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
     static struct server_site docs, review, admin;
     struct server_site *sites[3];
     size_t nsites = 0;
-    struct worker_env env = {
-        .tls = reload_tls(reload), .accesslog = accesslog, .max_connections = server_max_connections(cfg)};
-    /* Probes and scrapes must get through when clients fill the public
-     * side: the admin listener is outside --max-connections. */
-    struct worker_env admin_env = {.max_connections = 0};
+    unsigned long budget[METRICS_NLISTENERS];
+    uint64_t write_timeout_ms = (uint64_t)cfg->write_timeout * 1000;
+    struct worker_env docs_env, review_env, admin_env;
     size_t nworkers = 0;
     struct worker **workers = calloc((size_t)cfg->threads * 2 + 1, sizeof(*workers));
     sigset_t signals;
@@ -210,17 +223,30 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
     server_block_signals(&signals);
     if (workers == NULL)
         return 1;
+    server_budgets(cfg, budget);
+    docs_env = (struct worker_env){.tls = reload_tls(reload),
+                                   .accesslog = accesslog,
+                                   .listener = METRICS_LISTENER_PUBLIC,
+                                   .max_connections = budget[METRICS_LISTENER_PUBLIC],
+                                   .write_timeout_ms = write_timeout_ms};
+    review_env = (struct worker_env){.accesslog = accesslog,
+                                     .listener = METRICS_LISTENER_TOKENREVIEW,
+                                     .max_connections = budget[METRICS_LISTENER_TOKENREVIEW],
+                                     .write_timeout_ms = write_timeout_ms};
+    admin_env = (struct worker_env){.listener = METRICS_LISTENER_ADMIN,
+                                    .max_connections = budget[METRICS_LISTENER_ADMIN],
+                                    .write_timeout_ms = write_timeout_ms};
     docs = (struct server_site){.plain = cfg->listens,
                                 .nplain = cfg->listen_count,
                                 .tls = cfg->tls_listens,
                                 .ntls = cfg->tls_listen_count,
                                 .threads = cfg->threads,
-                                .env = &env};
+                                .env = &docs_env};
     site_configure(&docs.conf, cfg, SITE_DOCS);
     review = (struct server_site){.plain = cfg->token_review_listens,
                                   .nplain = cfg->token_review_listen_count,
                                   .threads = cfg->threads,
-                                  .env = &env,
+                                  .env = &review_env,
                                   .what = "POST /apis/authentication.k8s.io/v1/tokenreviews"};
     site_configure(&review.conf, cfg, SITE_TOKENREVIEW);
     admin = (struct server_site){.plain = cfg->admin_listens,

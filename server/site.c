@@ -3,14 +3,17 @@
 #include "handler_admin.h"
 #include "handler_docs.h"
 #include "handler_tokenreview.h"
+#include "http_framing.h"
 #include "request_log.h"
 
 /* The public and admin listeners serve GETs only: no request body needed. */
 #define SITE_MAX_GET_BODY 16384
 
 /* A fresh h2o configuration with one handler for every path, the limits of
- * cfg, and (observed) the request hook that feeds metrics and the access
- * log — not for the admin listener, whose probes would drown both. No
+ * cfg, the framing and Host check in front of the handler (one rule for
+ * every listener), and (observed) the request hook that feeds metrics and
+ * the access log — not for the admin listener, whose probes would drown
+ * both. No
  * Server header: it costs bytes on every response and tells attackers which
  * library version to look up. Without http2, h2o's HTTP/1 side neither
  * upgrades (Upgrade: h2c) nor takes the HTTP/2 preface (prior knowledge, even
@@ -28,6 +31,7 @@ static h2o_pathconf_t *site_init(h2o_globalconf_t *conf, const struct config *cf
     conf->http2.max_concurrent_requests_per_connection = cfg->http2_max_streams;
     h2o_hostconf_t *host = h2o_config_register_host(conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    http_framing_register(path);
     if (observed)
         request_log_register(path);
     return path;

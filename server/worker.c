@@ -6,9 +6,11 @@
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <time.h>
+#include <h2o/http1.h>
 
 #include "log.h"
 #include "metrics.h"
+#include "peer_progress.h"
 
 /* Accepting in small batches keeps one busy listener from starving the
  * connections the loop already has. */
@@ -16,6 +18,11 @@
 
 /* How long accepting stops after accept() ran out of descriptors. */
 #define WORKER_ACCEPT_PAUSE_MS 100
+
+/* How often per --write-timeout the pending writes are checked: a
+ * connection is closed between 1 and 1 + 1/8 timeouts after its client
+ * last took a byte. */
+#define WORKER_WRITE_CHECKS 8
 
 /* A snapshot as one worker holds it: the worker's reference plus the count
  * of its requests still using it. A replaced snapshot is released when its
@@ -46,12 +53,16 @@ struct worker_listener {
 };
 
 /* An open client connection, tracked so that the idle ones can be closed
- * at shutdown (h2o 2.2 has no API for that). */
+ * at shutdown and the stalled ones after --write-timeout (h2o 2.2 has no
+ * API for either). */
 struct worker_conn {
     h2o_linklist_t link;
     h2o_socket_t *sock;
     struct worker *worker;
-    SSL_CTX *tls; /* the certificate it was accepted with: a reference, see worker_serve_connection */
+    SSL_CTX *tls;         /* the certificate it was accepted with: a reference, see worker_serve_connection */
+    uint64_t progress;    /* peer_progress and bytes queued at the last check of a pending write */
+    uint64_t progress_at; /* loop time (ms) that value was first seen; 0: no write pending then */
+    int timed_out;        /* shut down by --write-timeout; h2o closes it */
 };
 
 struct worker {
@@ -72,6 +83,8 @@ struct worker {
     h2o_timeout_entry_t flush_entry;
     h2o_timeout_t accept_pause;
     h2o_timeout_entry_t accept_resume; /* linked while accepting is paused */
+    h2o_timeout_t write_check;         /* --write-timeout / WORKER_WRITE_CHECKS */
+    h2o_timeout_entry_t write_check_entry;
     struct worker_pin *pin;
     size_t inflight;
     int stopping;
@@ -194,24 +207,111 @@ static void worker_on_conn_close(void *data)
     struct worker_conn *conn = data;
 
     if (conn->worker->env.max_connections != 0)
-        atomic_fetch_sub(&metrics_process.connections, 1);
+        atomic_fetch_sub(&metrics_process.connections[conn->worker->env.listener], 1);
     h2o_linklist_unlink(&conn->link);
     SSL_CTX_free(conn->tls);
     free(conn);
 }
 
-/* Takes one more connection unless the process is at --max-connections:
- * then it is closed at once, which costs the client a retry but keeps the
- * server's memory bounded. */
+/* Takes one more connection unless its listener is at its budget: then it
+ * is closed at once, which costs the client a retry but keeps the server's
+ * memory bounded. Each kind of listener has its own budget, so clients
+ * filling the public one leave TokenReview and the probes answered. */
 static int worker_admit(struct worker *w)
 {
+    enum metrics_listener l = w->env.listener;
+
     if (w->env.max_connections == 0)
         return 1;
-    if (atomic_fetch_add(&metrics_process.connections, 1) < w->env.max_connections)
+    if (atomic_fetch_add(&metrics_process.connections[l], 1) < w->env.max_connections)
         return 1;
-    atomic_fetch_sub(&metrics_process.connections, 1);
-    atomic_fetch_add(&metrics_process.connections_refused, 1);
+    atomic_fetch_sub(&metrics_process.connections[l], 1);
+    atomic_fetch_add(&metrics_process.connections_refused[l], 1);
     return 0;
+}
+
+/* True when conn has had a write pending for --write-timeout in which its
+ * client took nothing. The kernel is asked (peer_progress) only while a
+ * write is pending, so an idle or quick connection costs no system call. */
+static int worker_conn_stalled(struct worker_conn *conn, uint64_t now, uint64_t timeout_ms)
+{
+    uint64_t progress;
+
+    if (conn->timed_out || !h2o_socket_is_writing(conn->sock)) {
+        conn->progress_at = 0;
+        return 0;
+    }
+    progress = conn->sock->bytes_written + peer_progress(h2o_socket_get_fd(conn->sock));
+    if (conn->progress_at == 0 || progress != conn->progress) {
+        conn->progress = progress;
+        conn->progress_at = now;
+        return 0;
+    }
+    return now - conn->progress_at >= timeout_ms;
+}
+
+/* foreach_request callback: the HTTP/1 request being answered on a timed
+ * out connection must not keep it alive. Once its write fails, h2o 2.2.5
+ * would otherwise go on to answer the pipelined requests it has already
+ * read, each write failing at once, and log every one as served. */
+static int worker_end_keepalive(h2o_req_t *req, void *unused)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    struct worker_conn *conn = sock != NULL ? sock->on_close.data : NULL;
+
+    (void)unused;
+    if (conn != NULL && conn->timed_out)
+        req->http1_is_persistent = 0;
+    return 0;
+}
+
+/* Shutting the socket down makes h2o's pending write fail, so h2o releases
+ * the connection itself (closing the socket under it would leave h2o a
+ * freed one). SO_LINGER 0 makes the final close a reset, which frees the
+ * unsent data at once instead of the kernel trying to deliver it to a
+ * client that does not read. */
+static void worker_time_out(struct worker *w, struct worker_conn *conn)
+{
+    int fd = h2o_socket_get_fd(conn->sock);
+    struct linger reset = {.l_onoff = 1, .l_linger = 0};
+
+    conn->timed_out = 1;
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    shutdown(fd, SHUT_RDWR);
+    if (w->metrics != NULL)
+        metrics_add(&w->metrics->write_timeouts, 1);
+}
+
+/* --write-timeout. Over HTTP/1, h2o 2.2.5 (lib/http1.c) stops reading and
+ * clears its request timer once a request is complete, and starts both
+ * again only when the last byte of the response has been handed to the
+ * kernel (on_send_complete): there is no timer while a response is
+ * written, so a client that stops reading would hold its connection, and
+ * a slot of its listener's budget, for good. The same reading pause means
+ * that pipelined requests are answered one at a time: at most one
+ * response per connection is ever queued. The worker checks its
+ * connections every timeout / WORKER_WRITE_CHECKS; h2o_socket_is_writing
+ * tells which have a write pending (HTTP/1, HTTP/2 or a TLS handshake),
+ * and a request costs nothing. */
+static void worker_on_write_check(h2o_timeout_entry_t *entry)
+{
+    struct worker *w = H2O_STRUCT_FROM_MEMBER(struct worker, write_check_entry, entry);
+    uint64_t now = h2o_now(w->loop);
+    /* While the worker drains, a stalled client gets one check, not the
+     * whole timeout: the drain would otherwise wait for it to the end. */
+    uint64_t timeout = w->stopping ? w->write_check.timeout : w->env.write_timeout_ms;
+    int any = 0;
+
+    for (h2o_linklist_t *l = w->conns.next; l != &w->conns; l = l->next) {
+        struct worker_conn *conn = H2O_STRUCT_FROM_MEMBER(struct worker_conn, link, l);
+        if (worker_conn_stalled(conn, now, timeout)) {
+            worker_time_out(w, conn);
+            any = 1;
+        }
+    }
+    if (any)
+        H2O_HTTP1_CALLBACKS.foreach_request(&w->ctx, worker_end_keepalive, NULL);
+    h2o_timeout_link(w->loop, &w->write_check, &w->write_check_entry);
 }
 
 /* h2o 2.2 keeps a bare pointer to the SSL_CTX of a TLS connection until
@@ -330,6 +430,11 @@ static void worker_init_loop(struct worker *w)
     h2o_multithread_register_receiver(w->ctx.queue, &w->receiver, worker_on_message);
     h2o_timeout_init(w->loop, &w->accept_pause, WORKER_ACCEPT_PAUSE_MS);
     w->accept_resume.cb = worker_on_accept_resume;
+    if (w->env.write_timeout_ms != 0) {
+        h2o_timeout_init(w->loop, &w->write_check, w->env.write_timeout_ms / WORKER_WRITE_CHECKS);
+        w->write_check_entry.cb = worker_on_write_check;
+        h2o_timeout_link(w->loop, &w->write_check, &w->write_check_entry);
+    }
     for (size_t i = 0; i < w->nlisteners; i++) {
         w->listeners[i].sock = h2o_evloop_socket_create(w->loop, w->listeners[i].fd, H2O_SOCKET_FLAG_DONT_READ);
         w->listeners[i].sock->data = &w->listeners[i];
@@ -350,6 +455,10 @@ static void worker_dispose_loop(struct worker *w)
     if (h2o_timeout_is_linked(&w->ctx.http2._graceful_shutdown_timeout))
         h2o_timeout_unlink(&w->ctx.http2._graceful_shutdown_timeout);
     h2o_timeout_dispose(w->loop, &w->accept_pause);
+    if (w->env.write_timeout_ms != 0) {
+        h2o_timeout_unlink(&w->write_check_entry);
+        h2o_timeout_dispose(w->loop, &w->write_check);
+    }
     h2o_context_dispose(&w->ctx);
     h2o_evloop_destroy(w->loop);
 }

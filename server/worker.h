@@ -12,6 +12,7 @@
 #include <openssl/ssl.h>
 #include "accesslog.h"
 #include "keys/snapshot.h"
+#include "metrics.h"
 
 struct worker;
 
@@ -21,11 +22,13 @@ struct worker_fd {
     int tls;
 };
 
-/* What every worker shares. */
+/* What the workers of one kind of listener share. */
 struct worker_env {
-    SSL_CTX *tls;                  /* certificate for TLS listeners, or NULL (a reference is taken) */
-    struct accesslog *accesslog;   /* or NULL */
-    unsigned long max_connections; /* over all threads; 0: neither limited nor counted (admin) */
+    SSL_CTX *tls;                   /* certificate for TLS listeners, or NULL (a reference is taken) */
+    struct accesslog *accesslog;    /* or NULL */
+    enum metrics_listener listener; /* whose connection budget and counters */
+    unsigned long max_connections;  /* the budget, over all threads; 0: neither limited nor counted (fuzzer) */
+    uint64_t write_timeout_ms;      /* --write-timeout; 0: none (fuzzer) */
 };
 
 /* Creates a worker that will accept on the listening sockets fds (it owns
@@ -45,8 +48,8 @@ int worker_start(struct worker *w);
 h2o_evloop_t *worker_attach(struct worker *w);
 
 /* On w's thread: serves sock, a connection accepted on one of w's plain
- * (tls 0) or TLS listeners, or closes it at once when the process is at
- * --max-connections. */
+ * (tls 0) or TLS listeners, or closes it at once when its listener is at
+ * its budget (env.max_connections). */
 void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls);
 
 /* Thread-safe: hands the worker a new snapshot (taking one reference). */

@@ -1,10 +1,14 @@
-"""End-to-end tests of hostile HTTP/1.1 input on the public listener:
-request smuggling (ambiguous message framing) and path variants.
+"""End-to-end tests of hostile HTTP/1.1 input: request smuggling
+(ambiguous message framing) and Host fields on every listener, and path
+variants on the public one.
 
 h2o 2.2.5 by itself lets Transfer-Encoding win over Content-Length, uses
 the first of two Content-Length fields and reads a chunked body on GET, all
 on a kept-alive connection; the server refuses each with 400 and closes the
-connection, so bytes smuggled after such a request are never answered.
+connection, so bytes smuggled after such a request are never answered. The
+same rule holds on the public, TokenReview and admin listeners, for every
+path and method. h2o also takes the last of two Host fields and serves an
+HTTP/1.1 request without one; both are answered 400 (RFC 9112 3.2).
 
 Paths are matched byte for byte (the query aside): no percent-decoding and
 no dot-segment removal, like kube-apiserver's exact mux paths.
@@ -206,6 +210,92 @@ class SmugglingTokenReviewTest(H.ServerTestCase):
                     self.assertEqual(r.buf, b"")
                 finally:
                     s.close()
+
+
+class EveryListenerTest(H.ServerTestCase):
+    """One framing and Host rule for the public, TokenReview and admin
+    listeners and every path on them: before, the TokenReview listener
+    checked framing only for a POST to its own path, and the admin listener
+    not at all."""
+
+    def setUp(self):
+        super().setUp()
+        key = self.keys.ec()
+        self.srv = H.start_review_server(self, ["--service-account-issuer", ISSUER,
+                                                "--service-account-key-file", key.pub])
+        self.targets = {  # listener -> (port, paths)
+            "public": (self.srv.port, (H.JWKS, "/nope")),
+            "tokenreview": (self.srv.review_port, (H.TOKENREVIEW_PATH, "/", "/apis/other")),
+            "admin": (self.srv.admin_port, ("/livez", "/metrics", "/nope")),
+        }
+
+    def exchange(self, port, data, method="GET"):
+        """Sends data on a new connection; returns (first response, the
+        reader, for what follows). The connection is closed at cleanup."""
+        s = socket.create_connection(("127.0.0.1", port), timeout=H.SOCK_TIMEOUT)
+        self.addCleanup(s.close)
+        s.sendall(data)
+        r = H.RawReader(s)
+        return r.read_response(method), r
+
+    def test_ambiguous_framing_refused_and_closed_on_every_listener(self):
+        for listener, (port, paths) in self.targets.items():
+            for path in paths:
+                for name, req in SMUGGLING.items():
+                    with self.subTest(listener=listener, path=path, variant=name):
+                        (st, h, body), r = self.exchange(port, (req % path.encode()) + NEXT,
+                                                         "HEAD" if req.startswith(b"HEAD ") else "GET")
+                        self.assertEqual(st, 400)
+                        self.assertEqual(H.one(h, "connection"), "close")
+                        if not req.startswith(b"HEAD "):
+                            self.assertEqual(body, b'{"error":"ambiguous message framing"}')
+                        self.assertTrue(r.wait_closed(), "connection left open")
+                        self.assertEqual(r.buf, b"", "bytes after the 400: %r" % r.buf[:200])
+
+    def host_requests(self, path):
+        """name -> (request bytes, the error its answer names)."""
+        two = b'{"error":"more than one Host header"}'
+        none = b'{"error":"an HTTP/1.1 request needs a Host header"}'
+        p = path.encode()
+        return {
+            "two hosts": (b"GET %s HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n" % p, two),
+            "two hosts, same value": (b"GET %s HTTP/1.1\r\nHost: x\r\nHost: x\r\n\r\n" % p, two),
+            "two hosts apart, mixed case": (b"GET %s HTTP/1.1\r\nUser-Agent: t\r\nhOST: a\r\nAccept: */*\r\n"
+                                            b"HOST: b\r\n\r\n" % p, two),
+            "two hosts with a body": (b"POST %s HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nHost: b\r\n"
+                                      b"Content-Type: application/json\r\n\r\n{}" % p, two),
+            "two hosts in HTTP/1.0": (b"GET %s HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n" % p, two),
+            "no host": (b"GET %s HTTP/1.1\r\nUser-Agent: t\r\n\r\n" % p, none),
+            "no header at all": (b"GET %s HTTP/1.1\r\n\r\n" % p, none),
+        }
+
+    def test_host_fields_checked_on_every_listener(self):
+        for listener, (port, paths) in self.targets.items():
+            for path in paths:
+                for name, (req, error) in self.host_requests(path).items():
+                    with self.subTest(listener=listener, path=path, case=name):
+                        http10 = b"HTTP/1.0" in req.split(b"\r\n", 1)[0]
+                        (st, h, body), r = self.exchange(port, req + (b"" if http10 else NEXT))
+                        self.assertEqual((st, body), (400, error))
+                        # framing is sound, so the connection stays open
+                        # (HTTP/1.0 closes it anyway) and what follows is
+                        # answered
+                        if http10:
+                            self.assertTrue(r.wait_closed())
+                        else:
+                            self.assertEqual(H.one(h, "connection"), "keep-alive")
+                            self.assertIn(r.read_response()[0], (200, 404))
+
+    def test_one_host_or_http10_without_one_served(self):
+        for listener, port, path, want in (("public", self.srv.port, H.JWKS, 200),
+                                           ("admin", self.srv.admin_port, "/livez", 200),
+                                           ("tokenreview", self.srv.review_port, "/", 404)):
+            with self.subTest(listener=listener):
+                (st, _, _), _ = self.exchange(port, b"GET %s HTTP/1.0\r\n\r\n" % path.encode())
+                self.assertEqual(st, want)
+                (st, _, _), _ = self.exchange(port, b"GET %s HTTP/1.1\r\nUser-Agent: t\r\nHost: x\r\n\r\n"
+                                              % path.encode())
+                self.assertEqual(st, want)
 
 
 if __name__ == "__main__":

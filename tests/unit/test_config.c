@@ -1897,9 +1897,12 @@ static const struct flag_case production_flags[] = {
     {"--access-log", "-"},
     {"--max-request-header-size", "4096"},
     {"--request-timeout", "5s"},
+    {"--write-timeout", "5s"},
     {"--http2-idle-timeout", "5s"},
     {"--shutdown-grace", "1s"},
     {"--max-connections", "10"},
+    {"--token-review-max-connections", "10"},
+    {"--admin-max-connections", "10"},
     {"--http2-max-concurrent-streams", "10"},
     {"--http2", NULL},
 };
@@ -1924,9 +1927,12 @@ static void production_defaults_are_set(void)
     cr_assert_null(cfg.access_log);
     cr_assert_eq(cfg.max_header_size, 8192);
     cr_assert_eq(cfg.request_timeout, 10);
+    cr_assert_eq(cfg.write_timeout, 10);
     cr_assert_eq(cfg.idle_timeout, 60);
     cr_assert_eq(cfg.shutdown_grace, 5);
     cr_assert_eq(cfg.max_connections, 10000);
+    cr_assert_eq(cfg.token_review_max_connections, 1000);
+    cr_assert_eq(cfg.admin_max_connections, 64);
     cr_assert_eq(cfg.http2_max_streams, 100);
     cr_assert_eq(cfg.http2, 0, "HTTP/2 is opt-in (docs/http2.md)");
 }
@@ -1954,7 +1960,8 @@ Test(config, production_every_flag)
             "A.example.com,b.example.com:8443", "--log-level", "debug", "--log-format", "json", "--access-log",
             "/var/log/oidc/access.log", "--max-request-header-size", "16384", "--request-timeout", "30s",
             "--http2-idle-timeout", "2m", "--shutdown-grace", "0", "--max-connections", "500",
-            "--http2-max-concurrent-streams", "250", "--http2", NULL);
+            "--http2-max-concurrent-streams", "250", "--http2", "--write-timeout", "45s",
+            "--token-review-max-connections", "20", "--admin-max-connections", "8", NULL);
     cr_assert_eq(cfg.tls_listen_count, 2);
     cr_assert_str_eq(cfg.tls_listens[0].host, "0.0.0.0");
     cr_assert_eq(cfg.tls_listens[0].port, 8443);
@@ -1979,6 +1986,9 @@ Test(config, production_every_flag)
     cr_assert_eq(cfg.max_connections, 500);
     cr_assert_eq(cfg.http2_max_streams, 250);
     cr_assert_eq(cfg.http2, 1);
+    cr_assert_eq(cfg.write_timeout, 45);
+    cr_assert_eq(cfg.token_review_max_connections, 20);
+    cr_assert_eq(cfg.admin_max_connections, 8);
     /* the public listener is unchanged */
     cr_assert_eq(cfg.listen_count, 1);
     cr_assert_eq(cfg.listens[0].port, 8080);
@@ -2330,17 +2340,26 @@ Test(config, access_log)
 Test(config, production_number_limits)
 {
     OK_WITH("--max-request-header-size", "1024", "--max-connections", "1", "--http2-max-concurrent-streams", "1",
-            "--request-timeout", "1s", "--http2-idle-timeout", "1", "--shutdown-grace", "0s", NULL);
+            "--request-timeout", "1s", "--http2-idle-timeout", "1", "--shutdown-grace", "0s", "--write-timeout", "1",
+            "--token-review-max-connections", "1", "--admin-max-connections", "1", NULL);
     cr_assert_eq(cfg.max_header_size, 1024);
     cr_assert_eq(cfg.max_connections, 1);
+    cr_assert_eq(cfg.write_timeout, 1);
+    cr_assert_eq(cfg.token_review_max_connections, 1);
+    cr_assert_eq(cfg.admin_max_connections, 1);
     cr_assert_eq(cfg.http2_max_streams, 1);
     cr_assert_eq(cfg.request_timeout, 1);
     cr_assert_eq(cfg.idle_timeout, 1);
     cr_assert_eq(cfg.shutdown_grace, 0);
     OK_WITH("--max-request-header-size", "65536", "--max-connections", "1000000", "--http2-max-concurrent-streams",
-            "1000", "--request-timeout", "5m", "--http2-idle-timeout", "1h", "--shutdown-grace", "300", NULL);
+            "1000", "--request-timeout", "5m", "--http2-idle-timeout", "1h", "--shutdown-grace", "300",
+            "--write-timeout", "5m", "--token-review-max-connections", "1000000", "--admin-max-connections", "1000000",
+            NULL);
     cr_assert_eq(cfg.max_header_size, 65536);
     cr_assert_eq(cfg.max_connections, 1000000);
+    cr_assert_eq(cfg.write_timeout, 300);
+    cr_assert_eq(cfg.token_review_max_connections, 1000000);
+    cr_assert_eq(cfg.admin_max_connections, 1000000);
     cr_assert_eq(cfg.http2_max_streams, 1000);
     cr_assert_eq(cfg.request_timeout, 300);
     cr_assert_eq(cfg.idle_timeout, 3600);
@@ -2357,6 +2376,14 @@ Test(config, production_number_errors)
         {"--max-connections", "0", CONN_PROBLEM},
         {"--max-connections", "1000001", CONN_PROBLEM},
         {"--max-connections", "-1", CONN_PROBLEM},
+        {"--token-review-max-connections", "0", CONN_PROBLEM},
+        {"--token-review-max-connections", "1000001", CONN_PROBLEM},
+        {"--admin-max-connections", "0", CONN_PROBLEM},
+        {"--admin-max-connections", "64k", CONN_PROBLEM},
+        {"--write-timeout", "0", REQ_TIMEOUT_PROBLEM},
+        {"--write-timeout", "301", REQ_TIMEOUT_PROBLEM},
+        {"--write-timeout", "1h", REQ_TIMEOUT_PROBLEM},
+        {"--write-timeout", "-1s", REQ_TIMEOUT_PROBLEM},
         {"--http2-max-concurrent-streams", "0", STREAMS_PROBLEM},
         {"--http2-max-concurrent-streams", "1001", STREAMS_PROBLEM},
         {"--http2-max-concurrent-streams", "1e2", STREAMS_PROBLEM},
@@ -2393,7 +2420,8 @@ Test(config, file_production_keys)
                " \"log-level\": \"warn\", \"log-format\": \"json\", \"access-log\": \"-\",\n"
                " \"max-request-header-size\": 2048, \"request-timeout\": \"20s\", \"http2-idle-timeout\": 120,\n"
                " \"shutdown-grace\": \"1m\", \"max-connections\": 64, \"http2-max-concurrent-streams\": 8,\n"
-               " \"http2\": true}");
+               " \"http2\": true, \"write-timeout\": \"30s\", \"token-review-max-connections\": 16,\n"
+               " \"admin-max-connections\": 4}");
     ok("--config", path, NULL);
     cr_assert_eq(cfg.listen_count, 2);
     cr_assert_str_eq(cfg.listens[0].unix_path, "/run/oidc.sock");
@@ -2417,9 +2445,12 @@ Test(config, file_production_keys)
     cr_assert_eq(cfg.max_connections, 64);
     cr_assert_eq(cfg.http2_max_streams, 8);
     cr_assert_eq(cfg.http2, 1);
+    cr_assert_eq(cfg.write_timeout, 30);
+    cr_assert_eq(cfg.token_review_max_connections, 16);
+    cr_assert_eq(cfg.admin_max_connections, 4);
     /* flags replace the file's lists and values */
     ok("--config", path, "--tls-listen", "127.0.0.1:9443", "--allowed-hosts", "c.example", "--admin-listen", "none",
-       "--log-level", "debug", "--request-timeout", "1m", NULL);
+       "--log-level", "debug", "--request-timeout", "1m", "--admin-max-connections", "2", NULL);
     cr_assert_eq(cfg.tls_listen_count, 1);
     cr_assert_eq(cfg.tls_listens[0].port, 9443);
     list_is(&cfg.allowed_hosts, 1, "c.example");
@@ -2427,6 +2458,7 @@ Test(config, file_production_keys)
     cr_assert_eq(cfg.admin_listen_count, 0);
     cr_assert_str_eq(cfg.log_level, "debug");
     cr_assert_eq(cfg.request_timeout, 60);
+    cr_assert_eq(cfg.admin_max_connections, 2);
 }
 
 Test(config, file_admin_listen_none)
@@ -2490,6 +2522,9 @@ Test(config, file_production_errors)
     file_fails("{\"http2-idle-timeout\": \"2h\"}", "key \"http2-idle-timeout\": " IDLE_PROBLEM);
     file_fails("{\"shutdown-grace\": 301}", "key \"shutdown-grace\": " GRACE_PROBLEM);
     file_fails("{\"max-connections\": 0}", "key \"max-connections\": " CONN_PROBLEM);
+    file_fails("{\"token-review-max-connections\": \"9\"}", "key \"token-review-max-connections\": " CONN_PROBLEM);
+    file_fails("{\"admin-max-connections\": 0}", "key \"admin-max-connections\": " CONN_PROBLEM);
+    file_fails("{\"write-timeout\": \"6m\"}", "key \"write-timeout\": " REQ_TIMEOUT_PROBLEM);
     file_fails("{\"http2-max-concurrent-streams\": 1.5}", "key \"http2-max-concurrent-streams\": " STREAMS_PROBLEM);
     file_fails("{\"http2\": \"yes\"}", "key \"http2\": must be true or false");
     file_fails("{\"http2\": 1}", "key \"http2\": must be true or false");
@@ -2536,7 +2571,13 @@ Test(config, usage_lists_production_serving)
                           "--shutdown-grace DURATION",
                           "0 to 5m (default 5s)",
                           "--max-connections N",
-                          "1 to 1000000 (default 10000)",
+                          "1 to 1000000; more are closed at once (default 10000)",
+                          "--token-review-max-connections N",
+                          "1000000; more are closed at once (default 1000)",
+                          "--admin-max-connections N",
+                          "closed at once (default 64)",
+                          "--write-timeout DURATION",
+                          "response for this long, 1s to 5m (default 10s)",
                           "--http2-max-concurrent-streams N",
                           "1 to 1000 (default 100)",
                           "--http2 ",
