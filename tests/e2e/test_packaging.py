@@ -249,7 +249,7 @@ class UnitLimits(H.ServerTestCase):
         limit = int(unit_values("LimitNOFILE")[0])
         if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < limit:
             self.skipTest("the hard open-file limit here is below the unit's %d" % limit)
-        warning = r"open-file limit leaves room for [0-9]+ connections"
+        warning = r"open-file limit leaves room for [0-9]+ connections of the public listeners"
         for nofile, warns in ((limit, False), (limit // 4, True)):
             srv = H.Server(["--service-account-issuer", "https://oidc.example.com",
                             "--service-account-key-file", os.path.join(H.FIXTURES, "rsa2048.pub"),
