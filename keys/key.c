@@ -162,6 +162,8 @@ void key_clear(struct key *k)
     EVP_MD_free(k->md);
     EVP_PKEY_free(k->pub);
     free(k->source);
+    free(k->path);
+    free(k->path_real);
     free(k->jwk);
     memset(k, 0, sizeof(*k));
 }

@@ -24,6 +24,8 @@ struct key {
     const char *curve;         /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
     int bits;                  /* RSA modulus bits, or EC field bits */
     char *source;              /* "path" or "path (block N)", owned */
+    char *path;                /* the file it was read from, as configured or listed, owned; NULL if none */
+    char *path_real;           /* where path led (symlinks resolved) at that read, owned; NULL if unknown */
     char *jwk;                 /* the JWK object as published, owned, NUL-terminated */
     size_t jwk_len;
     /* Verification state, prepared once by key_init (jws_key_prepare) so

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "keyfile.h"
 #include "pem.h"
 
 /* Loading state shared with the per-key callback. */
@@ -17,6 +20,7 @@ struct keyset_loader {
     keyset_warn_cb warn;
     void *warn_ctx;
     int mode_checked; /* the current file's mode was looked at */
+    char *real;       /* where the current file's path leads, malloc'ed; NULL if unknown */
 };
 
 __attribute__((format(printf, 2, 3))) static void keyset_warn(struct keyset_loader *l, const char *fmt, ...)
@@ -65,20 +69,44 @@ int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const struc
     return 1;
 }
 
-/* A private key that group or others can read may already have leaked
- * through a backup, a debug shell or another container sharing the volume,
- * and this server only ever needs its public half. Warns once per file; a
- * failed stat is left to the read that follows to report. */
+/* Records which file the key just added came from. */
+static int keyset_set_path(struct key *k, const char *path, const char *real)
+{
+    k->path = path ? strdup(path) : NULL;
+    k->path_real = real ? strdup(real) : NULL;
+    return (path && !k->path) || (real && !k->path_real) ? -1 : 0;
+}
+
+int keyset_add_copy(struct keyset *ks, const struct key *k, char *err, size_t errlen)
+{
+    const struct key *dup;
+    int rc;
+
+    if (EVP_PKEY_up_ref(k->pub) != 1) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    rc = keyset_add(ks, k->pub, k->source, &dup, err, errlen);
+    if (rc == 1 && keyset_set_path(&ks->keys[ks->count - 1], k->path, k->path_real) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return rc;
+}
+
+/* Warns, once per file, about a private key that others can read: this
+ * server only ever needs its public half. A failed stat is left to the
+ * read that follows to report. */
 static void keyset_check_private_mode(struct keyset_loader *l, const char *path)
 {
     struct stat st;
+    char msg[1024];
 
     if (l->mode_checked)
         return;
     l->mode_checked = 1;
-    if (stat(path, &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)) != 0)
-        keyset_warn(l, "%s: private key file is readable by group or others (mode %04o); chmod 600 it", path,
-                    (unsigned)(st.st_mode & 07777));
+    if (stat(path, &st) == 0 && keyfile_private_mode_warning(path, &st, msg, sizeof(msg)))
+        keyset_warn(l, "%s", msg);
 }
 
 /* pem_key_cb: adds one key of a file. The same key twice is published once:
@@ -90,7 +118,8 @@ static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int 
 {
     struct keyset_loader *l = ctx;
     char source[4096], why[256];
-    const struct key *dup, *k;
+    const struct key *dup;
+    struct key *k;
     int rc;
 
     if (was_private)
@@ -105,6 +134,10 @@ static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int 
         return 0;
     }
     k = &l->ks->keys[l->ks->count - 1];
+    if (keyset_set_path(k, path, l->real) != 0) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
     if (k->curve == NULL && k->bits < 2048)
         keyset_warn(l, "%s: RSA key of %d bits is below 2048 bits (kid %s); published anyway, as kube-apiserver does",
                     source, k->bits, k->kid);
@@ -114,8 +147,32 @@ static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int 
 /* Reads one key file; per-file state starts afresh. */
 static int keyset_read_file(struct keyset_loader *l, const char *path, char *err, size_t errlen)
 {
+    int rc;
+
     l->mode_checked = 0;
-    return pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
+    l->real = realpath(path, NULL);
+    rc = pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
+    free(l->real);
+    l->real = NULL;
+    return rc;
+}
+
+/* The names PKI layouts give a CA's certificate and key: kubeadm's ca.crt,
+ * ca.key and front-proxy-ca.*, k3s's server-ca.* and client-ca.*,
+ * cfssl's ca.pem and ca-key.pem. A service-account key is never one. */
+static int keyset_ca_named(const char *name)
+{
+    static const char *const names[] = {"ca.crt", "ca.key", "ca.pem", "ca-key.pem"};
+    static const char *const suffixes[] = {"-ca.crt", "-ca.key"};
+    size_t len = strlen(name);
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+        if (len > strlen(suffixes[i]) && strcmp(name + len - strlen(suffixes[i]), suffixes[i]) == 0)
+            return 1;
+    return 0;
 }
 
 /* Directory entries worth reading: not hidden. This skips the kubelet's
@@ -131,24 +188,68 @@ static int keyset_by_name(const struct dirent **a, const struct dirent **b)
     return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* A directory whose files include a CA's is a PKI directory (kubeadm's
+ * /etc/kubernetes/pki): every private key in it would become a trusted
+ * token-signing key. Refused before any of its files is read. */
+static int keyset_check_pki_dir(const char *dir, struct dirent **names, int n, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        if (keyset_ca_named(names[i]->d_name)) {
+            snprintf(err, errlen,
+                     "%s: looks like a PKI directory (it holds %s/%s): every key in it would be trusted to sign "
+                     "service-account tokens; point --service-account-key-file at the service-account key "
+                     "(%s/sa.pub, or sa.key) instead",
+                     dir, dir, names[i]->d_name, dir);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads one entry of a directory source: a regular file (symlinks
+ * followed) is read; a subdirectory or a dangling symlink (the kubelet
+ * removes a Secret's stale links after its "..data" swap) is skipped;
+ * anything else is an error. Returns 1 when read, 0 when skipped, -1. */
+static int keyset_load_entry(struct keyset_loader *l, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode))
+        return 0;
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen,
+                 "%s: %s, not a regular file: a key directory may hold only key files (and subdirectories, "
+                 "which are skipped); remove it",
+                 path, keyfile_kind(st.st_mode));
+        return -1;
+    }
+    return keyset_read_file(l, path, err, errlen) == 0 ? 1 : -1;
+}
+
 /* Reads every regular file of dir (symlinks followed), sorted by name, so a
  * directory gives the same order on every host. */
 static int keyset_load_dir(struct keyset_loader *l, const char *dir, char *err, size_t errlen)
 {
     struct dirent **names = NULL;
     char path[4096];
-    struct stat st;
     int n = scandir(dir, &names, keyset_visible, keyset_by_name), rc = 0, files = 0;
 
     if (n < 0) {
         snprintf(err, errlen, "%s: cannot read directory: %s", dir, strerror(errno));
         return -1;
     }
+    rc = keyset_check_pki_dir(dir, names, n, err, errlen);
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-        if (rc == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (rc == 0 && (rc = keyset_load_entry(l, path, err, errlen)) > 0) {
             files++;
-            rc = keyset_read_file(l, path, err, errlen);
+            rc = 0;
         }
         free(names[i]);
     }
@@ -160,12 +261,36 @@ static int keyset_load_dir(struct keyset_loader *l, const char *dir, char *err, 
     return rc;
 }
 
+/* Whoever can write where keys are read from can add a key that relying
+ * parties will trust. A directory source must not let others add a file;
+ * a file's directory must not let them replace it (sticky is enough). */
+static void keyset_check_dir_mode(struct keyset_loader *l, const char *path, int is_dir)
+{
+    char dir[4096], msg[1024];
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    if (is_dir ? keyfile_dir_mode_warning(path, "key directory", 0, msg, sizeof(msg))
+               : keyfile_dir_mode_warning(dirname(dir), "directory of a key file", 1, msg, sizeof(msg)))
+        keyset_warn(l, "%s", msg);
+}
+
 static int keyset_load_path(struct keyset_loader *l, const char *path, char *err, size_t errlen)
 {
+    char base[4096];
     struct stat st;
+    int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    keyset_check_dir_mode(l, path, is_dir);
+    if (is_dir)
         return keyset_load_dir(l, path, err, errlen);
+    snprintf(base, sizeof(base), "%s", path);
+    if (keyset_ca_named(basename(base))) {
+        snprintf(err, errlen,
+                 "%s: named like a CA's key or certificate: a CA's key must not sign service-account tokens; "
+                 "point --service-account-key-file at the service-account key (sa.pub, or sa.key) instead",
+                 path);
+        return -1;
+    }
     return keyset_read_file(l, path, err, errlen);
 }
 

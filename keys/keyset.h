@@ -18,17 +18,25 @@ struct keyset {
 };
 
 /* Receives non-fatal findings (an RSA key below 2048 bits, the same public
- * key given twice) as one-line messages. May be NULL. */
+ * key given twice, a private key file others can read, a key directory
+ * others can write) as one-line messages. May be NULL. */
 typedef void (*keyset_warn_cb)(void *ctx, const char *msg);
 
 /* An empty set with a fresh, process-unique id; NULL when out of memory. */
 struct keyset *keyset_new(void);
 
-/* Loads every path in order. A path is a PEM file or a directory, which
- * contributes each regular, non-hidden file in it, sorted by name (the
- * layout of a Kubernetes Secret or ConfigMap volume works). Returns a new keyset with at least one key, or
- * NULL with a message in err naming the file. Nothing is returned partially:
- * one bad file fails the whole load. */
+/* Loads every path in order. A path is a PEM file or a directory source.
+ * A directory contributes each visible (not dot-named) regular file in it,
+ * symlinks followed, sorted by name: the layout of a Kubernetes Secret or
+ * ConfigMap volume works. Subdirectories and dangling symlinks are
+ * skipped; any other entry (a FIFO, socket or device) is an error. A
+ * directory that looks like a PKI directory, and a file named like a CA's
+ * key or certificate (ca.crt, ca.key, ca.pem, ca-key.pem, *-ca.crt,
+ * *-ca.key), are refused: a kubeadm /etc/kubernetes/pki would otherwise
+ * publish the cluster CA's and the API server's keys as token-signing
+ * keys. Returns a new keyset with at least one key, or NULL with a message
+ * in err naming the file. Nothing is returned partially: one bad file
+ * fails the whole load. */
 struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,
                            size_t errlen);
 
@@ -37,6 +45,11 @@ struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb war
  * when added, 0 for a duplicate, -1 with the reason in err (unsupported
  * type, out of memory). */
 int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const struct key **dup, char *err, size_t errlen);
+
+/* Adds a copy of k (its public key, source and file) unless its kid is in
+ * the set already. Returns 1 when added, 0 for a duplicate, -1 with the
+ * reason in err. */
+int keyset_add_copy(struct keyset *ks, const struct key *k, char *err, size_t errlen);
 
 /* Looks a key up by kid; NULL when absent. */
 const struct key *keyset_find(const struct keyset *ks, const char *kid);

@@ -1,17 +1,14 @@
 #include "pem.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "key.h"
+#include "keyfile.h"
 
 /* A key file is a handful of PEM blocks; anything bigger is a mistake (a
  * wrong path, a log file) and is refused before it is read into memory. */
@@ -38,8 +35,9 @@ static enum pem_kind pem_kind_of(const char *name)
 }
 
 /* Decodes the DER body of one block. The whole body must be consumed: like
- * Go's parsers (kube-apiserver), trailing bytes make the block malformed. */
-static EVP_PKEY *pem_decode(enum pem_kind kind, const unsigned char *der, long len)
+ * Go's parsers (kube-apiserver), trailing bytes make the block malformed.
+ * *is_ca is set for a CA certificate, which gives no key. */
+static EVP_PKEY *pem_decode(enum pem_kind kind, const unsigned char *der, long len, int *is_ca)
 {
     const unsigned char *p = der;
     EVP_PKEY *pkey = NULL;
@@ -66,7 +64,13 @@ static EVP_PKEY *pem_decode(enum pem_kind kind, const unsigned char *der, long l
         break;
     case PEM_CERT: {
         X509 *cert = d2i_X509(NULL, &p, len);
-        if (cert != NULL)
+        /* kube-apiserver would publish a CA's key as a token-signing key,
+         * and relying parties would then take whatever that CA's private
+         * key signs for a service-account token: the CA certificate of a
+         * PKI directory (kubeadm's ca.crt, front-proxy-ca.crt) is a
+         * mistake, never an intent. basicConstraints CA:TRUE decides. */
+        *is_ca = cert != NULL && (X509_get_extension_flags(cert) & EXFLAG_CA) != 0;
+        if (cert != NULL && !*is_ca)
             pkey = X509_get_pubkey(cert);
         X509_free(cert);
         break;
@@ -122,7 +126,7 @@ static int pem_handle_block(const char *path, int block, const char *name, const
     enum pem_kind kind = pem_kind_of(name);
     EVP_PKEY *key, *pub;
     char why[256];
-    int was_private = kind == PEM_RSA_PRIVATE || kind == PEM_EC_PRIVATE || kind == PEM_PKCS8;
+    int was_private = kind == PEM_RSA_PRIVATE || kind == PEM_EC_PRIVATE || kind == PEM_PKCS8, is_ca = 0;
 
     if (pem_is_encrypted(name, header)) {
         snprintf(err, errlen, "%s: block %d: encrypted PEM (%s) is not supported", path, block, name);
@@ -130,7 +134,15 @@ static int pem_handle_block(const char *path, int block, const char *name, const
     }
     if (kind == PEM_SKIP)
         return 0;
-    key = pem_decode(kind, der, len);
+    key = pem_decode(kind, der, len, &is_ca);
+    if (is_ca) {
+        snprintf(err, errlen,
+                 "%s: block %d: a CA certificate (basicConstraints CA:TRUE) is not a service-account key: "
+                 "publishing it would let the CA's private key sign tokens; point at the service-account "
+                 "key (sa.pub, or sa.key) instead",
+                 path, block);
+        return -1;
+    }
     if (key == NULL) {
         snprintf(err, errlen, "%s: block %d: malformed %s (invalid DER)", path, block, name);
         return -1;
@@ -199,46 +211,15 @@ int pem_read_mem(const char *path, const char *pem, size_t len, pem_key_cb cb, v
     return rc < 0 ? -1 : keys;
 }
 
-/* Reads a whole regular file of bounded size. Returns a malloc'ed buffer or
- * NULL with a message. */
-static char *pem_slurp(const char *path, size_t *len, char *err, size_t errlen)
-{
-    struct stat st;
-    char *buf = NULL;
-    ssize_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: cannot read: not a regular file", path);
-    } else if (st.st_size > PEM_MAX_FILE_SIZE) {
-        snprintf(err, errlen, "%s: cannot read: larger than %d bytes", path, PEM_MAX_FILE_SIZE);
-    } else if ((buf = malloc((size_t)st.st_size + 1)) == NULL) {
-        snprintf(err, errlen, "%s: cannot read: out of memory", path);
-    } else if ((got = read(fd, buf, (size_t)st.st_size)) < 0) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        free(buf);
-        buf = NULL;
-    } else {
-        *len = (size_t)got;
-    }
-    if (fd >= 0)
-        close(fd);
-    return buf;
-}
-
 int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen)
 {
     size_t len = 0;
-    char *text = pem_slurp(path, &len, err, errlen);
+    char *text = keyfile_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
     int rc;
 
     if (text == NULL)
         return -1;
     rc = pem_read_mem(path, text, len, cb, ctx, err, errlen);
-    /* The text may have held a private key. */
-    OPENSSL_cleanse(text, len);
-    free(text);
+    keyfile_free(text, len);
     return rc;
 }

@@ -5,7 +5,9 @@
  * Accepted blocks: RSA PRIVATE KEY (PKCS#1), PRIVATE KEY (PKCS#8, RSA or EC),
  * EC PRIVATE KEY (SEC1), PUBLIC KEY (PKIX), RSA PUBLIC KEY (PKCS#1) and
  * CERTIFICATE. Other blocks (EC PARAMETERS, ...) are skipped silently, as
- * kube-apiserver does. Encrypted PEM is an error.
+ * kube-apiserver does. Encrypted PEM is an error, and so is a CA
+ * certificate (basicConstraints CA:TRUE), which kube-apiserver would take.
+ * Files are read with keyfile_read: only regular files, never blocking.
  */
 #ifndef OIDC_PEM_H
 #define OIDC_PEM_H
@@ -22,9 +24,9 @@ typedef int (*pem_key_cb)(void *ctx, EVP_PKEY *pub, const char *path, int block,
                           size_t errlen);
 
 /* Reads path and calls cb for each key. Returns the number of keys found
- * (>= 1) or -1 with a message naming the file (and block) in err: missing or
- * unreadable file, encrypted PEM, malformed base64 or DER, an unsupported key
- * type, or no usable key at all. */
+ * (>= 1) or -1 with a message naming the file (and block) in err: missing,
+ * unreadable or not a regular file, encrypted PEM, malformed base64 or DER,
+ * a CA certificate, an unsupported key type, or no usable key at all. */
 int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen);
 
 /* Same, for PEM text already in memory (used by tests and fuzzers). name is

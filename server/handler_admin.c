@@ -24,15 +24,31 @@ static int admin_send(h2o_req_t *req, int status, const char *reason, const char
     return 0;
 }
 
-static int admin_readyz(h2o_req_t *req)
+/* 200 "ok", or 503 "not <state>: <why>". */
+static int admin_health(h2o_req_t *req, int ok, const char *state, const char *why)
 {
-    char why[256], body[300];
+    char body[300];
     size_t n;
 
-    if (health_ready(time(NULL), why, sizeof(why)))
+    if (ok)
         return admin_send(req, 200, "OK", "text/plain; charset=utf-8", H2O_STRLIT("ok\n"));
-    n = (size_t)snprintf(body, sizeof(body), "not ready: %s\n", why);
-    return admin_send(req, 503, "Service Unavailable", "text/plain; charset=utf-8", body, n);
+    n = (size_t)snprintf(body, sizeof(body), "not %s: %s\n", state, why);
+    return admin_send(req, 503, "Service Unavailable", "text/plain; charset=utf-8", body,
+                      n < sizeof(body) ? n : sizeof(body) - 1);
+}
+
+static int admin_readyz(h2o_req_t *req)
+{
+    char why[256];
+
+    return admin_health(req, health_ready(time(NULL), health_now_ms(), why, sizeof(why)), "ready", why);
+}
+
+static int admin_livez(h2o_req_t *req)
+{
+    char why[256];
+
+    return admin_health(req, health_live(health_now_ms(), why, sizeof(why)), "live", why);
 }
 
 static int admin_metrics(h2o_req_t *req)
@@ -58,7 +74,7 @@ static int admin_on_req(h2o_handler_t *self, h2o_req_t *req)
         !h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))
         return admin_send(req, 405, "Method Not Allowed", "text/plain; charset=utf-8", H2O_STRLIT("GET only\n"));
     if (h2o_memis(path.base, path.len, H2O_STRLIT("/livez")))
-        return admin_send(req, 200, "OK", "text/plain; charset=utf-8", H2O_STRLIT("ok\n"));
+        return admin_livez(req);
     if (h2o_memis(path.base, path.len, H2O_STRLIT("/readyz")))
         return admin_readyz(req);
     if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics")))

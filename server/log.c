@@ -2,7 +2,9 @@
 
 #include "keys/jsonw.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,9 @@
 
 /* Longest message kept; longer ones are cut at a UTF-8 character boundary. */
 #define LOG_MSG_MAX 4096
+
+/* Distinct messages log_once remembers. */
+#define LOG_ONCE_MAX 256
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
 
@@ -127,19 +132,61 @@ static void log_json_line(const char *stamp, enum log_level level, const char *m
     free(line);
 }
 
-void log_msg(enum log_level level, const char *fmt, ...)
+/* Whether msg is new to log_once, remembering it if so. The messages are
+ * kept as 64-bit FNV-1a hashes in a ring, so memory stays bounded whatever
+ * the inputs; one pushed out of the ring may be logged again. */
+static int log_first_time(const char *msg, size_t len)
+{
+    static uint64_t seen[LOG_ONCE_MAX];
+    static size_t count;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int fresh = 1;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)msg[i]) * 0x100000001b3ULL;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; fresh && i < count && i < LOG_ONCE_MAX; i++)
+        fresh = seen[i] != h;
+    if (fresh)
+        seen[count++ % LOG_ONCE_MAX] = h;
+    pthread_mutex_unlock(&lock);
+    return fresh;
+}
+
+/* Formats and writes one line at level; with once, only if log_once has
+ * not written the very same message before. */
+static void log_vwrite(enum log_level level, int once, const char *fmt, va_list ap)
 {
     char msg[LOG_MSG_MAX], stamp[25];
-    va_list ap;
+    size_t len;
 
     if (level > log_max_level)
         return;
-    va_start(ap, fmt);
-    size_t len = log_format(msg, fmt, ap);
-    va_end(ap);
+    len = log_format(msg, fmt, ap);
+    if (once && !log_first_time(msg, len))
+        return;
     log_timestamp(stamp);
     if (log_json)
         log_json_line(stamp, level, msg, len);
     else
         log_text(stamp, level, msg, len);
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_vwrite(level, 0, fmt, ap);
+    va_end(ap);
+}
+
+void log_once(enum log_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_vwrite(level, 1, fmt, ap);
+    va_end(ap);
 }

@@ -18,4 +18,8 @@ int log_level_parse(const char *name, enum log_level *out);
 
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* log_msg, unless this very message was logged by log_once before: for
+ * findings that every reload would repeat (a key file's permissions). */
+void log_once(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "keys/devkeys.h"
@@ -107,9 +108,10 @@ int main(int argc, char **argv)
         rc = server_run(&cfg, reload, accesslog);
 
 out:
-    reload_free(reload);
     if (accesslog != NULL)
         accesslog_close(accesslog);
+    if (reload_free(reload) != 0)
+        _exit(rc); /* its thread is stuck in a read and still uses cfg: free nothing, run no atexit */
     config_free(&cfg);
     return rc;
 }

@@ -3,18 +3,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "health.h"
 #include "log.h"
 
 /* The name serve has always given its state file; keys and export must
  * find it there. */
 #define PUBLISH_STATE_FILE "keys.json"
 
-/* A key file problem that does not stop publishing (such as a skipped
- * block) is the operator's to see, whatever the command. */
-static void publish_log_warning(void *ctx, const char *msg)
+void publish_log_warning(void *ctx, const char *msg)
 {
     (void)ctx;
-    log_msg(LOG_WARN, "%s", msg);
+    log_once(LOG_WARN, "%s", msg);
 }
 
 void publish_state_path(const struct config *cfg, char *path, size_t len)
@@ -38,11 +37,17 @@ struct history *publish_history_load(const struct config *cfg, time_t now, char 
     return h;
 }
 
-int publish_keyset(const struct config *cfg, struct history *h, time_t now, history_event_cb cb, void *cb_ctx,
-                   struct keyset **out, char *err, size_t errlen)
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, time_t now, history_event_cb cb,
+                   void *cb_ctx, struct keyset **out, char *err, size_t errlen)
 {
     struct keyset *ks = keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
-    int changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
+    int changed;
+
+    if (rm != NULL && ks == NULL)
+        removal_read_failed(rm);
+    else if (rm != NULL)
+        ks = removal_apply(rm, ks, health_now_ms(), err, errlen);
+    changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
 
     if (changed < 0) {
         keyset_free(ks);

@@ -16,7 +16,13 @@
 #include "config/config.h"
 #include "keys/history.h"
 #include "keys/keyset.h"
+#include "keys/removal.h"
 #include "keys/snapshot.h"
+
+/* keyset_warn_cb for every command: a key file problem that does not stop
+ * publishing (a small RSA key, a private key others can read) is the
+ * operator's to see; once, as serve reads the same files again and again. */
+void publish_log_warning(void *ctx, const char *msg);
 
 /* Writes the path of the retention state file inside --state-dir. */
 void publish_state_path(const struct config *cfg, char *path, size_t len);
@@ -27,12 +33,13 @@ void publish_state_path(const struct config *cfg, char *path, size_t len);
  * history without --state-dir. NULL with the reason in err. */
 struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen);
 
-/* Reads the key files and applies h's retention at now, reporting changes
- * to cb (may be NULL). On success *out is the set to publish and the
- * result is history_apply's: 1 when h needs saving, else 0. On failure
- * returns -1 with *out NULL and the reason in err. */
-int publish_keyset(const struct config *cfg, struct history *h, time_t now, history_event_cb cb, void *cb_ctx,
-                   struct keyset **out, char *err, size_t errlen);
+/* Reads the key files, lets rm (serve's; NULL for a one-shot read) hold
+ * back removals it has not confirmed yet, and applies h's retention at
+ * now, reporting changes to cb (may be NULL). On success *out is the set
+ * to publish and the result is history_apply's: 1 when h needs saving,
+ * else 0. On failure returns -1 with *out NULL and the reason in err. */
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, time_t now, history_event_cb cb,
+                   void *cb_ctx, struct keyset **out, char *err, size_t errlen);
 
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
  * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */

@@ -17,6 +17,11 @@
 /* How long a stopping worker waits for the responses it is writing. */
 #define SERVER_DRAIN_MS 10000
 
+/* How long the shutdown waits for the reload thread to end. A pass reads
+ * a few small files, so this is only ever reached when a read is stuck;
+ * the process then exits without the thread. */
+#define SERVER_RELOAD_STOP_MS 2000
+
 /* Descriptors kept from client connections for stdio, key, state, log and
  * TLS files, inotify and the signalfd. */
 #define SERVER_FD_MARGIN 64
@@ -139,7 +144,7 @@ static int server_start_site(struct server_site *site, struct snapshot *snap, st
 }
 
 /* Blocks the signals the main thread waits for; threads created afterwards
- * inherit the mask, so only the reloader's signalfd sees them. */
+ * inherit the mask, so only server_wait_signal sees them. */
 static void server_block_signals(sigset_t *set)
 {
     sigemptyset(set);
@@ -148,6 +153,20 @@ static void server_block_signals(sigset_t *set)
     sigaddset(set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, set, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
+
+/* Waits for SIGTERM or SIGINT and returns it, passing each SIGHUP on to
+ * the reloader. This thread does nothing else, so a signal is acted on
+ * even while a key file read on the reload thread never returns. */
+static int server_wait_signal(const sigset_t *signals, struct reload *reload)
+{
+    for (;;) {
+        int sig = sigwaitinfo(signals, NULL);
+        if (sig == SIGHUP)
+            reload_request(reload);
+        else if (sig > 0)
+            return sig;
+    }
 }
 
 /* SIGTERM: /readyz turns 503 at once, and the listeners keep serving for
@@ -268,8 +287,14 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
             server_close_listeners(sites[i]);
         rc = started == nsites ? 0 : 1;
     }
+    if (rc == 0 && (errno = reload_start(reload, workers, nworkers)) != 0) {
+        log_msg(LOG_ERROR, "cannot start the key reload thread: %s", strerror(errno));
+        rc = 1;
+    }
     if (rc == 0)
-        server_grace(cfg, reload_run(reload, workers, nworkers, &signals));
+        server_grace(cfg, server_wait_signal(&signals, reload));
+    if (reload_stop(reload, SERVER_RELOAD_STOP_MS) != 0)
+        rc = 1;
     if (nworkers > 0)
         log_msg(LOG_INFO, "shutting down: finishing in-flight requests");
     for (size_t i = 0; i < nworkers; i++)

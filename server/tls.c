@@ -3,9 +3,14 @@
 #include <h2o.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "keys/keyfile.h"
 
 /* TLS 1.2 suites: ECDHE only (forward secrecy) and AEAD only. TLS 1.3
  * suites are all AEAD; OpenSSL's defaults are kept for them. */
@@ -31,6 +36,17 @@ static const char *tls_openssl_error(void)
     return buf;
 }
 
+/* Encrypted PEM is refused: OpenSSL's default would ask for a password on
+ * the terminal, and a server has nobody there to answer. */
+static int tls_no_password(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return -1;
+}
+
 static time_t tls_not_after(SSL_CTX *ctx)
 {
     X509 *leaf = SSL_CTX_get0_certificate(ctx);
@@ -41,8 +57,47 @@ static time_t tls_not_after(SSL_CTX *ctx)
     return timegm(&tm);
 }
 
-SSL_CTX *tls_context_new(const char *cert_file, const char *key_file, int http2, time_t *not_after, char *err,
-                         size_t errlen)
+/* The chain as SSL_CTX_use_certificate_chain_file reads it (the leaf,
+ * then every further certificate, the end of input showing as PEM's "no
+ * start line"), but from bytes keyfile_read took: OpenSSL's function opens
+ * the path itself, which blocks on a FIFO, and would read bytes other than
+ * those the change digest covers. Returns 1 or 0. */
+static int tls_use_chain(SSL_CTX *ctx, const char *pem, size_t len)
+{
+    BIO *bio = BIO_new_mem_buf(pem, (int)len);
+    X509 *leaf = bio ? PEM_read_bio_X509_AUX(bio, NULL, tls_no_password, NULL) : NULL;
+    X509 *ca;
+    unsigned long e;
+    int ok = leaf != NULL && SSL_CTX_use_certificate(ctx, leaf) == 1 && SSL_CTX_clear_chain_certs(ctx) == 1;
+
+    while (ok && (ca = PEM_read_bio_X509(bio, NULL, tls_no_password, NULL)) != NULL) {
+        if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {
+            X509_free(ca);
+            ok = 0;
+        }
+    }
+    e = ERR_peek_last_error();
+    if (ok && ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+        ERR_clear_error();
+    else if (e != 0)
+        ok = 0;
+    X509_free(leaf);
+    BIO_free(bio);
+    return ok;
+}
+
+static int tls_use_key(SSL_CTX *ctx, const char *pem, size_t len)
+{
+    BIO *bio = BIO_new_mem_buf(pem, (int)len);
+    EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, tls_no_password, NULL) : NULL;
+    int ok = key != NULL && SSL_CTX_use_PrivateKey(ctx, key) == 1;
+
+    EVP_PKEY_free(key);
+    BIO_free(bio);
+    return ok;
+}
+
+SSL_CTX *tls_context_new(const struct tls_files *f, int http2, time_t *not_after, char *err, size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 
@@ -53,17 +108,17 @@ SSL_CTX *tls_context_new(const char *cert_file, const char *key_file, int http2,
         goto fail;
     }
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
-    if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
-        snprintf(err, errlen, "--tls-cert-file %s: %s", cert_file, tls_openssl_error());
+    if (!tls_use_chain(ctx, f->cert, f->cert_len)) {
+        snprintf(err, errlen, "--tls-cert-file %s: %s", f->cert_file, tls_openssl_error());
         goto fail;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-        snprintf(err, errlen, "--tls-private-key-file %s: %s", key_file, tls_openssl_error());
+    if (!tls_use_key(ctx, f->key, f->key_len)) {
+        snprintf(err, errlen, "--tls-private-key-file %s: %s", f->key_file, tls_openssl_error());
         goto fail;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
         snprintf(err, errlen, "--tls-private-key-file %s does not match the certificate in --tls-cert-file %s",
-                 key_file, cert_file);
+                 f->key_file, f->cert_file);
         goto fail;
     }
     h2o_ssl_register_alpn_protocols(ctx, http2 ? tls_alpn_h2 : tls_alpn_http1);
@@ -77,30 +132,49 @@ fail:
     return NULL;
 }
 
-/* Feeds a whole file to the digest. */
-static int tls_digest_file(EVP_MD_CTX *md, const char *path)
-{
-    unsigned char buf[8192];
-    size_t n;
-    FILE *f = fopen(path, "rb");
+/* Certificates and keys are a few KiB; a chain of a dozen certificates is
+ * far below this. */
+#define TLS_MAX_FILE_SIZE (1024 * 1024)
 
-    if (f == NULL)
-        return -1;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-        EVP_DigestUpdate(md, buf, n);
-    fclose(f);
-    OPENSSL_cleanse(buf, sizeof(buf));
-    return 0;
-}
-
-int tls_files_digest(const char *cert_file, const char *key_file, unsigned char digest[32])
+/* SHA-256 over the certificate's bytes, then the key's. Returns 1 or 0. */
+static int tls_digest(struct tls_files *f)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int ok = md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+             EVP_DigestUpdate(md, f->cert, f->cert_len) == 1 && EVP_DigestUpdate(md, f->key, f->key_len) == 1 &&
+             EVP_DigestFinal_ex(md, f->digest, NULL) == 1;
+
+    EVP_MD_CTX_free(md);
+    return ok;
+}
+
+int tls_files_read(const char *cert_file, const char *key_file, struct tls_files *f, char *err, size_t errlen)
+{
+    struct stat st;
+    char why[1024];
     int rc = -1;
 
-    if (md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 && tls_digest_file(md, cert_file) == 0 &&
-        tls_digest_file(md, key_file) == 0 && EVP_DigestFinal_ex(md, digest, NULL) == 1)
+    memset(f, 0, sizeof(*f));
+    f->cert_file = cert_file;
+    f->key_file = key_file;
+    if ((f->cert = keyfile_read(cert_file, TLS_MAX_FILE_SIZE, &f->cert_len, NULL, why, sizeof(why))) == NULL) {
+        snprintf(err, errlen, "--tls-cert-file %s", why);
+    } else if ((f->key = keyfile_read(key_file, TLS_MAX_FILE_SIZE, &f->key_len, &st, why, sizeof(why))) == NULL) {
+        snprintf(err, errlen, "--tls-private-key-file %s", why);
+    } else if (!tls_digest(f)) {
+        snprintf(err, errlen, "cannot digest the TLS files: out of memory");
+    } else {
+        keyfile_private_mode_warning(key_file, &st, f->key_warning, sizeof(f->key_warning));
         rc = 0;
-    EVP_MD_CTX_free(md);
+    }
+    if (rc != 0)
+        tls_files_free(f);
     return rc;
+}
+
+void tls_files_free(struct tls_files *f)
+{
+    free(f->cert);
+    keyfile_free(f->key, f->key_len);
+    f->cert = f->key = NULL;
 }

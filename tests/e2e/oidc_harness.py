@@ -317,10 +317,13 @@ class Key:
         assert b"BEGIN EC PRIVATE KEY" in body
         return path
 
-    def certificate(self):
-        path = os.path.join(self.dir, self.name + ".crt")
+    def certificate(self, ca=False):
+        """A self-signed certificate for the key: a leaf (CA:FALSE), or with
+        ca=True a CA certificate (CA:TRUE, what `openssl req -x509` makes
+        by default), which the server refuses as a key source."""
+        path = os.path.join(self.dir, self.name + (".ca.crt" if ca else ".crt"))
         openssl("req", "-x509", "-new", "-key", self.priv, "-subj", "/CN=oidc-e2e", "-days", "1",
-                "-out", path)
+                "-addext", "basicConstraints=critical,CA:%s" % ("TRUE" if ca else "FALSE"), "-out", path)
         return path
 
 

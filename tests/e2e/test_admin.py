@@ -10,6 +10,7 @@ The admin port serves no documents and the public port no metrics.
 """
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -237,6 +238,89 @@ class TestShutdown(AdminBase):
         self.assertEqual(rc, 0, srv.stderr())
         elapsed = time.monotonic() - t0
         self.assertLess(elapsed, 8.0)
+
+
+@unittest.skipIf(shutil.which("strace") is None, "strace is not installed (scripts/setup.sh installs it)")
+class TestStuckReload(AdminBase):
+    """A key file read that never returns (a FIFO on a server that blocks on
+    it, a hung network file system) is simulated with strace, which holds
+    a reload's open(2) of the key file for a minute. /livez must then turn
+    503, and SIGTERM must still end the process in time."""
+
+    HOLD = "30s"
+    STALL = 10.0  # HEALTH_RELOAD_STALL_MS
+
+    def child_pid(self, srv):
+        """The server's pid: strace's only child (env exec'ed into it)."""
+        def child():
+            try:
+                with open("/proc/%d/task/%d/children" % (srv.proc.pid, srv.proc.pid)) as f:
+                    return f.read().split()
+            except OSError:
+                return []
+        kids = H.wait_until(child, 5.0)
+        self.assertEqual(len(kids), 1, kids)
+        # killing strace detaches the server without ending it
+        self.addCleanup(self.kill_quietly, int(kids[0]))
+        return int(kids[0])
+
+    @staticmethod
+    def kill_quietly(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def test_stuck_reload_fails_livez_and_sigterm_still_exits(self):
+        if H.VALGRIND:
+            self.skipTest("strace and valgrind cannot both trace the server")
+        probe = subprocess.run(["strace", "-f", "-o", os.devnull, "true"], capture_output=True, timeout=30)
+        if probe.returncode != 0:
+            self.skipTest("strace cannot trace here: %s" % probe.stderr.decode(errors="replace").strip())
+        srv = H.Server(self.args("--shutdown-grace", "1s"))
+        # LeakSanitizer cannot run under ptrace (see test_key_hygiene)
+        srv.argv = ["strace", "-f", "-qq", "-o", os.devnull, "-P", self.keyfile, "-e", "trace=openat",
+                    "-e", "inject=openat:delay_enter=%s:when=2+" % self.HOLD,
+                    "env", "ASAN_OPTIONS=detect_leaks=0"] + srv.argv
+        self._servers.append(srv)
+        srv.start()
+        pid = self.child_pid(srv)
+        self.assertEqual(H.admin_get(srv.admin_port, "/livez")[0], 200)
+        # strace counts opens per thread: a thread's first open of the key
+        # file passes, its second is held. A second SIGHUP is needed where
+        # the reloads run on a thread of their own, and harmless where they
+        # share the one that read the file at start.
+        os.kill(pid, signal.SIGHUP)
+        self.assertTrue(H.wait_for_log(srv, r"SIGHUP: reloading keys"), srv.stderr())
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGHUP)
+        last = [None]
+
+        def dead():
+            last[0] = H.admin_get(srv.admin_port, "/livez")
+            return last[0][0] == 503
+        self.assertTrue(H.wait_until(dead, self.STALL + 10.0, interval=0.2),
+                        "/livez still %r with the reload stuck; stderr:\n%s" % (last[0], srv.stderr()))
+        self.assertIn(b"stuck", last[0][2])
+        st, _, body = H.admin_get(srv.admin_port, "/readyz")
+        self.assertEqual(st, 503, body)
+        # the documents are still served meanwhile
+        st, _, body = srv.get(H.JWKS)
+        self.assertEqual((st, body), (200, H.expected_jwks([self.key])))
+
+        os.kill(pid, signal.SIGTERM)
+
+        def ended():
+            # strace reaps its tracee only once the held open is released,
+            # so the server's end shows as a zombie (or no process) first
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+            except OSError:
+                return True
+        self.assertTrue(H.wait_until(ended, H.STOP_TIMEOUT, interval=0.1),
+                        "SIGTERM did not end the server while its reload was stuck; stderr:\n" + srv.stderr())
+        self.assertIn("did not stop", srv.stderr())
 
 
 if __name__ == "__main__":

@@ -310,6 +310,84 @@ class ModeWarningTest(H.ServerTestCase):
         srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.priv])
         self.assertTrue(H.wait_for_log(srv, re.escape(ec.priv) + ": " + self.WARNING))
 
+    def assert_once(self, srv, pattern, why):
+        """pattern is logged once, and not again after reloads."""
+        self.assertEqual(H.wait_for_log(srv, pattern), 1, "%s: no warning; stderr:\n%s" % (why, srv.stderr()))
+        for _ in range(2):
+            self.assertTrue(H.sighup_and_wait(srv, settle=0.2), srv.stderr())
+        self.assertEqual(H.count_log(srv, pattern), 1, "%s: warned more than once:\n%s" % (why, srv.stderr()))
+
+    def test_serve_warns_once_across_reloads(self):
+        ec = self.keys.ec()
+        os.chmod(ec.priv, 0o644)
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.priv])
+        self.assert_once(srv, r"\bwarn\b.*" + re.escape(ec.priv) + ": " + self.WARNING, "--service-account-key-file")
+
+    def test_signing_key_file_readable_by_others_warns(self):
+        ec = self.keys.ec()
+        os.chmod(ec.priv, 0o640)
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.pub,
+                                 "--signing-key-file", ec.priv])
+        self.assert_once(srv, r"\bwarn\b.*" + re.escape(ec.priv) + ": " + self.WARNING, "--signing-key-file")
+
+    def test_tls_private_key_readable_by_others_warns(self):
+        ec = self.keys.ec()
+        ca = H.make_ca(self.tmp)
+        cert, tkey = H.make_server_cert(self.tmp, ca, "IP:127.0.0.1")
+        os.chmod(tkey, 0o644)
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.pub,
+                                 "--tls-listen", "127.0.0.1:%d" % H.free_port(), "--tls-cert-file", cert,
+                                 "--tls-private-key-file", tkey], repick=["--tls-listen"])
+        self.assert_once(srv, r"\bwarn\b.*" + re.escape(tkey) + ": " + self.WARNING, "--tls-private-key-file")
+        os.chmod(tkey, 0o600)
+        srv2 = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.pub,
+                                  "--tls-listen", "127.0.0.1:%d" % H.free_port(), "--tls-cert-file", cert,
+                                  "--tls-private-key-file", tkey], repick=["--tls-listen"])
+        self.assertTrue(H.sighup_and_wait(srv2), srv2.stderr())
+        self.assertNotIn(self.WARNING, srv2.stderr())
+
+
+class WritableDirectoryTest(H.ServerTestCase):
+    """Whoever can write where keys or the retention state are read from
+    decides which keys relying parties trust: such a directory draws a
+    warning naming it (once)."""
+
+    WARNING = "is writable by others"
+
+    def test_key_directory_writable_by_others(self):
+        d = os.path.join(self.tmp, "keys")
+        os.mkdir(d)
+        ec = self.keys.ec()
+        shutil.copy(ec.pub, os.path.join(d, "sa.pub"))
+        os.chmod(d, 0o777)
+        rc, out, err = H.run_bin(["keys", "--service-account-key-file", d])
+        self.assertEqual(rc, 0, err)
+        self.assertIn(d + ": key directory " + self.WARNING, err)
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", d])
+        pattern = re.escape(d) + ": key directory " + self.WARNING
+        self.assertEqual(H.wait_for_log(srv, pattern), 1, srv.stderr())
+        self.assertTrue(H.sighup_and_wait(srv), srv.stderr())
+        self.assertEqual(H.count_log(srv, pattern), 1, srv.stderr())
+        # a key file in such a directory can be replaced by anyone: warned
+        # too, unless the directory is sticky (/tmp)
+        rc, out, err = H.run_bin(["keys", "--service-account-key-file", os.path.join(d, "sa.pub")])
+        self.assertIn(d + ": directory of a key file " + self.WARNING, err)
+        os.chmod(d, 0o1777)
+        rc, out, err = H.run_bin(["keys", "--service-account-key-file", os.path.join(d, "sa.pub")])
+        self.assertNotIn(self.WARNING, err)
+        os.chmod(d, 0o755)
+        rc, out, err = H.run_bin(["keys", "--service-account-key-file", d])
+        self.assertNotIn(self.WARNING, err)
+
+    def test_state_directory_writable_by_others(self):
+        ec = self.keys.ec()
+        state = os.path.join(self.tmp, "state")
+        os.mkdir(state)
+        os.chmod(state, 0o777)
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.pub,
+                                 "--state-dir", state, "--key-retention", "1h"])
+        self.assertEqual(H.wait_for_log(srv, re.escape(state) + ": --state-dir " + self.WARNING), 1, srv.stderr())
+
 
 # --------------------------------------------------------------------------
 # where serve writes

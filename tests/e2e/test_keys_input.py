@@ -2,6 +2,10 @@
 it publishes from it (public parts only, each key once)."""
 
 import json
+import os
+import re
+import shutil
+import time
 import unittest
 
 import oidc_harness as H
@@ -206,6 +210,152 @@ class Rejected(H.ServerTestCase):
     def test_directory_as_key_file(self):
         self.assert_exit2_naming(self.tmp)
 
+
+def kubeadm_pki(root, keys):
+    """A directory laid out like kubeadm's /etc/kubernetes/pki, made with
+    the openssl CLI: the cluster CA, the front-proxy CA, the API server's
+    serving and kubelet-client pairs, the service-account pair (from
+    keys, a KeyFactory) and etcd/ with its own CA. Returns (pki, sa Key)."""
+    pki = os.path.join(root, "pki")
+    os.makedirs(os.path.join(pki, "etcd"))
+    ca = H.make_ca(pki, "ca")
+    H.make_ca(pki, "front-proxy-ca")
+    H.make_server_cert(pki, ca, "DNS:kubernetes", name="apiserver")
+    H.make_server_cert(pki, ca, "DNS:kubelet", name="apiserver-kubelet-client")
+    H.make_ca(os.path.join(pki, "etcd"), "ca")
+    sa = keys.rsa(2048)
+    shutil.copyfile(sa.priv, os.path.join(pki, "sa.key"))
+    shutil.copyfile(sa.pub, os.path.join(pki, "sa.pub"))
+    # what kubeadm leaves there is keys and certificates only
+    for name in os.listdir(pki):
+        if name.endswith((".csr", ".ext", ".srl")):
+            os.unlink(os.path.join(pki, name))
+    for name in os.listdir(pki):
+        if name.endswith(".key"):
+            os.chmod(os.path.join(pki, name), 0o600)
+    return pki, sa
+
+
+class KeySources(H.ServerTestCase):
+    """Key sources that are not what the operator meant are refused at
+    start, naming the file and saying what to point at instead; during a
+    reload they keep the last good set."""
+
+    def refused(self, *flags, needles=()):
+        """serve and keys both exit 2 (promptly) and name every needle."""
+        for cmd in (["serve", "--service-account-issuer", ISSUER, "--listen", "127.0.0.1:%d" % H.free_port(),
+                     "--admin-listen", "none"], ["keys"]):
+            with self.subTest(cmd[0]):
+                rc, out, err = H.run_once(cmd + list(flags), timeout=10)
+                self.assertIsNotNone(rc, "%s did not finish; stderr:\n%s" % (cmd[0], err))
+                self.assertEqual(rc, 2, "%s accepted %r; stdout:\n%s\nstderr:\n%s" % (cmd[0], flags, out, err))
+                for needle in needles:
+                    self.assertIn(needle, err)
+        return err
+
+    def test_kubeadm_pki_directory_is_refused(self):
+        pki, _ = kubeadm_pki(self.tmp, self.keys)
+        err = self.refused("--service-account-key-file", pki,
+                           needles=[os.path.join(pki, "ca.crt"), os.path.join(pki, "sa.pub"), "sa.key"])
+        self.assertIn("PKI directory", err)
+
+    def test_pki_directory_without_ca_files_is_refused_by_its_ca_certificate(self):
+        # no CA-like names, but a certificate with CA:TRUE beside the keys
+        pki, _ = kubeadm_pki(self.tmp, self.keys)
+        os.rename(os.path.join(pki, "ca.crt"), os.path.join(pki, "cluster.crt"))
+        for name in ("ca.key", "front-proxy-ca.crt", "front-proxy-ca.key"):
+            os.unlink(os.path.join(pki, name))
+        err = self.refused("--service-account-key-file", pki,
+                           needles=[os.path.join(pki, "cluster.crt"), "CA:TRUE", "sa.pub"])
+        self.assertNotIn("PKI directory", err)
+
+    def test_ca_certificate_file_is_refused(self):
+        k = self.keys.ec("P-256")
+        self.refused("--service-account-key-file", k.certificate(ca=True),
+                     needles=[k.certificate(ca=True), "CA:TRUE", "sa.pub"])
+
+    def test_sa_key_in_the_pki_directory_is_fine(self):
+        pki, sa = kubeadm_pki(self.tmp, self.keys)
+        for name in ("sa.pub", "sa.key"):
+            with self.subTest(name):
+                srv = self.start_server(["--service-account-issuer", ISSUER,
+                                         "--service-account-key-file", os.path.join(pki, name)])
+                self.check_both(srv, ISSUER, [sa])
+                self.stop_ok(srv)
+
+    def test_pki_files_during_a_reload_keep_the_last_good_set(self):
+        d = os.path.join(self.tmp, "keys")
+        os.mkdir(d)
+        sa = self.keys.ec("P-256")
+        shutil.copyfile(sa.pub, os.path.join(d, "sa.pub"))
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", d])
+        body = self.check_both(srv, ISSUER, [sa])
+        failed = r"key reload failed .*keeping the published set: .*%s"
+        ca_crt, ca_key = H.make_ca(self.tmp, "cluster")
+        for name, src, needle in (("ca.key", ca_key, "PKI directory"), ("issuer.crt", ca_crt, "CA:TRUE")):
+            with self.subTest(name):
+                path = os.path.join(d, name)
+                n = H.count_log(srv, failed % re.escape(path))
+                H.atomic_write(path, H.read_bytes(src))
+                self.assertGreater(H.wait_for_log(srv, failed % re.escape(path), n + 1, 3.0), n,
+                                   "not reported; stderr:\n" + srv.stderr())
+                lines = [ln for ln in srv.stderr().splitlines() if re.search(failed % re.escape(path), ln)]
+                self.assertIn(needle, lines[-1])
+                time.sleep(0.2)
+                self.assertEqual(srv.get(JWKS)[2], body, "the published set changed")
+                os.unlink(path)
+                st, _, got = H.wait_for_jwks(srv, [sa])
+                self.assertEqual(got, body)
+        self.stop_ok(srv)
+
+
+class NotRegularFiles(H.ServerTestCase):
+    """A FIFO (or socket, device) given as a key, signing-key or TLS file
+    fails at once, naming it: opening a FIFO for reading would wait for a
+    writer forever."""
+
+    def fifo(self, name):
+        path = os.path.join(self.tmp, name)
+        os.mkfifo(path)
+        return path
+
+    def assert_fails_fast(self, argv, path):
+        rc, out, err = H.run_once(argv, timeout=10)
+        self.assertIsNotNone(rc, "%s hung on the FIFO %s; stderr:\n%s" % (argv[0], path, err))
+        self.assertNotEqual(rc, 0, err)
+        self.assertIn(path, err)
+        self.assertIn("FIFO", err)
+        return err
+
+    def test_fifo_as_key_file(self):
+        fifo = self.fifo("sa.pub")
+        self.assert_fails_fast(["keys", "--service-account-key-file", fifo], fifo)
+        self.assert_fails_fast(["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", fifo,
+                                "--listen", "127.0.0.1:%d" % H.free_port(), "--admin-listen", "none"], fifo)
+
+    def test_fifo_as_tls_file(self):
+        k = self.keys.ec("P-256")
+        ca = H.make_ca(self.tmp)
+        cert, tkey = H.make_server_cert(self.tmp, ca, "IP:127.0.0.1")
+        base = ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", k.pub,
+                "--listen", "127.0.0.1:%d" % H.free_port(), "--admin-listen", "none",
+                "--tls-listen", "127.0.0.1:%d" % H.free_port()]
+        fifo = self.fifo("fifo")
+        for what, extra in (("--tls-cert-file", ["--tls-cert-file", fifo, "--tls-private-key-file", tkey]),
+                            ("--tls-private-key-file", ["--tls-cert-file", cert, "--tls-private-key-file", fifo])):
+            with self.subTest(what):
+                self.assertIn(what, self.assert_fails_fast(base + extra, fifo))
+
+    def test_fifo_as_signing_key_file(self):
+        # an unreadable --signing-key-file is reported, not fatal: serve
+        # must start, say so, and stop on SIGTERM
+        k = self.keys.ec("P-256")
+        fifo = self.fifo("signing.key")
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", k.pub,
+                                 "--signing-key-file", fifo])
+        self.assertEqual(H.wait_for_log(srv, r"--signing-key-file: %s: .*FIFO" % re.escape(fifo)), 1, srv.stderr())
+        self.check_both(srv, ISSUER, [k])
+        self.stop_ok(srv)
 
 if __name__ == "__main__":
     unittest.main()

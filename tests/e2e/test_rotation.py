@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 import unittest
 
@@ -708,6 +709,142 @@ class StateFile(RotationBase):
         os.unlink(os.path.join(d, "b.pub"))
         srv = self.serve(d, "--key-retention", "1h", "--state-dir", sd)
         self.check_both(srv, ISSUER, [a, b])
+
+
+class JwksSampler:
+    """Fetches the JWKS over and over on its own connection from a thread
+    and records the kids of every 200 response, until stopped."""
+
+    def __init__(self, srv):
+        self.srv = srv
+        self.samples = []
+        self.errors = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                st, _, body = self.srv.get(JWKS)
+                if st == 200:
+                    self.samples.append((time.monotonic(), H.jwks_kids(body)))
+            except OSError as e:
+                self.errors.append(e)
+            time.sleep(0.005)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def since(self, t):
+        return [kids for when, kids in self.samples if when >= t]
+
+
+class PartialReads(H.ServerTestCase):
+    """A key never leaves the published set because a file was read while
+    it was being written; a real removal is published once confirmed."""
+
+    CONFIRM = 1.0  # RELOAD_REMOVAL_CONFIRM_MS
+
+    def serve(self, keyfile):
+        return self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", keyfile])
+
+    def serve_two_keys_in_one_file(self):
+        """A server publishing keys a and b from the single file path:
+        (a, b, path, server)."""
+        a, b = self.keys.rsa(2048), self.keys.ec("P-256")
+        d = os.path.join(self.tmp, "keys")
+        os.mkdir(d)
+        path = os.path.join(d, "sa.pem")
+        shutil.copyfile(self.keys.concat("both.pem", a.pub, b.pub), path)
+        srv = self.serve(path)
+        self.check_both(srv, ISSUER, [a, b])
+        return a, b, path, srv
+
+    def test_file_rewritten_in_place_with_a_pause_never_loses_a_key(self):
+        a, b, path, srv = self.serve_two_keys_in_one_file()
+        with JwksSampler(srv) as sampler:
+            t0 = time.monotonic()
+            # in place (same inode), in two writes with a pause between the
+            # PEM blocks, as a script or a slow copy would
+            with open(path, "wb") as f:
+                f.write(H.read_bytes(a.pub))
+                f.flush()
+                time.sleep(0.4)
+                f.write(H.read_bytes(b.pub))
+            # past the point where a confirmed removal would show
+            time.sleep(self.CONFIRM + 1.0)
+        seen = sampler.since(t0)
+        self.assertGreater(len(seen), 20, "too few samples to tell: %r" % sampler.errors)
+        short = [kids for kids in seen if kids != [a.kid, b.kid]]
+        self.assertEqual(short, [], "a set other than [a, b] was published while the file was being written "
+                                    "(%d of %d samples); stderr:\n%s" % (len(short), len(seen), srv.stderr()))
+        self.assertEqual(H.count_log(srv, r"published key set generation"), 1, srv.stderr())
+        self.stop_ok(srv)
+
+    def test_key_removed_in_place_leaves_once_confirmed(self):
+        a, b, path, srv = self.serve_two_keys_in_one_file()
+        with JwksSampler(srv) as sampler:
+            t0 = time.monotonic()
+            with open(path, "wb") as f:
+                f.write(H.read_bytes(a.pub))
+            # the server cannot confirm before CONFIRM after it first read
+            # the shrunken file, which is after the write
+            time.sleep(self.CONFIRM / 2)
+            early = sampler.since(t0)
+        self.assertTrue(early and all(kids == [a.kid, b.kid] for kids in early),
+                        "b left before its removal was confirmed: %r" % early)
+        self.assertTrue(H.wait_for_log(srv, r"stay published until a re-read"), srv.stderr())
+        self.check_both(srv, ISSUER, [a, b])
+        # and leaves without any further event
+        st, _, body = H.wait_for_jwks(srv, [a], PICKUP + self.CONFIRM)
+        self.assertEqual(body, H.expected_jwks([a]), "b was never removed; stderr:\n" + srv.stderr())
+        self.check_both(srv, ISSUER, [a])
+        self.stop_ok(srv)
+
+    def test_secret_data_swap_removes_at_once(self):
+        # the kubelet writes the new files before the swap: nothing to confirm
+        a, b = self.keys.ec("P-256"), self.keys.ec("P-384")
+        d = H.secret_dir_create(os.path.join(self.tmp, "secret"),
+                                {"sa.pub": H.read_bytes(self.keys.concat("ab.pem", a.pub, b.pub))})
+        srv = self.serve(d)
+        self.check_both(srv, ISSUER, [a, b])
+        H.secret_dir_swap(d, {"sa.pub": H.read_bytes(b.pub)}, "..2026_02")
+        st, _, body = H.wait_for_jwks(srv, [b], PICKUP)
+        self.assertEqual(body, H.expected_jwks([b]), srv.stderr())
+        self.assertEqual(H.count_log(srv, r"stay published until a re-read"), 0, srv.stderr())
+        self.stop_ok(srv)
+
+
+class NotRegularFile(H.ServerTestCase):
+    """A FIFO put in place of a key file must not freeze the reloads: the
+    reload fails (logged, naming the file), the last good set stays, later
+    changes are still picked up, and SIGTERM still ends the process."""
+
+    def test_fifo_in_place_of_key_file(self):
+        a, b = self.keys.ec("P-256"), self.keys.ec("P-384")
+        d = os.path.join(self.tmp, "keys")
+        os.mkdir(d)
+        path = os.path.join(d, "sa.pub")
+        shutil.copyfile(a.pub, path)
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", path])
+        body = self.check_both(srv, ISSUER, [a])
+        fifo = os.path.join(d, ".fifo")
+        os.mkfifo(fifo)
+        os.replace(fifo, path)
+        failed = r"key reload failed .*keeping the published set: %s: .*FIFO" % re.escape(path)
+        self.assertEqual(H.wait_for_log(srv, failed, 1, PICKUP), 1,
+                         "no reload failure naming the FIFO; stderr:\n" + srv.stderr())
+        self.assertEqual(srv.get(JWKS)[2], body)
+        # the reloads go on
+        H.atomic_write(path, H.read_bytes(b.pub))
+        st, _, got = H.wait_for_jwks(srv, [b], PICKUP + PartialReads.CONFIRM)
+        self.assertEqual(got, H.expected_jwks([b]), "reloads stopped after the FIFO; stderr:\n" + srv.stderr())
+        self.assertEqual(H.admin_get(srv.admin_port, "/livez")[0], 200)
         self.stop_ok(srv)
 
 

@@ -34,6 +34,7 @@ TestSuite(pem, .fini = leak_check);
 TestSuite(errors, .fini = leak_check);
 TestSuite(key, .fini = leak_check);
 TestSuite(keyset, .fini = leak_check);
+TestSuite(sources, .fini = leak_check);
 
 /* ------------------------------------------------------------------------ */
 /* Helpers: fixture paths, shell, files                                      */
@@ -668,6 +669,7 @@ static struct bad bad_files[] = {
     {"params-only.pem", NOKEYS},
     {"badbase64.pem", "block 1"},
     {"badder.pem", "block 1"},
+    {"rsa2048.ca.crt", "basicConstraints CA:TRUE"},
 };
 
 ParameterizedTestParameters(errors, pem_read_file)
@@ -929,4 +931,219 @@ Test(keyset, no_paths)
     char err[1024];
     cr_assert_null(load(NULL, 0, NULL, err, sizeof err));
     cr_assert_neq(err[0], '\0', "no error message");
+}
+
+/* ------------------------------------------------------------------------ */
+/* What a key source may be                                                  */
+
+/* A fresh directory under /tmp, and a path inside it. */
+static void src_dir(char dir[64])
+{
+    snprintf(dir, 64, "/tmp/oidc-sources-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static const char *src_path(const char *dir, const char *name)
+{
+    static char buf[4][PATH_MAX];
+    static unsigned next;
+    char *p = buf[next++ % 4];
+    snprintf(p, PATH_MAX, "%s/%s", dir, name);
+    return p;
+}
+
+/* Copies a fixture to dir/name. */
+static void src_put(const char *dir, const char *name, const char *fixture)
+{
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", fx(fixture), src_path(dir, name));
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void src_rm(const char *dir)
+{
+    char cmd[PATH_MAX];
+    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", dir, dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* keyset_load of one path; NULL with err filled, or the set. */
+static struct keyset *src_load(const char *path, struct warns *w, char *err, size_t errlen)
+{
+    char *argv[] = {(char *)path};
+    err[0] = '\0';
+    return keyset_load(argv, 1, w ? on_warn : NULL, w, err, errlen);
+}
+
+Test(sources, ca_certificate_is_refused_and_says_what_to_do)
+{
+    char err[1024];
+    cr_assert_null(src_load(fx("rsa2048.ca.crt"), NULL, err, sizeof err));
+    assert_err(err, fx("rsa2048.ca.crt"), "basicConstraints CA:TRUE");
+    cr_assert(strstr(err, "sa.pub") != NULL, "does not point at sa.pub: %s", err);
+    /* the same key in a leaf certificate is a key source */
+    struct keyset *ks = load_one("rsa2048.crt", NULL);
+    keyset_free(ks);
+}
+
+Test(sources, ca_certificate_among_other_blocks_fails_the_file)
+{
+    static const char *const names[] = {"rsa2048.pub", "rsa2048.ca.crt"};
+    size_t len;
+    char path[PATH_MAX], err[1024];
+    char *pem = concat(names, COUNT(names), &len);
+    write_tmp(pem, len, path);
+    free(pem);
+    cr_assert_null(src_load(path, NULL, err, sizeof err));
+    unlink(path);
+    assert_err(err, path, "block 2");
+}
+
+Test(sources, pki_directory_is_refused)
+{
+    /* kubeadm's /etc/kubernetes/pki, reduced: CA, front-proxy CA,
+     * apiserver pair, the service-account pair, etcd/ */
+    static const char *const layout[][2] = {
+        {"apiserver.crt", "rsa2048.crt"}, {"apiserver.key", "rsa2048.pkcs1.key"},   {"ca.crt", "rsa2048.crt"},
+        {"ca.key", "rsa2048.pkcs8.key"},  {"front-proxy-ca.key", "ec384.sec1.key"}, {"sa.key", "ec256.sec1.key"},
+        {"sa.pub", "ec256.pub"},
+    };
+    char dir[64], err[1024];
+
+    src_dir(dir);
+    cr_assert_eq(mkdir(src_path(dir, "etcd"), 0700), 0);
+    for (size_t i = 0; i < COUNT(layout); i++)
+        src_put(dir, layout[i][0], layout[i][1]);
+    cr_assert_null(src_load(dir, NULL, err, sizeof err), "a PKI directory was loaded");
+    cr_assert(strstr(err, src_path(dir, "ca.crt")) != NULL, "does not name ca.crt: %s", err);
+    cr_assert(strstr(err, src_path(dir, "sa.pub")) != NULL, "does not point at sa.pub: %s", err);
+
+    /* without ca.*, the front-proxy CA key alone still gives it away */
+    unlink(src_path(dir, "ca.crt"));
+    unlink(src_path(dir, "ca.key"));
+    cr_assert_null(src_load(dir, NULL, err, sizeof err));
+    cr_assert(strstr(err, src_path(dir, "front-proxy-ca.key")) != NULL, "%s", err);
+
+    /* pointing at the service-account key itself works */
+    struct keyset *ks = src_load(src_path(dir, "sa.pub"), NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    cr_assert_eq(ks->count, 1);
+    keyset_free(ks);
+    src_rm(dir);
+}
+
+Test(sources, file_named_like_a_ca_key_is_refused)
+{
+    static const char *const names[] = {"ca.key", "ca.pem", "ca-key.pem", "server-ca.crt", "client-ca.key"};
+    char dir[64], err[1024];
+
+    src_dir(dir);
+    for (size_t i = 0; i < COUNT(names); i++) {
+        src_put(dir, names[i], "ec256.pub");
+        cr_assert_null(src_load(src_path(dir, names[i]), NULL, err, sizeof err), "%s loaded", names[i]);
+        assert_err(err, src_path(dir, names[i]), "CA");
+    }
+    /* names that merely contain "ca" are fine */
+    src_put(dir, "cascade.pub", "ec256.pub");
+    struct keyset *ks = src_load(src_path(dir, "cascade.pub"), NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    keyset_free(ks);
+    src_rm(dir);
+}
+
+/* Without O_NONBLOCK, opening a FIFO waits for a writer: the timeout
+ * turns that hang into a failure. */
+Test(sources, fifo_is_refused_without_blocking, .timeout = 10)
+{
+    char dir[64], err[1024];
+
+    src_dir(dir);
+    cr_assert_eq(mkfifo(src_path(dir, "sa.pub"), 0600), 0);
+    cr_assert_null(src_load(src_path(dir, "sa.pub"), NULL, err, sizeof err));
+    assert_err(err, src_path(dir, "sa.pub"), "FIFO");
+    /* in a directory source too: an error, not a key silently missing */
+    src_put(dir, "other.pub", "ec256.pub");
+    cr_assert_null(src_load(dir, NULL, err, sizeof err));
+    assert_err(err, src_path(dir, "sa.pub"), "FIFO");
+    src_rm(dir);
+}
+
+Test(sources, directory_skips_subdirectories_hidden_entries_and_dangling_links)
+{
+    char dir[64], err[1024];
+
+    src_dir(dir);
+    src_put(dir, "sa.pub", "ec256.pub");
+    cr_assert_eq(mkdir(src_path(dir, "etcd"), 0700), 0);
+    src_put(dir, "etcd/peer.pub", "rsa2048.pub");
+    src_put(dir, ".hidden.pub", "ec384.pub");
+    cr_assert_eq(symlink("..data/gone.pub", src_path(dir, "gone.pub")), 0);
+    struct keyset *ks = src_load(dir, NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    cr_assert_eq(ks->count, 1, "%zu keys", ks->count);
+    cr_assert(strstr(ks->keys[0].source, "sa.pub") != NULL, "%s", ks->keys[0].source);
+    keyset_free(ks);
+    src_rm(dir);
+}
+
+Test(sources, keys_record_the_file_they_came_from)
+{
+    char dir[64], err[1024], real[PATH_MAX];
+
+    src_dir(dir);
+    cr_assert_eq(mkdir(src_path(dir, "..2026_01"), 0700), 0);
+    src_put(dir, "..2026_01/sa.pub", "ec256.pub");
+    cr_assert_eq(symlink("..2026_01", src_path(dir, "..data")), 0);
+    cr_assert_eq(symlink("..data/sa.pub", src_path(dir, "sa.pub")), 0);
+    struct keyset *ks = src_load(dir, NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    cr_assert_not_null(realpath(src_path(dir, "..2026_01/sa.pub"), real));
+    cr_assert_str_eq(ks->keys[0].path, src_path(dir, "sa.pub"));
+    cr_assert_str_eq(ks->keys[0].path_real, real);
+    /* and a copy keeps them */
+    struct keyset *copy = keyset_new();
+    cr_assert_eq(keyset_add_copy(copy, &ks->keys[0], err, sizeof err), 1, "%s", err);
+    cr_assert_eq(keyset_add_copy(copy, &ks->keys[0], err, sizeof err), 0, "a duplicate is not added");
+    cr_assert_str_eq(copy->keys[0].path, ks->keys[0].path);
+    cr_assert_str_eq(copy->keys[0].path_real, real);
+    cr_assert_str_eq(copy->keys[0].kid, ks->keys[0].kid);
+    keyset_free(copy);
+    keyset_free(ks);
+    src_rm(dir);
+}
+
+/* Counts the warnings that mention "writable by others" and name path. */
+static int writable_warnings(const struct warns *w, const char *path)
+{
+    int n = 0;
+    for (int i = 0; i < w->n; i++)
+        n += strstr(w->msg[i], "writable by others") != NULL && strstr(w->msg[i], path) != NULL;
+    return n;
+}
+
+Test(sources, directory_writable_by_others_warns)
+{
+    char dir[64], err[1024];
+    struct warns open_dir = {0}, closed = {0}, sticky = {0}, open_parent = {0};
+    struct keyset *ks;
+
+    src_dir(dir);
+    src_put(dir, "sa.pub", "ec256.pub");
+    cr_assert_eq(chmod(dir, 0777), 0);
+    cr_assert_not_null(ks = src_load(dir, &open_dir, err, sizeof err), "%s", err);
+    keyset_free(ks);
+    cr_assert_eq(writable_warnings(&open_dir, dir), 1, "a world-writable key directory: %d", open_dir.n);
+    cr_assert_not_null(ks = src_load(src_path(dir, "sa.pub"), &open_parent, err, sizeof err), "%s", err);
+    keyset_free(ks);
+    cr_assert_eq(writable_warnings(&open_parent, dir), 1, "a key file others can replace");
+    /* sticky: others may add files but not replace this one */
+    cr_assert_eq(chmod(dir, 01777), 0);
+    cr_assert_not_null(ks = src_load(src_path(dir, "sa.pub"), &sticky, err, sizeof err), "%s", err);
+    keyset_free(ks);
+    cr_assert_eq(writable_warnings(&sticky, dir), 0, "%s", sticky.msg[0]);
+    cr_assert_eq(chmod(dir, 0755), 0);
+    cr_assert_not_null(ks = src_load(dir, &closed, err, sizeof err), "%s", err);
+    keyset_free(ks);
+    cr_assert_eq(writable_warnings(&closed, dir), 0, "%s", closed.msg[0]);
+    src_rm(dir);
 }
