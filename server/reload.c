@@ -392,10 +392,6 @@ struct reload *reload_create(const struct config *cfg)
         publish_state_path(cfg, r->state_path, sizeof(r->state_path));
         if (mkdir(cfg->state_dir, 0700) != 0 && errno != EEXIST)
             log_msg(LOG_ERROR, "--state-dir %s: cannot create: %s", cfg->state_dir, strerror(errno));
-        /* Whoever can replace keys.json decides which retired keys stay
-         * trusted. */
-        if (keyfile_dir_mode_warning(cfg->state_dir, "--state-dir", 0, err, sizeof(err)))
-            log_once(LOG_WARN, "%s", err);
         if (!reload_state_dir_ok(cfg)) {
             reload_free(r);
             return NULL;

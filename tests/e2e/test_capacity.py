@@ -74,18 +74,18 @@ class ReloadMemoryTest(H.SanitizerCheck, H.ServerTestCase):
         # the discovery document's algorithms change on every reload
         self.sets = [(self.keys.rsa(2048), self.keys.ec("P-256")), (self.keys.ec("P-384"),)]
         self.pems = [b"".join(H.read_bytes(k.pub) for k in keys) for keys in self.sets]
-        self.keydir = os.path.join(self.tmp, "keys")
-        os.mkdir(self.keydir)
-        self.keyfile = os.path.join(self.keydir, "sa.pub")
-        H.atomic_write(self.keyfile, self.pems[0])
+        # a Secret volume: each reload is a ..data swap, which takes keys
+        # out at once (a file rewritten in place would wait a second for
+        # its removal to be confirmed)
+        self.keydir = H.secret_dir_create(os.path.join(self.tmp, "keys"), {"sa.pub": self.pems[0]})
         self.srv = self.start_server(["--service-account-issuer", ISSUER,
                                       "--service-account-key-file", self.keydir])
 
     def reload_to(self, conn, i):
-        """Rewrites sa.pub with set i % 2, sends SIGHUP and waits until the
+        """Swaps sa.pub to set i % 2, sends SIGHUP and waits until the
         server serves that set."""
         want = H.expected_jwks(self.sets[i % 2])
-        H.atomic_write(self.keyfile, self.pems[i % 2])
+        H.secret_dir_swap(self.keydir, {"sa.pub": self.pems[i % 2]}, "..stamp_%d" % i)
         self.srv.proc.send_signal(signal.SIGHUP)
         deadline = time.monotonic() + 3.0 * H.SLOW
         while True:

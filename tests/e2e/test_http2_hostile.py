@@ -191,7 +191,7 @@ class TestHTTP2Enabled(HTTP2Base):
             last = now
             time.sleep(2.0 * H.SLOW)
             now = served()
-        self.assertGreaterEqual(now, want)
+        self.assertGreaterEqual(now, want, (result, srv.stderr()[-1500:]))
 
     def test_continuation_of_400k_closes_connection(self):
         srv = self.start("--http2")
