@@ -309,8 +309,10 @@ class UnitSyscallFilter(H.SanitizerCheck, H.TLSServerTestCase):
             f.write("\n".join(sorted(unit_syscall_allowlist())) + "\n")
         # LeakSanitizer (the -DOIDC_SANITIZE=ON build) stops the world with
         # ptrace, which no service's filter allows; the other tests look
-        # for leaks.
-        asan = "detect_leaks=0:" + os.environ.get("ASAN_OPTIONS", "")
+        # for leaks. The last setting wins, so it goes after whatever
+        # ASAN_OPTIONS the suite runs with (scripts/test.sh sets
+        # detect_leaks=1).
+        asan = os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
         self.wrapper = ["env", "ASAN_OPTIONS=" + asan, H.SYSTEM_PYTHON, "-c", SECCOMP_EXEC, self.allowlist]
         self.proc_subset = os.geteuid() == 0 and shutil.which("unshare") is not None
         if self.proc_subset:
