@@ -1,4 +1,4 @@
-/* libFuzzer target: token verification (keys/token.c, keys/jwt.c, keys/jws.c)
+/* libFuzzer target: token verification (jose/token.c, jose/jwt.c, jose/jws.c)
  * against a fixed key set (tests/fixtures/rsa2048.pub and ec256.pub) and a
  * fixed policy, plus the strict JSON parser (jwt_parse) on the raw input,
  * checked against its reference, yajl (fuzz/jwt_oracle.h).
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys/jwt.h"
+#include "jose/jwt.h"
 #include "keys/keyset.h"
-#include "keys/token.h"
+#include "jose/token.h"
 #include "jwt_oracle.h"
 
 /* Inside the lifetime of the seed tokens in fuzz/corpus/fuzz_token (minted

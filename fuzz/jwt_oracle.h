@@ -1,4 +1,4 @@
-/* The reference fuzz_token holds jwt_parse (keys/jwt_parse.c) to: yajl 2.1,
+/* The reference fuzz_token holds jwt_parse (util/json.c) to: yajl 2.1,
  * which the project parsed tokens with before, plus the checks jwt_parse
  * makes on top (no duplicate member, at most TOKEN_MAX_DEPTH containers, no
  * U+0000, an object at the top level, nothing but whitespace after it).
@@ -17,8 +17,8 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "keys/jwt.h"
-#include "keys/token.h"
+#include "jose/jwt.h"
+#include "jose/token.h"
 
 /* A growing byte buffer; the fuzzer aborts when memory runs out. */
 struct oracle_buf {

@@ -1,4 +1,4 @@
-#include "history.h"
+#include "keys/history.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jsonw.h"
-#include "jwt.h"
-#include "printable.h"
+#include "util/jsonw.h"
+#include "jose/jwt.h"
+#include "util/printable.h"
 
 /* A state file holds a few hundred keys at most; refuse anything absurd. */
 #define HISTORY_MAX_FILE_SIZE (4 * 1024 * 1024)

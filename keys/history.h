@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 #include <time.h>
-#include "keyset.h"
+#include "keys/keyset.h"
 
 struct history_entry {
     char kid[KEY_KID_LEN + 1];

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "keys/jwt.h"
-#include "keys/token.h"
+#include "jose/jwt.h"
+#include "jose/token.h"
 
 /* Writes tree v compactly: {name:value,...}, [...], strings quoted with
  * bytes outside printable ASCII (and '"', '\\') as \xHH, numbers in %.17g,

@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys/b64url.h"
-#include "keys/jws.h"
-#include "keys/jwt.h"
+#include "util/b64url.h"
+#include "jose/jws.h"
+#include "jose/jwt.h"
 #include "keys/keyset.h"
-#include "keys/token.h"
-#include "keys/token_mint.h"
+#include "jose/token.h"
+#include "jose/token_mint.h"
 
 #define ISS "https://kubernetes.default.svc"
 #define NOW 1700000000L
