@@ -77,19 +77,19 @@ static int verify_discover(const struct config *cfg, struct verify_input *in, ch
     char doc_url[4096], issuer[4096], *doc = NULL, *jwks = NULL;
     const char *expected = cfg->issuers.count ? cfg->issuers.items[0] : issuer;
     size_t doc_len, jwks_len;
-    struct jwt_value *root = NULL;
-    const struct jwt_value *iss, *uri;
+    struct json_value *root = NULL;
+    const struct json_value *iss, *uri;
     int rc = -1;
 
     verify_discovery_urls(cfg->discovery_url, doc_url, sizeof(doc_url), issuer, sizeof(issuer));
     if (fetch_url(doc_url, cfg->ca_file, cfg->allow_insecure_issuer, VERIFY_MAX_DOCUMENT, &doc, &doc_len, err,
                   errlen) != 0)
         return -1;
-    if ((root = jwt_parse((const unsigned char *)doc, doc_len, err, errlen)) == NULL)
+    if ((root = json_parse((const unsigned char *)doc, doc_len, err, errlen)) == NULL)
         goto out;
-    iss = jwt_get(root, "issuer");
-    uri = jwt_get(root, "jwks_uri");
-    if (iss == NULL || iss->type != JWT_STRING || uri == NULL || uri->type != JWT_STRING) {
+    iss = json_get(root, "issuer");
+    uri = json_get(root, "jwks_uri");
+    if (iss == NULL || iss->type != JSON_STRING || uri == NULL || uri->type != JSON_STRING) {
         snprintf(err, errlen, "%.300s: no issuer or jwks_uri string", doc_url);
     } else if (strcmp(iss->str, expected) != 0) {
         snprintf(err, errlen, "%.300s: issuer \"%.300s\" is not the expected \"%.300s\"", doc_url, iss->str, expected);
@@ -100,7 +100,7 @@ static int verify_discover(const struct config *cfg, struct verify_input *in, ch
         rc = in->discovered_issuer ? 0 : -1;
     }
 out:
-    jwt_value_free(root);
+    json_free(root);
     free(doc);
     free(jwks);
     return rc;

@@ -69,25 +69,25 @@ static int jwt_plain_chars(const unsigned char *s, size_t len, int b64url)
 }
 
 /* A string member of the compact header's root, its text copied out. */
-static void jwt_compact_member(struct jwt_value *v, const char *name, char *str, const unsigned char *text, size_t len)
+static void jwt_compact_member(struct json_value *v, const char *name, char *str, const unsigned char *text, size_t len)
 {
     memset(v, 0, sizeof(*v));
-    v->type = JWT_STRING;
+    v->type = JSON_STRING;
     v->name = (char *)name; /* static; the tree is read-only to its users */
     v->str = str;
     memcpy(str, text, len);
     str[len] = '\0';
 }
 
-/* Why this returns exactly what jwt_parse would: the input is one JSON
+/* Why this returns exactly what json_parse would: the input is one JSON
  * object with two members whose names ("alg", "kid") differ, at depth 1,
  * with nothing after it; both values are strings of characters that need
  * no escaping and are not U+0000, so each decodes to itself. No other
  * member (crit, jku, x5u, jwk, x5c, a duplicate) can be present, so every
- * check on the tree decides as it would on jwt_parse's. Anything else
+ * check on the tree decides as it would on json_parse's. Anything else
  * (whitespace, another order, an escape, another member) misses here and
  * takes the strict parser. */
-const struct jwt_value *jwt_parse_compact_header(const unsigned char *json, size_t len, struct jwt_compact_header *h)
+const struct json_value *jwt_parse_compact_header(const unsigned char *json, size_t len, struct jwt_compact_header *h)
 {
     const unsigned char *alg, *mid, *kid, *end;
 
@@ -103,7 +103,7 @@ const struct jwt_value *jwt_parse_compact_header(const unsigned char *json, size
         !jwt_plain_chars(alg, JWT_COMPACT_ALG_LEN, 0) || !jwt_plain_chars(kid, JWT_COMPACT_KID_LEN, 1))
         return NULL;
     memset(&h->root, 0, sizeof(h->root));
-    h->root.type = JWT_OBJECT;
+    h->root.type = JSON_OBJECT;
     jwt_compact_member(&h->alg, "alg", h->alg_str, alg, JWT_COMPACT_ALG_LEN);
     jwt_compact_member(&h->kid, "kid", h->kid_str, kid, JWT_COMPACT_KID_LEN);
     h->root.child = &h->alg;
@@ -111,12 +111,12 @@ const struct jwt_value *jwt_parse_compact_header(const unsigned char *json, size
     return &h->root;
 }
 
-const struct jwt_value *jwt_get(const struct jwt_value *obj, const char *name)
+const struct json_value *json_get(const struct json_value *obj, const char *name)
 {
-    if (obj == NULL || obj->type != JWT_OBJECT)
+    if (obj == NULL || obj->type != JSON_OBJECT)
         return NULL;
     /* The first byte alone tells most members apart without a call. */
-    for (const struct jwt_value *v = obj->child; v != NULL; v = v->next)
+    for (const struct json_value *v = obj->child; v != NULL; v = v->next)
         if (v->name[0] == name[0] && strcmp(v->name, name) == 0)
             return v;
     return NULL;

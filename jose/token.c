@@ -134,13 +134,13 @@ __attribute__((format(printf, 3, 0))) static int token_fail_quoted(struct token_
 
 /* Refuses alg none, HMAC, and any algorithm the policy does not allow, then
  * crit and self-supplied keys. Sets *alg. */
-static int token_check_header(const struct jwt_value *h, const struct token_policy *pol, const struct jws_alg **alg,
+static int token_check_header(const struct json_value *h, const struct token_policy *pol, const struct jws_alg **alg,
                               struct token_result *out)
 {
-    const struct jwt_value *v = jwt_get(h, "alg");
+    const struct json_value *v = json_get(h, "alg");
     unsigned allowed = pol->algs ? pol->algs : TOKEN_ALG_ALL;
 
-    if (v == NULL || v->type != JWT_STRING)
+    if (v == NULL || v->type != JSON_STRING)
         return token_fail(out, TOKEN_ERR_ALG_UNSUPPORTED, "token header has no alg string");
     if (strcmp(v->str, "none") == 0)
         return token_fail(out, TOKEN_ERR_ALG_NONE, "unsigned token (alg \"none\") refused");
@@ -150,10 +150,10 @@ static int token_check_header(const struct jwt_value *h, const struct token_poli
     *alg = jws_alg_find(v->str);
     if (*alg == NULL || ((*alg)->mask & allowed) == 0)
         return token_fail_quoted(out, TOKEN_ERR_ALG_UNSUPPORTED, "token alg %s is not supported", v->str);
-    if (jwt_get(h, "crit") != NULL)
+    if (json_get(h, "crit") != NULL)
         return token_fail(out, TOKEN_ERR_CRIT, "token header has crit: no JWS extension is understood");
     for (size_t i = 0; i < sizeof(token_embedded_key_members) / sizeof(token_embedded_key_members[0]); i++)
-        if (jwt_get(h, token_embedded_key_members[i]) != NULL)
+        if (json_get(h, token_embedded_key_members[i]) != NULL)
             return token_fail(out, TOKEN_ERR_EMBEDDED_KEY,
                               "token header carries its own key (%s): only the configured keys are trusted",
                               token_embedded_key_members[i]);
@@ -175,16 +175,16 @@ static int token_signature_outcome(enum token_error e, const struct jws_alg *alg
  * each key of the alg's type until one verifies, as kube-apiserver does,
  * but with at most TOKEN_KIDLESS_MAX_KEYS of them: each is a signature
  * check that anyone can make the server do for the price of one token. */
-static int token_check_signature(const struct keyset *ks, const struct jwt_value *h, const struct jws_alg *alg,
+static int token_check_signature(const struct keyset *ks, const struct json_value *h, const struct jws_alg *alg,
                                  const struct jwt_parts *parts, struct token_result *out)
 {
-    const struct jwt_value *kid = jwt_get(h, "kid");
+    const struct json_value *kid = json_get(h, "kid");
     const struct key *k;
     enum token_error e;
     size_t tried = 0, skipped = 0;
 
     if (kid != NULL) {
-        if (kid->type != JWT_STRING || (k = keyset_find(ks, kid->str)) == NULL)
+        if (kid->type != JSON_STRING || (k = keyset_find(ks, kid->str)) == NULL)
             return token_fail(out, TOKEN_ERR_UNKNOWN_KID, "token kid is not one of the configured keys");
         if (strcmp(k->alg, alg->name) != 0)
             return token_fail(out, TOKEN_ERR_ALG_MISMATCH, "token alg %s does not match its key (%s)", alg->name,
@@ -217,10 +217,10 @@ static int token_check_signature(const struct keyset *ks, const struct jwt_value
 }
 
 /* Parses a decoded segment; what names it in the message. */
-static struct jwt_value *token_parse(const unsigned char *json, size_t len, const char *what, struct token_result *out)
+static struct json_value *token_parse(const unsigned char *json, size_t len, const char *what, struct token_result *out)
 {
     char why[128];
-    struct jwt_value *v = jwt_parse(json, len, why, sizeof(why));
+    struct json_value *v = json_parse(json, len, why, sizeof(why));
 
     if (v == NULL)
         token_fail(out, TOKEN_ERR_JSON, "token %s is not valid: %s", what, why);
@@ -230,32 +230,32 @@ static struct jwt_value *token_parse(const unsigned char *json, size_t len, cons
 /* Parses the decoded header into *owned, or, when it is exactly
  * kube-apiserver's compact form, into *compact without the JSON parser
  * (jwt_parse_compact_header: the same tree, so the same decisions). */
-static const struct jwt_value *token_parse_header(const struct jwt_parts *parts, struct jwt_compact_header *compact,
-                                                  struct jwt_value **owned, struct token_result *out)
+static const struct json_value *token_parse_header(const struct jwt_parts *parts, struct jwt_compact_header *compact,
+                                                   struct json_value **owned, struct token_result *out)
 {
-    const struct jwt_value *h = jwt_parse_compact_header(parts->seg[0], parts->seglen[0], compact);
+    const struct json_value *h = jwt_parse_compact_header(parts->seg[0], parts->seglen[0], compact);
 
     return h != NULL ? h : (*owned = token_parse(parts->seg[0], parts->seglen[0], "header", out));
 }
 
 /* Reads the optional string member name of obj: 1 when present (in *s), 0
  * when absent, -1 when of another type. label names it in messages. */
-static int token_get_string(const struct jwt_value *obj, const char *name, const char *label, const char **s,
+static int token_get_string(const struct json_value *obj, const char *name, const char *label, const char **s,
                             struct token_result *out)
 {
-    const struct jwt_value *v = jwt_get(obj, name);
+    const struct json_value *v = json_get(obj, name);
 
     *s = NULL;
     if (v == NULL)
         return 0;
-    if (v->type != JWT_STRING)
+    if (v->type != JSON_STRING)
         return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is not a string", label);
     *s = v->str;
     return 1;
 }
 
 /* Same for a member that must be present and non-empty. Returns 0 or -1. */
-static int token_need_string(const struct jwt_value *obj, const char *name, const char *label, const char **s,
+static int token_need_string(const struct json_value *obj, const char *name, const char *label, const char **s,
                              struct token_result *out)
 {
     int rc = token_get_string(obj, name, label, s, out);
@@ -268,14 +268,14 @@ static int token_need_string(const struct jwt_value *obj, const char *name, cons
 /* Reads an optional NumericDate: a JSON number, integer or not (RFC 7519),
  * truncated to whole seconds as Go's int64(f) does. Returns 1 when present
  * (in *t), 0 when absent, -1 when not a number or out of range. */
-static int token_get_date(const struct jwt_value *payload, const char *name, int64_t *t, struct token_result *out)
+static int token_get_date(const struct json_value *payload, const char *name, int64_t *t, struct token_result *out)
 {
-    const struct jwt_value *v = jwt_get(payload, name);
+    const struct json_value *v = json_get(payload, name);
 
     *t = 0;
     if (v == NULL)
         return 0;
-    if (v->type != JWT_NUMBER)
+    if (v->type != JSON_NUMBER)
         return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is not a number", name);
     if (!(v->num >= -TOKEN_DATE_MAX && v->num <= TOKEN_DATE_MAX))
         return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is out of range", name);
@@ -285,7 +285,7 @@ static int token_get_date(const struct jwt_value *payload, const char *name, int
 
 /* exp, nbf and iat with the policy's leeway, as kube-apiserver checks them;
  * exp is required of bound tokens only. */
-static int token_check_times(const struct jwt_value *payload, const struct token_policy *pol, int need_exp,
+static int token_check_times(const struct json_value *payload, const struct token_policy *pol, int need_exp,
                              int64_t *exp, struct token_result *out)
 {
     int64_t now = (int64_t)pol->now, nbf, iat;
@@ -309,7 +309,7 @@ static int token_check_times(const struct jwt_value *payload, const struct token
 
 /* iss must be one of the policy's issuers, byte for byte; the legacy issuer
  * is a separate, opt-in case. Sets *legacy. */
-static int token_check_issuer(const struct jwt_value *payload, const struct token_policy *pol, int *legacy,
+static int token_check_issuer(const struct json_value *payload, const struct token_policy *pol, int *legacy,
                               struct token_result *out)
 {
     const char *iss;
@@ -341,21 +341,22 @@ static int token_wanted(const struct token_policy *pol, const char *aud)
 
 /* Lists the token's aud, a string or an array of strings, into *auds
  * (pointers into the tree; malloc'ed array). */
-static int token_get_audiences(const struct jwt_value *payload, const char ***auds, size_t *n, struct token_result *out)
+static int token_get_audiences(const struct json_value *payload, const char ***auds, size_t *n,
+                               struct token_result *out)
 {
-    const struct jwt_value *v = jwt_get(payload, "aud");
-    const struct jwt_value *first = v != NULL && v->type == JWT_ARRAY ? v->child : v;
+    const struct json_value *v = json_get(payload, "aud");
+    const struct json_value *first = v != NULL && v->type == JSON_ARRAY ? v->child : v;
     size_t count = 0;
 
     *auds = NULL;
     *n = 0;
     /* A lone string is walked as a list of one: it ends at itself. */
-    for (const struct jwt_value *e = first; e != NULL; e = e == v ? NULL : e->next, count++)
-        if (e->type != JWT_STRING)
+    for (const struct json_value *e = first; e != NULL; e = e == v ? NULL : e->next, count++)
+        if (e->type != JSON_STRING)
             return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim aud is not a string or an array of strings");
     if ((*auds = calloc(count + 1, sizeof(**auds))) == NULL)
         return token_fail(out, TOKEN_ERR_CLAIMS, "out of memory");
-    for (const struct jwt_value *e = first; e != NULL; e = e == v ? NULL : e->next)
+    for (const struct json_value *e = first; e != NULL; e = e == v ? NULL : e->next)
         (*auds)[(*n)++] = e->str;
     return 0;
 }
@@ -365,7 +366,7 @@ static int token_get_audiences(const struct jwt_value *payload, const char ***au
  * legacy one) is taken to carry the API audiences, as kube-apiserver takes
  * it: it is good for what the server itself accepts, never for the other
  * audiences a review may ask for. */
-static int token_check_audience(const struct jwt_value *payload, const struct token_policy *pol, struct token_user *u,
+static int token_check_audience(const struct json_value *payload, const struct token_policy *pol, struct token_user *u,
                                 struct token_result *out)
 {
     const char **claimed;
@@ -419,14 +420,14 @@ static const struct token_ref_claim token_ref_secret = {TOKEN_REF_CLAIM("secret"
 
 /* Reads the {name, uid} object claim rc: 1 when present and complete, 0
  * when absent, -1 otherwise. */
-static int token_get_ref(const struct jwt_value *k8s, const struct token_ref_claim *rc, const char *ref[2],
+static int token_get_ref(const struct json_value *k8s, const struct token_ref_claim *rc, const char *ref[2],
                          struct token_result *out)
 {
-    const struct jwt_value *o = jwt_get(k8s, rc->what);
+    const struct json_value *o = json_get(k8s, rc->what);
 
     if (o == NULL)
         return 0;
-    if (o->type != JWT_OBJECT)
+    if (o->type != JSON_OBJECT)
         return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim %s is not an object", rc->label);
     if (token_need_string(o, "name", rc->name_label, &ref[0], out) != 0 ||
         token_need_string(o, "uid", rc->uid_label, &ref[1], out) != 0)
@@ -436,15 +437,15 @@ static int token_get_ref(const struct jwt_value *k8s, const struct token_ref_cla
 
 /* The kubernetes.io claims of a bound token: namespace, service account,
  * and exactly one bound object (a pod-bound token may also name its node). */
-static int token_bound_claims(const struct jwt_value *payload, struct token_sa *c, struct token_result *out)
+static int token_bound_claims(const struct json_value *payload, struct token_sa *c, struct token_result *out)
 {
-    const struct jwt_value *k8s = jwt_get(payload, "kubernetes.io");
+    const struct json_value *k8s = json_get(payload, "kubernetes.io");
     const char *sa[2] = {NULL, NULL};
     int has_sa, has_pod, has_node, has_secret;
 
     if (k8s == NULL)
         return token_fail(out, TOKEN_ERR_CLAIMS, "token has no kubernetes.io claim");
-    if (k8s->type != JWT_OBJECT)
+    if (k8s->type != JSON_OBJECT)
         return token_fail(out, TOKEN_ERR_CLAIM_TYPE, "token claim kubernetes.io is not an object");
     if (token_need_string(k8s, "namespace", "kubernetes.io.namespace", &c->ns, out) != 0 ||
         (has_sa = token_get_ref(k8s, &token_ref_sa, sa, out)) < 0 ||
@@ -465,7 +466,7 @@ static int token_bound_claims(const struct jwt_value *payload, struct token_sa *
 
 /* The flat claims of a legacy (Secret-based) token, all required, as
  * kube-apiserver's legacy validator wants them. */
-static int token_legacy_claims(const struct jwt_value *payload, struct token_sa *c, struct token_result *out)
+static int token_legacy_claims(const struct json_value *payload, struct token_sa *c, struct token_result *out)
 {
     if (token_need_string(payload, TOKEN_LEGACY_NS, TOKEN_LEGACY_NS, &c->ns, out) != 0 ||
         token_need_string(payload, TOKEN_LEGACY_SECRET, TOKEN_LEGACY_SECRET, &c->secret[0], out) != 0 ||
@@ -539,7 +540,8 @@ static int token_build_user(const struct token_sa *c, struct token_user *u, stru
 
 /* Every claim check after the signature, in kube-apiserver's order, then
  * the user. */
-static int token_check_claims(const struct jwt_value *payload, const struct token_policy *pol, struct token_result *out)
+static int token_check_claims(const struct json_value *payload, const struct token_policy *pol,
+                              struct token_result *out)
 {
     struct token_sa c = {0};
     const char *sub;
@@ -562,9 +564,9 @@ int token_verify(const struct keyset *ks, const struct token_policy *policy, con
 {
     size_t max = policy->max_size ? policy->max_size : TOKEN_DEFAULT_MAX_SIZE;
     struct jwt_parts parts = {0};
-    struct jwt_value *owned_header = NULL, *payload = NULL;
+    struct json_value *owned_header = NULL, *payload = NULL;
     struct jwt_compact_header compact;
-    const struct jwt_value *header;
+    const struct json_value *header;
     const struct jws_alg *alg = NULL;
     int rc = -1, split;
 
@@ -589,8 +591,8 @@ int token_verify(const struct keyset *ks, const struct token_policy *policy, con
 done:
     if (rc != 0)
         token_user_clear(&out->user);
-    jwt_value_free(owned_header);
-    jwt_value_free(payload);
+    json_free(owned_header);
+    json_free(payload);
     jwt_parts_clear(&parts);
     return rc;
 }

@@ -5,7 +5,7 @@
  *
  * Everything about the input is bounded and checked before any signature
  * work: size, segment count, base64url alphabet (no padding), JSON shape
- * (no duplicate members, nesting at most TOKEN_MAX_DEPTH), header members
+ * (no duplicate members, nesting at most JSON_MAX_DEPTH), header members
  * (no alg "none", no HMAC, no crit, no jku/x5u/jwk).
  */
 #ifndef OIDC_TOKEN_H
@@ -17,7 +17,6 @@
 
 #define TOKEN_DEFAULT_MAX_SIZE (16 * 1024)
 #define TOKEN_DEFAULT_LEEWAY   60
-#define TOKEN_MAX_DEPTH        32
 #define TOKEN_LEGACY_ISSUER    "kubernetes/serviceaccount"
 
 /* The most keys a token without kid is checked against (the first of its

@@ -8,51 +8,51 @@
 #include "jose/jwt.h"
 
 /* Copies spec.audiences; null or absent means none were asked for. */
-static const char *tr_audiences(const struct jwt_value *auds, struct tokenreview_request *out)
+static const char *tr_audiences(const struct json_value *auds, struct tokenreview_request *out)
 {
     size_t n = 0;
 
-    if (auds == NULL || auds->type == JWT_NULL)
+    if (auds == NULL || auds->type == JSON_NULL)
         return NULL;
-    if (auds->type != JWT_ARRAY)
+    if (auds->type != JSON_ARRAY)
         return "spec.audiences must be an array of strings";
-    for (const struct jwt_value *v = auds->child; v != NULL; v = v->next)
-        if (v->type != JWT_STRING)
+    for (const struct json_value *v = auds->child; v != NULL; v = v->next)
+        if (v->type != JSON_STRING)
             return "spec.audiences must be an array of strings";
         else
             n++;
     out->has_audiences = 1;
     if (n > 0 && (out->audiences = calloc(n, sizeof(*out->audiences))) == NULL)
         return "out of memory";
-    for (const struct jwt_value *v = auds->child; v != NULL; v = v->next)
+    for (const struct json_value *v = auds->child; v != NULL; v = v->next)
         if ((out->audiences[out->naudiences++] = strdup(v->str)) == NULL)
             return "out of memory";
     return NULL;
 }
 
-static int tr_is_one_of(const struct jwt_value *v, const char *a, const char *b)
+static int tr_is_one_of(const struct json_value *v, const char *a, const char *b)
 {
-    return v->type == JWT_STRING && (strcmp(v->str, a) == 0 || (b != NULL && strcmp(v->str, b) == 0));
+    return v->type == JSON_STRING && (strcmp(v->str, a) == 0 || (b != NULL && strcmp(v->str, b) == 0));
 }
 
 /* Reads the members a review needs from the parsed request; NULL when all
  * is well, else what a Status message should say. */
-static const char *tr_extract(const struct jwt_value *root, struct tokenreview_request *out)
+static const char *tr_extract(const struct json_value *root, struct tokenreview_request *out)
 {
-    const struct jwt_value *kind = jwt_get(root, "kind"), *api = jwt_get(root, "apiVersion");
-    const struct jwt_value *spec = jwt_get(root, "spec"), *token = jwt_get(spec, "token");
+    const struct json_value *kind = json_get(root, "kind"), *api = json_get(root, "apiVersion");
+    const struct json_value *spec = json_get(root, "spec"), *token = json_get(spec, "token");
 
     if (kind != NULL && !tr_is_one_of(kind, "TokenReview", NULL))
         return "kind must be TokenReview";
     if (api != NULL && !tr_is_one_of(api, "authentication.k8s.io/v1", "authentication.k8s.io/v1beta1"))
         return "apiVersion must be authentication.k8s.io/v1";
-    if (spec != NULL && spec->type != JWT_OBJECT)
+    if (spec != NULL && spec->type != JSON_OBJECT)
         return "spec must be an object";
-    if (token == NULL || token->type != JWT_STRING || token->str[0] == '\0')
+    if (token == NULL || token->type != JSON_STRING || token->str[0] == '\0')
         return "spec.token: Required value";
     if ((out->token = strdup(token->str)) == NULL)
         return "out of memory";
-    return tr_audiences(jwt_get(spec, "audiences"), out);
+    return tr_audiences(json_get(spec, "audiences"), out);
 }
 
 /* The request goes through the token verifier's strict JSON parser: no
@@ -61,13 +61,13 @@ static const char *tr_extract(const struct jwt_value *root, struct tokenreview_r
 int tokenreview_parse(const char *body, size_t len, struct tokenreview_request *out, char *err, size_t errlen)
 {
     char why[256];
-    struct jwt_value *root;
+    struct json_value *root;
     const char *problem;
 
     memset(out, 0, sizeof(*out));
-    root = jwt_parse((const unsigned char *)body, len, why, sizeof(why));
+    root = json_parse((const unsigned char *)body, len, why, sizeof(why));
     problem = root ? tr_extract(root, out) : why;
-    jwt_value_free(root);
+    json_free(root);
     if (problem != NULL) {
         snprintf(err, errlen, "%s", problem);
         tokenreview_request_clear(out);

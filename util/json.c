@@ -1,5 +1,5 @@
 /*
- * jwt_parse: the strict JSON parser of jwt.h, written for token-sized
+ * json_parse: the strict JSON parser of jwt.h, written for token-sized
  * documents: one pass over the bytes, no callbacks, every value and string
  * carved from an arena.
  *
@@ -15,13 +15,13 @@
  *     code point, a lone low surrogate included, is written as UTF-8;
  *   - numbers are RFC 8259's grammar, handed over as text and converted
  *     with strtod (+-inf when out of range).
- * On top of that, as before: no duplicate member, at most TOKEN_MAX_DEPTH
+ * On top of that, as before: no duplicate member, at most JSON_MAX_DEPTH
  * nested containers, no U+0000 in a string, an object at the top level and
  * nothing but whitespace after it. (yajl let one thing through there: an
  * unterminated string at the very end, as in `{} "abc`; it is refused.)
  * fuzz_token checks, input by input, that this parser and yajl agree.
  */
-#include "jose/jwt.h"
+#include "util/json.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,40 +29,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jose/token.h"
-
-#define JWT_INVALID   "invalid JSON"
-#define JWT_DUPLICATE "duplicate member in a JSON object"
+#define JSON_INVALID   "invalid JSON"
+#define JSON_DUPLICATE "duplicate member in a JSON object"
 
 /* The memory of one tree: its values and strings are carved from chunks
  * that are freed all at once, so that a parse costs a malloc or two rather
  * than one per value and string. The root is the first value of the first
- * chunk, which is how jwt_value_free finds the chunks. */
-struct jwt_chunk {
-    struct jwt_chunk *next;
+ * chunk, which is how json_free finds the chunks. */
+struct json_chunk {
+    struct json_chunk *next;
     size_t size, used; /* bytes of data */
     max_align_t data[];
 };
 
-#define JWT_ALIGN _Alignof(struct jwt_value)
+#define JSON_ALIGN _Alignof(struct json_value)
 
 /* Bytes of data in a chunk, unless one allocation needs more: the whole
  * chunk stays within glibc's per-thread cache (blocks up to 1032 bytes),
  * where a malloc and a free cost a few dozen instructions; a larger block
  * costs hundreds (and makes malloc consolidate its fast bins). A token
  * payload takes two. */
-#define JWT_CHUNK_DATA (1024 - sizeof(struct jwt_chunk))
+#define JSON_CHUNK_DATA (1024 - sizeof(struct json_chunk))
 
 /* State of one parse: the unread input, the chunks, and why it stopped. */
-struct jwt_parser {
+struct json_parser {
     const unsigned char *s, *end;
-    struct jwt_chunk *first, *last;
+    struct json_chunk *first, *last;
     const char *error;
 };
 
-static struct jwt_chunk *jwt_chunk_new(size_t size)
+static struct json_chunk *json_chunk_new(size_t size)
 {
-    struct jwt_chunk *c = malloc(sizeof(*c) + size);
+    struct json_chunk *c = malloc(sizeof(*c) + size);
 
     if (c != NULL) {
         c->next = NULL;
@@ -72,18 +70,18 @@ static struct jwt_chunk *jwt_chunk_new(size_t size)
     return c;
 }
 
-static void jwt_chunks_free(struct jwt_chunk *c)
+static void json_chunks_free(struct json_chunk *c)
 {
     while (c != NULL) {
-        struct jwt_chunk *next = c->next;
+        struct json_chunk *next = c->next;
         free(c);
         c = next;
     }
 }
 
 /* Stops the parse with its first reason; returns -1 so that callers can
- * `return jwt_fail(...)`. */
-static int jwt_fail(struct jwt_parser *p, const char *why)
+ * `return json_fail(...)`. */
+static int json_fail(struct json_parser *p, const char *why)
 {
     if (p->error == NULL)
         p->error = why;
@@ -92,20 +90,20 @@ static int jwt_fail(struct jwt_parser *p, const char *why)
 
 /* size bytes from the parse's chunks, aligned for any value, or NULL (with
  * p->error); a full chunk is followed by a new one. */
-static void *jwt_alloc(struct jwt_parser *p, size_t size)
+static void *json_alloc(struct json_parser *p, size_t size)
 {
-    struct jwt_chunk *c = p->last;
+    struct json_chunk *c = p->last;
     void *mem;
 
     if (size > SIZE_MAX / 4) {
-        jwt_fail(p, "out of memory");
+        json_fail(p, "out of memory");
         return NULL;
     }
-    size = (size + JWT_ALIGN - 1) / JWT_ALIGN * JWT_ALIGN;
+    size = (size + JSON_ALIGN - 1) / JSON_ALIGN * JSON_ALIGN;
     if (c->size - c->used < size) {
-        struct jwt_chunk *next = jwt_chunk_new(size > JWT_CHUNK_DATA ? size : JWT_CHUNK_DATA);
+        struct json_chunk *next = json_chunk_new(size > JSON_CHUNK_DATA ? size : JSON_CHUNK_DATA);
         if (next == NULL) {
-            jwt_fail(p, "out of memory");
+            json_fail(p, "out of memory");
             return NULL;
         }
         c = p->last = c->next = next;
@@ -116,24 +114,24 @@ static void *jwt_alloc(struct jwt_parser *p, size_t size)
 }
 
 /* The next byte, or -1 at the end of the input. */
-static int jwt_peek(const struct jwt_parser *p)
+static int json_peek(const struct json_parser *p)
 {
     return p->s < p->end ? *p->s : -1;
 }
 
 /* Skips yajl's whitespace: space, \t, \n, \v, \f and \r. */
-static void jwt_skip_space(struct jwt_parser *p)
+static void json_skip_space(struct json_parser *p)
 {
     while (p->s < p->end && (*p->s == ' ' || (*p->s >= '\t' && *p->s <= '\r')))
         p->s++;
 }
 
 /* Consumes byte c after optional whitespace, or fails. */
-static int jwt_expect(struct jwt_parser *p, int c)
+static int json_expect(struct json_parser *p, int c)
 {
-    jwt_skip_space(p);
-    if (jwt_peek(p) != c)
-        return jwt_fail(p, JWT_INVALID);
+    json_skip_space(p);
+    if (json_peek(p) != c)
+        return json_fail(p, JSON_INVALID);
     p->s++;
     return 0;
 }
@@ -143,7 +141,7 @@ static int jwt_expect(struct jwt_parser *p, int c)
  * of multi-byte UTF-8 (checked). Everything else stands for itself, so a
  * string is mostly a scan of this table. */
 /* clang-format off */
-static const unsigned char jwt_string_special[256] = {
+static const unsigned char json_string_special[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x00 */
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x10 */
     0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x20: '"' */
@@ -164,7 +162,7 @@ static const unsigned char jwt_string_special[256] = {
 /* clang-format on */
 
 /* The value of a hex digit, or -1. */
-static int jwt_hex_digit(unsigned char c)
+static int json_hex_digit(unsigned char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -174,12 +172,12 @@ static int jwt_hex_digit(unsigned char c)
 }
 
 /* The 16 bits of the four hex digits at s, or -1 when one is not a digit. */
-static long jwt_hex4(const unsigned char *s)
+static long json_hex4(const unsigned char *s)
 {
     long v = 0;
 
     for (int i = 0; i < 4; i++) {
-        int d = jwt_hex_digit(s[i]);
+        int d = json_hex_digit(s[i]);
         if (d < 0)
             return -1;
         v = v << 4 | d;
@@ -189,19 +187,19 @@ static long jwt_hex4(const unsigned char *s)
 
 /* Bytes of the escape at s (a backslash, before end): 2, 6 for \uXXXX, or
  * 0 when it is not one of JSON's. */
-static size_t jwt_escape_len(const unsigned char *s, const unsigned char *end)
+static size_t json_escape_len(const unsigned char *s, const unsigned char *end)
 {
     if (end - s < 2)
         return 0;
     if (s[1] == 'u')
-        return end - s >= 6 && jwt_hex4(s + 2) >= 0 ? 6 : 0;
+        return end - s >= 6 && json_hex4(s + 2) >= 0 ? 6 : 0;
     return memchr("\"\\/bfnrt", s[1], 8) != NULL ? 2 : 0;
 }
 
 /* Bytes of the UTF-8 sequence at s (before end) as yajl checks it: the
  * lead byte's length, all continuation bytes present. 0 when invalid, and
  * for a control character (below 0xc0 only those get here). */
-static size_t jwt_utf8_len(const unsigned char *s, const unsigned char *end)
+static size_t json_utf8_len(const unsigned char *s, const unsigned char *end)
 {
     size_t n = s[0] >= 0xf8 ? 0 : s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
 
@@ -215,13 +213,13 @@ static size_t jwt_utf8_len(const unsigned char *s, const unsigned char *end)
 
 /* Checks the string whose opening quote is behind p->s and leaves p->s on
  * its closing quote. Sets *escaped when it holds an escape. */
-static int jwt_scan_string(struct jwt_parser *p, int *escaped)
+static int json_scan_string(struct json_parser *p, int *escaped)
 {
     const unsigned char *s = p->s, *end = p->end;
     size_t n;
 
     for (;;) {
-        while (s < end && !jwt_string_special[*s])
+        while (s < end && !json_string_special[*s])
             s++;
         if (s == end)
             break;
@@ -231,19 +229,19 @@ static int jwt_scan_string(struct jwt_parser *p, int *escaped)
         }
         if (*s == '\\') {
             *escaped = 1;
-            n = jwt_escape_len(s, end);
+            n = json_escape_len(s, end);
         } else {
-            n = jwt_utf8_len(s, end);
+            n = json_utf8_len(s, end);
         }
         if (n == 0)
             break;
         s += n;
     }
-    return jwt_fail(p, JWT_INVALID);
+    return json_fail(p, JSON_INVALID);
 }
 
 /* Writes code point cp (below 0x110000) as UTF-8; returns the bytes. */
-static size_t jwt_utf8_put(char *out, unsigned long cp)
+static size_t json_utf8_put(char *out, unsigned long cp)
 {
     if (cp < 0x80) {
         out[0] = (char)cp;
@@ -268,7 +266,7 @@ static size_t jwt_utf8_put(char *out, unsigned long cp)
 }
 
 /* The byte a two-character escape stands for. */
-static char jwt_unescape_char(unsigned char c)
+static char json_unescape_char(unsigned char c)
 {
     switch (c) {
     case 'b':
@@ -291,7 +289,7 @@ static char jwt_unescape_char(unsigned char c)
  * decodes (see the top of the file), NUL-terminated. U+0000 is refused: C
  * strings cannot hold it, so a name or value with one would compare equal
  * to its prefix. */
-static int jwt_unescape(struct jwt_parser *p, const unsigned char *raw, size_t len, char *out)
+static int json_unescape(struct json_parser *p, const unsigned char *raw, size_t len, char *out)
 {
     size_t i = 0, o = 0;
 
@@ -303,23 +301,23 @@ static int jwt_unescape(struct jwt_parser *p, const unsigned char *raw, size_t l
             continue;
         }
         if (raw[i + 1] != 'u') {
-            out[o++] = jwt_unescape_char(raw[i + 1]);
+            out[o++] = json_unescape_char(raw[i + 1]);
             i += 2;
             continue;
         }
-        cp = (unsigned long)jwt_hex4(raw + i + 2);
+        cp = (unsigned long)json_hex4(raw + i + 2);
         i += 6;
         if ((cp & 0xfc00) == 0xd800) {
             if (i == len || raw[i] != '\\' || raw[i + 1] != 'u') {
                 out[o++] = '?';
                 continue;
             }
-            cp = 0x10000 + ((cp & 0x3ff) << 10) + ((unsigned long)jwt_hex4(raw + i + 2) & 0x3ff);
+            cp = 0x10000 + ((cp & 0x3ff) << 10) + ((unsigned long)json_hex4(raw + i + 2) & 0x3ff);
             i += 6;
         }
         if (cp == 0)
-            return jwt_fail(p, "JSON string holds U+0000");
-        o += jwt_utf8_put(out + o, cp);
+            return json_fail(p, "JSON string holds U+0000");
+        o += json_utf8_put(out + o, cp);
     }
     out[o] = '\0';
     return 0;
@@ -327,28 +325,28 @@ static int jwt_unescape(struct jwt_parser *p, const unsigned char *raw, size_t l
 
 /* Reads the string whose opening quote is behind p->s into a new
  * NUL-terminated copy; NULL (with p->error) when it is not valid. */
-static char *jwt_string(struct jwt_parser *p)
+static char *json_string(struct json_parser *p)
 {
     const unsigned char *raw = p->s;
     int escaped = 0;
     size_t len;
     char *out;
 
-    if (jwt_scan_string(p, &escaped) != 0)
+    if (json_scan_string(p, &escaped) != 0)
         return NULL;
     len = (size_t)(p->s - raw);
     p->s++; /* the closing quote */
-    if ((out = jwt_alloc(p, len + 1)) == NULL)
+    if ((out = json_alloc(p, len + 1)) == NULL)
         return NULL;
     if (escaped)
-        return jwt_unescape(p, raw, len, out) == 0 ? out : NULL;
+        return json_unescape(p, raw, len, out) == 0 ? out : NULL;
     memcpy(out, raw, len);
     out[len] = '\0';
     return out;
 }
 
 /* Skips the digits at s; returns where they end. */
-static const unsigned char *jwt_digits(const unsigned char *s, const unsigned char *end)
+static const unsigned char *json_digits(const unsigned char *s, const unsigned char *end)
 {
     while (s < end && *s >= '0' && *s <= '9')
         s++;
@@ -359,7 +357,7 @@ static const unsigned char *jwt_digits(const unsigned char *s, const unsigned ch
  * *num: it is exact in a double (below 2^53), so this is what strtod would
  * return, at a fraction of its cost. 0, and nothing read, for any other
  * number. */
-static int jwt_small_integer(const unsigned char *s, size_t len, double *num)
+static int json_small_integer(const unsigned char *s, size_t len, double *num)
 {
     size_t i = len > 0 && s[0] == '-';
     int64_t n = 0;
@@ -378,7 +376,7 @@ static int jwt_small_integer(const unsigned char *s, size_t len, double *num)
 /* Reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. Its text
  * goes to strtod, which yields +-inf for what a double cannot hold (the
  * claim readers refuse that) and never overflows on the way. */
-static int jwt_number(struct jwt_parser *p, double *num)
+static int json_number(struct json_parser *p, double *num)
 {
     const unsigned char *start = p->s, *s = p->s, *end = p->end, *digits;
     size_t len;
@@ -389,27 +387,27 @@ static int jwt_number(struct jwt_parser *p, double *num)
     if (s < end && *s == '0')
         s++;
     else if (s < end && *s >= '1' && *s <= '9')
-        s = jwt_digits(s, end);
+        s = json_digits(s, end);
     else
-        return jwt_fail(p, JWT_INVALID);
+        return json_fail(p, JSON_INVALID);
     if (s < end && *s == '.') {
         digits = ++s;
-        if ((s = jwt_digits(s, end)) == digits)
-            return jwt_fail(p, JWT_INVALID);
+        if ((s = json_digits(s, end)) == digits)
+            return json_fail(p, JSON_INVALID);
     }
     if (s < end && (*s == 'e' || *s == 'E')) {
         if (++s < end && (*s == '+' || *s == '-'))
             s++;
         digits = s;
-        if ((s = jwt_digits(s, end)) == digits)
-            return jwt_fail(p, JWT_INVALID);
+        if ((s = json_digits(s, end)) == digits)
+            return json_fail(p, JSON_INVALID);
     }
     p->s = s;
     len = (size_t)(s - start);
-    if (jwt_small_integer(start, len, num))
+    if (json_small_integer(start, len, num))
         return 0;
     /* strtod needs the text NUL-terminated. */
-    if ((text = jwt_alloc(p, len + 1)) == NULL)
+    if ((text = json_alloc(p, len + 1)) == NULL)
         return -1;
     memcpy(text, start, len);
     text[len] = '\0';
@@ -418,21 +416,21 @@ static int jwt_number(struct jwt_parser *p, double *num)
 }
 
 /* Consumes the literal word (true, false, null). */
-static int jwt_literal(struct jwt_parser *p, const char *word)
+static int json_literal(struct json_parser *p, const char *word)
 {
     size_t n = strlen(word);
 
     if ((size_t)(p->end - p->s) < n || memcmp(p->s, word, n) != 0)
-        return jwt_fail(p, JWT_INVALID);
+        return json_fail(p, JSON_INVALID);
     p->s += n;
     return 0;
 }
 
 /* A new value at the end of container parent's children, called name when
  * parent is an object. */
-static struct jwt_value *jwt_append(struct jwt_parser *p, struct jwt_value *parent, char *name)
+static struct json_value *json_append(struct json_parser *p, struct json_value *parent, char *name)
 {
-    struct jwt_value *v = jwt_alloc(p, sizeof(*v));
+    struct json_value *v = json_alloc(p, sizeof(*v));
 
     if (v == NULL)
         return NULL;
@@ -446,7 +444,7 @@ static struct jwt_value *jwt_append(struct jwt_parser *p, struct jwt_value *pare
     return v;
 }
 
-static int jwt_value_at(struct jwt_parser *p, struct jwt_value *v, int depth);
+static int json_value_at(struct json_parser *p, struct json_value *v, int depth);
 
 /* Objects up to this many members are checked for a duplicate name as
  * each member is read, against the ones before it; a larger one is checked
@@ -454,161 +452,161 @@ static int jwt_value_at(struct jwt_parser *p, struct jwt_value *v, int depth);
  * scan of the others, which a document of many small members would turn
  * into minutes of work (60,000 members: 13 s); tokens and reviews hold a
  * dozen or so. */
-#define JWT_LINEAR_MEMBERS 32
+#define JSON_LINEAR_MEMBERS 32
 
-static int jwt_name_cmp(const void *a, const void *b)
+static int json_name_cmp(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* Fails when two of the n members of object v have the same name. */
-static int jwt_check_names(struct jwt_parser *p, const struct jwt_value *v, size_t n)
+static int json_check_names(struct json_parser *p, const struct json_value *v, size_t n)
 {
     const char **names = malloc(n * sizeof(*names));
     size_t i = 0;
     int rc = 0;
 
     if (names == NULL)
-        return jwt_fail(p, "out of memory");
-    for (const struct jwt_value *m = v->child; m != NULL; m = m->next)
+        return json_fail(p, "out of memory");
+    for (const struct json_value *m = v->child; m != NULL; m = m->next)
         names[i++] = m->name;
-    qsort(names, n, sizeof(*names), jwt_name_cmp);
+    qsort(names, n, sizeof(*names), json_name_cmp);
     for (i = 1; i < n && rc == 0; i++)
         if (strcmp(names[i - 1], names[i]) == 0)
-            rc = jwt_fail(p, JWT_DUPLICATE);
+            rc = json_fail(p, JSON_DUPLICATE);
     free(names);
     return rc;
 }
 
 /* Reads the members of the object v after its '{' (at p->s: whitespace,
  * then '}' or the first name). depth counts the containers v is in. */
-static int jwt_object(struct jwt_parser *p, struct jwt_value *v, int depth)
+static int json_object(struct json_parser *p, struct json_value *v, int depth)
 {
     size_t n = 0;
 
-    jwt_skip_space(p);
-    if (jwt_peek(p) == '}') {
+    json_skip_space(p);
+    if (json_peek(p) == '}') {
         p->s++;
         return 0;
     }
     for (;;) {
-        struct jwt_value *member;
+        struct json_value *member;
         char *name;
 
-        if (jwt_peek(p) != '"')
-            return jwt_fail(p, JWT_INVALID);
+        if (json_peek(p) != '"')
+            return json_fail(p, JSON_INVALID);
         p->s++;
-        if ((name = jwt_string(p)) == NULL)
+        if ((name = json_string(p)) == NULL)
             return -1;
         /* Two parsers that keep the first or the last of a name given
          * twice would see different tokens. */
-        if (n < JWT_LINEAR_MEMBERS && jwt_get(v, name) != NULL)
-            return jwt_fail(p, JWT_DUPLICATE);
-        if (jwt_expect(p, ':') != 0 || (member = jwt_append(p, v, name)) == NULL)
+        if (n < JSON_LINEAR_MEMBERS && json_get(v, name) != NULL)
+            return json_fail(p, JSON_DUPLICATE);
+        if (json_expect(p, ':') != 0 || (member = json_append(p, v, name)) == NULL)
             return -1;
         n++;
-        jwt_skip_space(p);
-        if (jwt_value_at(p, member, depth + 1) != 0)
+        json_skip_space(p);
+        if (json_value_at(p, member, depth + 1) != 0)
             return -1;
-        jwt_skip_space(p);
-        if (jwt_peek(p) == '}') {
+        json_skip_space(p);
+        if (json_peek(p) == '}') {
             p->s++;
-            return n > JWT_LINEAR_MEMBERS ? jwt_check_names(p, v, n) : 0;
+            return n > JSON_LINEAR_MEMBERS ? json_check_names(p, v, n) : 0;
         }
-        if (jwt_expect(p, ',') != 0)
+        if (json_expect(p, ',') != 0)
             return -1;
-        jwt_skip_space(p);
+        json_skip_space(p);
     }
 }
 
-/* Reads the elements of the array v after its '['; as jwt_object. */
-static int jwt_array(struct jwt_parser *p, struct jwt_value *v, int depth)
+/* Reads the elements of the array v after its '['; as json_object. */
+static int json_array(struct json_parser *p, struct json_value *v, int depth)
 {
-    jwt_skip_space(p);
-    if (jwt_peek(p) == ']') {
+    json_skip_space(p);
+    if (json_peek(p) == ']') {
         p->s++;
         return 0;
     }
     for (;;) {
-        struct jwt_value *element = jwt_append(p, v, NULL);
+        struct json_value *element = json_append(p, v, NULL);
 
-        if (element == NULL || jwt_value_at(p, element, depth + 1) != 0)
+        if (element == NULL || json_value_at(p, element, depth + 1) != 0)
             return -1;
-        jwt_skip_space(p);
-        if (jwt_peek(p) == ']') {
+        json_skip_space(p);
+        if (json_peek(p) == ']') {
             p->s++;
             return 0;
         }
-        if (jwt_expect(p, ',') != 0)
+        if (json_expect(p, ',') != 0)
             return -1;
-        jwt_skip_space(p);
+        json_skip_space(p);
     }
 }
 
 /* Reads the value at p->s (no whitespace before it) into v, which depth
  * containers hold: a container there would be one level too many when
- * depth is TOKEN_MAX_DEPTH. */
-static int jwt_value_at(struct jwt_parser *p, struct jwt_value *v, int depth)
+ * depth is JSON_MAX_DEPTH. */
+static int json_value_at(struct json_parser *p, struct json_value *v, int depth)
 {
-    int c = jwt_peek(p);
+    int c = json_peek(p);
 
-    if ((c == '{' || c == '[') && depth == TOKEN_MAX_DEPTH)
-        return jwt_fail(p, "JSON nested too deeply");
+    if ((c == '{' || c == '[') && depth == JSON_MAX_DEPTH)
+        return json_fail(p, "JSON nested too deeply");
     switch (c) {
     case '{':
         p->s++;
-        v->type = JWT_OBJECT;
-        return jwt_object(p, v, depth);
+        v->type = JSON_OBJECT;
+        return json_object(p, v, depth);
     case '[':
         p->s++;
-        v->type = JWT_ARRAY;
-        return jwt_array(p, v, depth);
+        v->type = JSON_ARRAY;
+        return json_array(p, v, depth);
     case '"':
         p->s++;
-        v->type = JWT_STRING;
-        return (v->str = jwt_string(p)) != NULL ? 0 : -1;
+        v->type = JSON_STRING;
+        return (v->str = json_string(p)) != NULL ? 0 : -1;
     case 't':
     case 'f':
-        v->type = JWT_BOOL;
+        v->type = JSON_BOOL;
         v->boolean = c == 't';
-        return jwt_literal(p, c == 't' ? "true" : "false");
+        return json_literal(p, c == 't' ? "true" : "false");
     case 'n':
-        v->type = JWT_NULL;
-        return jwt_literal(p, "null");
+        v->type = JSON_NULL;
+        return json_literal(p, "null");
     default:
-        v->type = JWT_NUMBER;
-        return jwt_number(p, &v->num);
+        v->type = JSON_NUMBER;
+        return json_number(p, &v->num);
     }
 }
 
-struct jwt_value *jwt_parse(const unsigned char *json, size_t len, char *err, size_t errlen)
+struct json_value *json_parse(const unsigned char *json, size_t len, char *err, size_t errlen)
 {
-    struct jwt_parser p = {.s = json, .end = len ? json + len : json};
-    struct jwt_value *root = NULL;
+    struct json_parser p = {.s = json, .end = len ? json + len : json};
+    struct json_value *root = NULL;
 
     /* The root takes the first slot of the first chunk (see struct
-     * jwt_chunk). */
-    if ((p.first = p.last = jwt_chunk_new(JWT_CHUNK_DATA)) == NULL) {
-        jwt_fail(&p, "out of memory");
-    } else if ((root = jwt_alloc(&p, sizeof(*root))) != NULL) {
+     * json_chunk). */
+    if ((p.first = p.last = json_chunk_new(JSON_CHUNK_DATA)) == NULL) {
+        json_fail(&p, "out of memory");
+    } else if ((root = json_alloc(&p, sizeof(*root))) != NULL) {
         memset(root, 0, sizeof(*root));
-        jwt_skip_space(&p);
-        if (jwt_peek(&p) != '{')
-            jwt_fail(&p, "the top level is not a JSON object");
-        else if (jwt_value_at(&p, root, 0) == 0)
-            jwt_skip_space(&p);
+        json_skip_space(&p);
+        if (json_peek(&p) != '{')
+            json_fail(&p, "the top level is not a JSON object");
+        else if (json_value_at(&p, root, 0) == 0)
+            json_skip_space(&p);
         if (p.s != p.end)
-            jwt_fail(&p, JWT_INVALID); /* trailing bytes */
+            json_fail(&p, JSON_INVALID); /* trailing bytes */
     }
     if (p.error == NULL)
         return root;
     snprintf(err, errlen, "%s", p.error);
-    jwt_chunks_free(p.first);
+    json_chunks_free(p.first);
     return NULL;
 }
 
-void jwt_value_free(struct jwt_value *root)
+void json_free(struct json_value *root)
 {
     if (root != NULL)
-        jwt_chunks_free((struct jwt_chunk *)((char *)root - offsetof(struct jwt_chunk, data)));
+        json_chunks_free((struct json_chunk *)((char *)root - offsetof(struct json_chunk, data)));
 }

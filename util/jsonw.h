@@ -4,7 +4,7 @@
  * differently (it leaves '&', '<' and '>' alone, which Go writes as \u0026,
  * \u003c and \u003e), and the published bytes must be identical, so the
  * documents are written with this instead. Parsing uses yajl, and
- * jwt_parse (jwt.h) for tokens and TokenReview requests.
+ * json_parse (jwt.h) for tokens and TokenReview requests.
  */
 #ifndef OIDC_JSONW_H
 #define OIDC_JSONW_H

@@ -1,5 +1,5 @@
 /*
- * Unit tests for keys/jwt_parse (the strict JSON parser of token headers,
+ * Unit tests for keys/json_parse (the strict JSON parser of token headers,
  * payloads and TokenReview requests). It must read what yajl 2.1 read when
  * the project parsed with it, and decode strings the same way: each quirk
  * kept for that (whitespace, UTF-8 and surrogate handling) has a test here,
@@ -12,44 +12,43 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jose/jwt.h"
-#include "jose/token.h"
+#include "util/json.h"
 
 /* Writes tree v compactly: {name:value,...}, [...], strings quoted with
  * bytes outside printable ASCII (and '"', '\\') as \xHH, numbers in %.17g,
  * true, false, null. */
-static void dump(const struct jwt_value *v, char *out, size_t size)
+static void dump(const struct json_value *v, char *out, size_t size)
 {
     size_t len = strlen(out);
 #define PUT(...) (len += (size_t)snprintf(out + len, len < size ? size - len : 0, __VA_ARGS__))
     if (v->name != NULL)
         PUT("%s:", v->name);
     switch (v->type) {
-    case JWT_NULL:
+    case JSON_NULL:
         PUT("null");
         break;
-    case JWT_BOOL:
+    case JSON_BOOL:
         PUT("%s", v->boolean ? "true" : "false");
         break;
-    case JWT_NUMBER:
+    case JSON_NUMBER:
         PUT("%.17g", v->num);
         break;
-    case JWT_STRING:
+    case JSON_STRING:
         PUT("\"");
         for (const unsigned char *s = (const unsigned char *)v->str; *s; s++)
             PUT(*s >= 0x20 && *s < 0x7f && *s != '"' && *s != '\\' ? "%c" : "\\x%02x", *s);
         PUT("\"");
         break;
-    case JWT_ARRAY:
-    case JWT_OBJECT:
-        PUT("%c", v->type == JWT_OBJECT ? '{' : '[');
-        for (const struct jwt_value *c = v->child; c != NULL; c = c->next) {
+    case JSON_ARRAY:
+    case JSON_OBJECT:
+        PUT("%c", v->type == JSON_OBJECT ? '{' : '[');
+        for (const struct json_value *c = v->child; c != NULL; c = c->next) {
             dump(c, out, size);
             len = strlen(out);
             if (c->next != NULL)
                 PUT(",");
         }
-        PUT("%c", v->type == JWT_OBJECT ? '}' : ']');
+        PUT("%c", v->type == JSON_OBJECT ? '}' : ']');
         break;
     }
 #undef PUT
@@ -59,12 +58,12 @@ static void dump(const struct jwt_value *v, char *out, size_t size)
 static void expect_tree_n(const char *json, size_t n, const char *want)
 {
     char err[128] = "", got[1024] = "";
-    struct jwt_value *root = jwt_parse((const unsigned char *)json, n, err, sizeof(err));
+    struct json_value *root = json_parse((const unsigned char *)json, n, err, sizeof(err));
 
     cr_assert_not_null(root, "refused %s: %s", json, err);
     dump(root, got, sizeof(got));
     cr_expect_str_eq(got, want, "%s", json);
-    jwt_value_free(root);
+    json_free(root);
 }
 
 static void expect_tree(const char *json, const char *want)
@@ -76,11 +75,11 @@ static void expect_tree(const char *json, const char *want)
 static void expect_refused_n(const char *json, size_t n, const char *why)
 {
     char err[128] = "";
-    struct jwt_value *root = jwt_parse((const unsigned char *)json, n, err, sizeof(err));
+    struct json_value *root = json_parse((const unsigned char *)json, n, err, sizeof(err));
 
     cr_expect_null(root, "accepted %s", json);
     cr_expect(strstr(err, why) != NULL, "%s: \"%s\", not \"%s\"", json, err, why);
-    jwt_value_free(root);
+    json_free(root);
 }
 
 static void expect_refused(const char *json, const char *why)
@@ -88,7 +87,7 @@ static void expect_refused(const char *json, const char *why)
     expect_refused_n(json, strlen(json), why);
 }
 
-Test(jwt_parse, tree_keeps_types_names_and_order)
+Test(json_parse, tree_keeps_types_names_and_order)
 {
     expect_tree("{\"b\":1,\"a\":[true,false,null,\"x\",{}],\"c\":{\"d\":[]}}",
                 "{b:1,a:[true,false,null,\"x\",{}],c:{d:[]}}");
@@ -97,7 +96,7 @@ Test(jwt_parse, tree_keeps_types_names_and_order)
 }
 
 /* yajl's whitespace: RFC 8259's four and \v and \f, everywhere. */
-Test(jwt_parse, whitespace)
+Test(json_parse, whitespace)
 {
     expect_tree(" \t\n\r\v\f{ \v\"a\"\f:\t[ 1 ,\n2 ] ,\"b\" : {} }\r\n\v\f ", "{a:[1,2],b:{}}");
     expect_refused("{\"a\":1}\x01", "invalid JSON");
@@ -107,7 +106,7 @@ Test(jwt_parse, whitespace)
                    "invalid JSON");
 }
 
-Test(jwt_parse, top_level_must_be_an_object)
+Test(json_parse, top_level_must_be_an_object)
 {
     const char *not_objects[] = {"[]", "[{}]", "\"a\"", "1", "true", "null", "", "   ", "x"};
     for (size_t i = 0; i < COUNT(not_objects); i++)
@@ -116,7 +115,7 @@ Test(jwt_parse, top_level_must_be_an_object)
 
 /* Only whitespace after the object. yajl let an unterminated string through
  * there (`{} "abc`): that one is refused too. */
-Test(jwt_parse, trailing_bytes)
+Test(json_parse, trailing_bytes)
 {
     const char *trailing[] = {"{} x", "{}{}", "{} []", "{} 1", "{},", "{}}", "{} \"abc\"", "{} \"abc", "{} \"", "{} /"};
     for (size_t i = 0; i < COUNT(trailing); i++)
@@ -124,7 +123,7 @@ Test(jwt_parse, trailing_bytes)
     expect_refused_n("{}\0", 3, "invalid JSON");
 }
 
-Test(jwt_parse, structure_errors)
+Test(json_parse, structure_errors)
 {
     const char *bad[] = {
         "{",          "{\"a\"",       "{\"a\":",        "{\"a\":1",      "{\"a\":1,}", "{,}",
@@ -138,7 +137,7 @@ Test(jwt_parse, structure_errors)
 
 /* RFC 8259's grammar; the value is strtod's (exact for integers up to 15
  * digits, +-inf beyond a double's range). */
-Test(jwt_parse, numbers)
+Test(json_parse, numbers)
 {
     expect_tree("{\"a\":[0,-0,7,-12,1.5,-0.25,1e2,1E+2,25e-2,1.5e1,123456789012345,1234567890123456789]}",
                 "{a:[0,-0,7,-12,1.5,-0.25,100,100,0.25,15,123456789012345,1.2345678901234568e+18]}");
@@ -152,7 +151,7 @@ Test(jwt_parse, numbers)
     }
 }
 
-Test(jwt_parse, literals)
+Test(json_parse, literals)
 {
     const char *bad[] = {"tru", "True", "nul", "nulll", "falsey", "fals", "t"};
     char json[64];
@@ -162,7 +161,7 @@ Test(jwt_parse, literals)
     }
 }
 
-Test(jwt_parse, escapes)
+Test(json_parse, escapes)
 {
     expect_tree("{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}", "{a:\"\\x22\\x5c/\\x08\\x0c\\x0a\\x0d\\x09\"}");
     expect_tree("{\"\\u0061\\u00e9\\u20AC\":\"x\\u007f\"}", "{a\xc3\xa9\xe2\x82\xac:\"x\\x7f\"}");
@@ -176,7 +175,7 @@ Test(jwt_parse, escapes)
 
 /* C strings cannot hold U+0000: a name or value with one would compare
  * equal to its prefix. */
-Test(jwt_parse, u0000_refused)
+Test(json_parse, u0000_refused)
 {
     expect_refused("{\"a\":\"x\\u0000\"}", "U+0000");
     expect_refused("{\"a\\u0000\":1}", "U+0000");
@@ -185,7 +184,7 @@ Test(jwt_parse, u0000_refused)
 }
 
 /* Control characters must be escaped; DEL need not. */
-Test(jwt_parse, control_characters)
+Test(json_parse, control_characters)
 {
     char json[16];
     for (int c = 1; c < 0x20; c++) {
@@ -198,7 +197,7 @@ Test(jwt_parse, control_characters)
 /* yajl's UTF-8 check: a lead byte and its continuation bytes. The code
  * point is not checked: overlong forms, encoded surrogates and leads up to
  * F7 pass as they are. */
-Test(jwt_parse, utf8)
+Test(json_parse, utf8)
 {
     expect_tree("{\"a\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
                 "{a:\"\\xc3\\xa9\\xe2\\x82\\xac\\xf0\\x9f\\x98\\x80\"}");
@@ -216,7 +215,7 @@ Test(jwt_parse, utf8)
 
 /* yajl's \u decoding: a high surrogate joins the \u escape after it (any
  * one), becomes '?' without one; a lone low surrogate is written as it is. */
-Test(jwt_parse, surrogates)
+Test(json_parse, surrogates)
 {
     expect_tree("{\"a\":\"\\uD83D\\uDE00\"}", "{a:\"\\xf0\\x9f\\x98\\x80\"}");
     expect_tree("{\"a\":\"\\udbff\\udfff\"}", "{a:\"\\xf4\\x8f\\xbf\\xbf\"}");
@@ -232,7 +231,7 @@ Test(jwt_parse, surrogates)
 /* Two parsers that keep the first or the last of a name given twice would
  * see different tokens: refused at every level, also when spelt
  * differently. */
-Test(jwt_parse, duplicate_members)
+Test(json_parse, duplicate_members)
 {
     expect_refused("{\"a\":1,\"a\":1}", "duplicate member");
     expect_refused("{\"a\":1,\"b\":{\"c\":1,\"c\":2}}", "duplicate member");
@@ -258,7 +257,7 @@ static char *wide_object(size_t n, long dup, size_t to, int nest)
 /* A large object is checked once, when it ends (each member against all
  * the others made wide documents quadratic): the duplicate is found
  * wherever it is, and distinct names pass. */
-Test(jwt_parse, duplicate_members_of_a_large_object)
+Test(json_parse, duplicate_members_of_a_large_object)
 {
     const size_t sizes[] = {32, 33, 40000};
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
@@ -266,9 +265,9 @@ Test(jwt_parse, duplicate_members_of_a_large_object)
         const long dups[][2] = {{1, 0}, {(long)n - 1, 0}, {(long)n - 1, n - 2}, {(long)n / 2, 3}};
         for (int nest = 0; nest < 2; nest++) {
             char err[128] = "", *json = wide_object(n, -1, 0, nest);
-            struct jwt_value *root = jwt_parse((const unsigned char *)json, strlen(json), err, sizeof(err));
+            struct json_value *root = json_parse((const unsigned char *)json, strlen(json), err, sizeof(err));
             cr_expect_not_null(root, "%zu distinct members refused: %s", n, err);
-            jwt_value_free(root);
+            json_free(root);
             free(json);
             for (size_t d = 0; d < sizeof(dups) / sizeof(dups[0]); d++) {
                 json = wide_object(n, dups[d][0], (size_t)dups[d][1], nest);
@@ -294,15 +293,15 @@ static const char *nested(int depth)
     return json;
 }
 
-Test(jwt_parse, depth)
+Test(json_parse, depth)
 {
     char err[128];
-    for (int depth = 1; depth <= TOKEN_MAX_DEPTH; depth++) {
+    for (int depth = 1; depth <= JSON_MAX_DEPTH; depth++) {
         const char *json = nested(depth);
-        struct jwt_value *root = jwt_parse((const unsigned char *)json, strlen(json), err, sizeof(err));
+        struct json_value *root = json_parse((const unsigned char *)json, strlen(json), err, sizeof(err));
         cr_expect_not_null(root, "depth %d refused: %s: %s", depth, err, json);
-        jwt_value_free(root);
+        json_free(root);
     }
-    expect_refused(nested(TOKEN_MAX_DEPTH + 1), "nested too deeply");
-    expect_refused(nested(TOKEN_MAX_DEPTH + 5), "nested too deeply");
+    expect_refused(nested(JSON_MAX_DEPTH + 1), "nested too deeply");
+    expect_refused(nested(JSON_MAX_DEPTH + 5), "nested too deeply");
 }
