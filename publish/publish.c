@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "server/reload/health.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 /* The name serve has always given its state file; keys and export must
  * find it there. */
@@ -46,7 +46,7 @@ int publish_keyset(const struct config *cfg, struct history *h, struct removal *
     if (rm != NULL && ks == NULL)
         removal_read_failed(rm);
     else if (rm != NULL)
-        ks = removal_apply(rm, ks, health_now_ms(), err, errlen);
+        ks = removal_apply(rm, ks, clock_now_ms(), err, errlen);
     changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
 
     if (changed < 0) {

@@ -6,6 +6,7 @@
 
 #include "server/reload/health.h"
 #include "server/obs/metrics.h"
+#include "util/clock.h"
 
 static h2o_generator_t admin_generator = {NULL, NULL};
 
@@ -41,14 +42,14 @@ static int admin_readyz(h2o_req_t *req)
 {
     char why[256];
 
-    return admin_health(req, health_ready(time(NULL), health_now_ms(), why, sizeof(why)), "ready", why);
+    return admin_health(req, health_ready(time(NULL), clock_now_ms(), why, sizeof(why)), "ready", why);
 }
 
 static int admin_livez(h2o_req_t *req)
 {
     char why[256];
 
-    return admin_health(req, health_live(health_now_ms(), why, sizeof(why)), "live", why);
+    return admin_health(req, health_live(clock_now_ms(), why, sizeof(why)), "live", why);
 }
 
 static int admin_metrics(h2o_req_t *req)

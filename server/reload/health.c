@@ -10,14 +10,6 @@ static atomic_llong health_failing_since[METRICS_NSOURCES]; /* 0: the last reloa
 static atomic_llong health_reload_seen;                     /* monotonic ms of the last pass; -1: not watched */
 static unsigned long health_tolerance;
 
-int64_t health_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void health_init(unsigned long tolerance_seconds, int64_t now_ms)
 {
     health_tolerance = tolerance_seconds;

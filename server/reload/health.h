@@ -22,11 +22,8 @@
  * one), even under valgrind; short against a liveness probe's patience. */
 #define HEALTH_RELOAD_STALL_MS 10000
 
-/* CLOCK_MONOTONIC in ms: the clock of every now_ms here and in reload. */
-int64_t health_now_ms(void);
-
 /* How long a reload may keep failing before the server reports unready;
- * the reload loop counts as alive at now_ms (a monotonic clock). */
+ * the reload loop counts as alive at now_ms (util/clock.h). */
 void health_init(unsigned long tolerance_seconds, int64_t now_ms);
 
 /* The reload loop is alive at now_ms (monotonic); on = 0 when it ended

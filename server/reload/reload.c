@@ -24,6 +24,7 @@
 #include "publish/publish.h"
 #include "server/tls.h"
 #include "server/reload/watch.h"
+#include "util/clock.h"
 
 /* Writers produce bursts of events (create, write, rename); waiting this
  * long after the last one reads the files once, after the burst. */
@@ -402,13 +403,13 @@ struct reload *reload_create(const struct config *cfg)
         reload_free(r);
         return NULL;
     }
-    health_init(cfg->key_reload_interval, health_now_ms());
+    health_init(cfg->key_reload_interval, clock_now_ms());
     reload_once(r);
     if (r->current == NULL || (cfg->tls_listen_count > 0 && r->tls == NULL)) {
         reload_free(r);
         return NULL;
     }
-    r->periodic_at = health_now_ms() + (int64_t)cfg->key_reload_interval * 1000;
+    r->periodic_at = clock_now_ms() + (int64_t)cfg->key_reload_interval * 1000;
     return r;
 }
 
@@ -436,7 +437,7 @@ static int64_t reload_wall_deadline(const struct reload *r, time_t at, int64_t n
  * key's expiry or the signing key maturing. */
 static int reload_poll_timeout(const struct reload *r)
 {
-    int64_t now = health_now_ms(), next = r->periodic_at;
+    int64_t now = clock_now_ms(), next = r->periodic_at;
     time_t wall = time(NULL);
     time_t expiry = history_next_expiry(r->history, r->cfg->key_retention);
 
@@ -462,10 +463,10 @@ static void reload_take_wakeups(struct reload *r, int watch_ready)
     }
     if (atomic_exchange(&r->hup, 0)) {
         log_msg(LOG_INFO, "SIGHUP: reloading keys");
-        r->debounce_at = health_now_ms();
+        r->debounce_at = clock_now_ms();
     }
     if (watch_ready && watch_read(r->watch))
-        r->debounce_at = health_now_ms() + RELOAD_DEBOUNCE_MS;
+        r->debounce_at = clock_now_ms() + RELOAD_DEBOUNCE_MS;
 }
 
 /* The reload thread: waits for a change, a request, a deadline or the
@@ -480,13 +481,13 @@ static void *reload_main(void *arg)
         int timeout = reload_poll_timeout(r);
         int64_t now;
 
-        health_reload_alive(health_now_ms(), 1);
+        health_reload_alive(clock_now_ms(), 1);
         if (poll(fds, 2, timeout < RELOAD_HEARTBEAT_MS ? timeout : RELOAD_HEARTBEAT_MS) < 0 && errno != EINTR) {
             log_msg(LOG_ERROR, "the key reload loop ends: poll: %s", strerror(errno));
             break; /* /livez turns 503: a restart is the way out */
         }
         reload_take_wakeups(r, (fds[1].revents & POLLIN) != 0);
-        now = health_now_ms();
+        now = clock_now_ms();
         if (atomic_load(&r->stop))
             break;
         if ((r->debounce_at != 0 && now >= r->debounce_at) || now >= r->periodic_at || reload_poll_timeout(r) == 0) {
@@ -507,7 +508,7 @@ int reload_start(struct reload *r, struct worker *const *workers, size_t nworker
 
     r->workers = workers;
     r->nworkers = nworkers;
-    health_reload_alive(health_now_ms(), 1);
+    health_reload_alive(clock_now_ms(), 1);
     if ((err = pthread_create(&r->thread, NULL, reload_main, r)) == 0)
         r->started = 1;
     return err;
@@ -553,7 +554,7 @@ int reload_stop(struct reload *r, unsigned timeout_ms)
         return -1;
     }
     r->started = 0;
-    health_reload_alive(health_now_ms(), 0);
+    health_reload_alive(clock_now_ms(), 0);
     return 0;
 }
 
