@@ -57,7 +57,7 @@ WRK_CONNS=${VERIFY_WRK_CONNS:-16}
 N_DISTINCT=${VERIFY_DISTINCT_TOKENS:-4500}
 ISSUER=https://bench.example
 AUD=bench
-CACHE_SIZE=4096 # TOKENREVIEW_CACHE_SIZE in server/handler_tokenreview.c
+CACHE_SIZE=4096 # TOKENREVIEW_CACHE_SIZE in server/http/handler_tokenreview.c
 
 for tool in wrk openssl taskset python3; do
     if ! command -v "$tool" >/dev/null; then

@@ -1,5 +1,5 @@
 /* libFuzzer target: the HTTP request path through the server's own h2o
- * sites (server/site.c) — http_framing.c in front of handler_docs.c,
+ * sites (server/http/site.c) — http_framing.c in front of handler_docs.c,
  * handler_tokenreview.c and handler_admin.c, request_log.c and worker.c.
  *
  * The first input byte picks the site; the rest is what one client sends
@@ -23,8 +23,8 @@
 
 #include "config/config.h"
 #include "keys/keyset.h"
-#include "server/publish.h"
-#include "server/site.h"
+#include "publish/publish.h"
+#include "server/http/site.h"
 #include "server/worker.h"
 
 /* Last-Modified of the published documents, fixed so that responses do not

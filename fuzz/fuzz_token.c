@@ -1,6 +1,6 @@
-/* libFuzzer target: token verification (keys/token.c, keys/jwt.c, keys/jws.c)
+/* libFuzzer target: token verification (jose/token.c, jose/jwt.c, jose/jws.c)
  * against a fixed key set (tests/fixtures/rsa2048.pub and ec256.pub) and a
- * fixed policy, plus the strict JSON parser (jwt_parse) on the raw input,
+ * fixed policy, plus the strict JSON parser (json_parse) on the raw input,
  * checked against its reference, yajl (fuzz/jwt_oracle.h).
  *
  * The fixtures directory is $OIDC_FUZZ_FIXTURES (fuzz/run.sh sets it), else
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys/jwt.h"
+#include "jose/jwt.h"
 #include "keys/keyset.h"
-#include "keys/token.h"
+#include "jose/token.h"
 #include "jwt_oracle.h"
 
 /* Inside the lifetime of the seed tokens in fuzz/corpus/fuzz_token (minted
@@ -56,15 +56,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .accept_legacy = (size & 1) != 0, /* both ways, cheaply */
     };
     struct token_result res;
-    struct jwt_value *root;
+    struct json_value *root;
     char err[256];
 
     memset(&res, 0, sizeof(res));
     token_verify(keys, &policy, (const char *)data, size, &res);
     token_result_clear(&res);
 
-    root = jwt_parse(data, size, err, sizeof(err));
+    root = json_parse(data, size, err, sizeof(err));
     oracle_check(data, size, root);
-    jwt_value_free(root);
+    json_free(root);
     return 0;
 }

@@ -1,4 +1,4 @@
-/* libFuzzer target: TokenReview request parsing (server/tokenreview.c) and,
+/* libFuzzer target: TokenReview request parsing (jose/tokenreview.c) and,
  * when it parses, rendering of both the authenticated and the refused
  * answer. No HTTP. */
 #include <stddef.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/tokenreview.h"
+#include "jose/tokenreview.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

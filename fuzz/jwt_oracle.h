@@ -1,6 +1,6 @@
-/* The reference fuzz_token holds jwt_parse (keys/jwt_parse.c) to: yajl 2.1,
- * which the project parsed tokens with before, plus the checks jwt_parse
- * makes on top (no duplicate member, at most TOKEN_MAX_DEPTH containers, no
+/* The reference fuzz_token holds json_parse (util/json.c) to: yajl 2.1,
+ * which the project parsed tokens with before, plus the checks json_parse
+ * makes on top (no duplicate member, at most JSON_MAX_DEPTH containers, no
  * U+0000, an object at the top level, nothing but whitespace after it).
  * Both sides write what they read in one canonical form, so that the
  * target can check that they accept the same inputs and read the same
@@ -17,8 +17,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "keys/jwt.h"
-#include "keys/token.h"
+#include "util/json.h"
 
 /* A growing byte buffer; the fuzzer aborts when memory runs out. */
 struct oracle_buf {
@@ -52,30 +51,30 @@ static void oracle_put_number(struct oracle_buf *b, double num)
     oracle_put(b, text, (size_t)snprintf(text, sizeof(text), "n%a", num));
 }
 
-/* jwt_parse's tree in canonical form. */
-static void oracle_write_tree(struct oracle_buf *b, const struct jwt_value *v)
+/* json_parse's tree in canonical form. */
+static void oracle_write_tree(struct oracle_buf *b, const struct json_value *v)
 {
     if (v->name != NULL)
         oracle_put_string(b, v->name, strlen(v->name));
     switch (v->type) {
-    case JWT_NULL:
+    case JSON_NULL:
         oracle_put(b, "z", 1);
         break;
-    case JWT_BOOL:
+    case JSON_BOOL:
         oracle_put(b, v->boolean ? "t" : "f", 1);
         break;
-    case JWT_NUMBER:
+    case JSON_NUMBER:
         oracle_put_number(b, v->num);
         break;
-    case JWT_STRING:
+    case JSON_STRING:
         oracle_put_string(b, v->str, strlen(v->str));
         break;
-    case JWT_ARRAY:
-    case JWT_OBJECT:
-        oracle_put(b, v->type == JWT_OBJECT ? "{" : "[", 1);
-        for (const struct jwt_value *c = v->child; c != NULL; c = c->next)
+    case JSON_ARRAY:
+    case JSON_OBJECT:
+        oracle_put(b, v->type == JSON_OBJECT ? "{" : "[", 1);
+        for (const struct json_value *c = v->child; c != NULL; c = c->next)
             oracle_write_tree(b, c);
-        oracle_put(b, v->type == JWT_OBJECT ? "}" : "]", 1);
+        oracle_put(b, v->type == JSON_OBJECT ? "}" : "]", 1);
         break;
     }
 }
@@ -84,7 +83,7 @@ static void oracle_write_tree(struct oracle_buf *b, const struct jwt_value *v)
  * names of each open object, and where the top-level object ended. */
 struct oracle {
     yajl_handle h;
-    struct oracle_buf out, names[TOKEN_MAX_DEPTH];
+    struct oracle_buf out, names[JSON_MAX_DEPTH];
     int depth;
     size_t top_end; /* 0 until the top-level object is complete */
 };
@@ -149,11 +148,11 @@ static int oracle_key(void *ctx, const unsigned char *s, size_t len)
     return fresh && memchr(s, '\0', len) == NULL;
 }
 
-/* Opens a container: never beyond TOKEN_MAX_DEPTH, nor an array at the top
+/* Opens a container: never beyond JSON_MAX_DEPTH, nor an array at the top
  * level. */
 static int oracle_open(struct oracle *o, const char *mark)
 {
-    if (o->depth == TOKEN_MAX_DEPTH || (o->depth == 0 && *mark == '['))
+    if (o->depth == JSON_MAX_DEPTH || (o->depth == 0 && *mark == '['))
         return 0;
     oracle_put(&o->out, mark, 1);
     o->names[o->depth++].len = 0;
@@ -221,26 +220,26 @@ static void oracle_free(struct oracle *o)
 {
     yajl_free(o->h);
     free(o->out.s);
-    for (int i = 0; i < TOKEN_MAX_DEPTH; i++)
+    for (int i = 0; i < JSON_MAX_DEPTH; i++)
         free(o->names[i].s);
 }
 
-/* Aborts (a fuzzer finding) unless jwt_parse's result root for json is the
+/* Aborts (a fuzzer finding) unless json_parse's result root for json is the
  * reference's: both refuse, or both accept with the same tree. */
-static void oracle_check(const unsigned char *json, size_t len, const struct jwt_value *root)
+static void oracle_check(const unsigned char *json, size_t len, const struct json_value *root)
 {
     struct oracle o;
     struct oracle_buf tree = {0};
     int ok = oracle_parse(&o, json, len);
 
     if (ok != (root != NULL)) {
-        fprintf(stderr, "jwt_parse %s what yajl %s\n", root ? "accepts" : "refuses", ok ? "accepts" : "refuses");
+        fprintf(stderr, "json_parse %s what yajl %s\n", root ? "accepts" : "refuses", ok ? "accepts" : "refuses");
         abort();
     }
     if (root != NULL) {
         oracle_write_tree(&tree, root);
         if (tree.len != o.out.len || memcmp(tree.s, o.out.s, tree.len) != 0) {
-            fprintf(stderr, "jwt_parse and yajl read different trees:\n%.*s\n%.*s\n", (int)tree.len, tree.s,
+            fprintf(stderr, "json_parse and yajl read different trees:\n%.*s\n%.*s\n", (int)tree.len, tree.s,
                     (int)o.out.len, o.out.s);
             abort();
         }

@@ -1,4 +1,4 @@
-#include "devkeys.h"
+#include "keys/devkeys.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "history.h"
+#include "keys/history.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "jsonw.h"
-#include "jwt.h"
-#include "printable.h"
+#include "util/jsonw.h"
+#include "util/json.h"
+#include "util/printable.h"
 
 /* A state file holds a few hundred keys at most; refuse anything absurd. */
 #define HISTORY_MAX_FILE_SIZE (4 * 1024 * 1024)
@@ -389,20 +389,20 @@ static void history_drop(const struct history_loader *l, size_t i, const char *k
 /* A stored time: whole seconds in [1, HISTORY_TIME_MAX]; 0 for anything
  * else (the double is compared before any conversion, which could
  * overflow). */
-static time_t history_time(const struct jwt_value *v)
+static time_t history_time(const struct json_value *v)
 {
-    if (v == NULL || v->type != JWT_NUMBER || !(v->num >= 1 && v->num <= (double)HISTORY_TIME_MAX) ||
+    if (v == NULL || v->type != JSON_NUMBER || !(v->num >= 1 && v->num <= (double)HISTORY_TIME_MAX) ||
         v->num != (double)(int64_t)v->num)
         return 0;
     return (time_t)v->num;
 }
 
 /* The string member name of obj, or NULL. */
-static const char *history_string(const struct jwt_value *obj, const char *name)
+static const char *history_string(const struct json_value *obj, const char *name)
 {
-    const struct jwt_value *v = jwt_get(obj, name);
+    const struct json_value *v = json_get(obj, name);
 
-    return v != NULL && v->type == JWT_STRING ? v->str : NULL;
+    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
 }
 
 /* Why the stored public key cannot stand behind kid, or NULL when it can:
@@ -424,15 +424,15 @@ static const char *history_check_key(const char *spki, const char *kid, char *wh
 }
 
 /* Why entry v cannot be kept (see history_load), or NULL when it can. */
-static const char *history_entry_problem(const struct history_loader *l, const struct jwt_value *v,
+static const char *history_entry_problem(const struct history_loader *l, const struct json_value *v,
                                          const struct history *h, char *why, size_t whylen)
 {
     const char *kid = history_string(v, "kid"), *spki = history_string(v, "spki");
-    const struct jwt_value *present = jwt_get(v, "present");
-    time_t first = history_time(jwt_get(v, "first_seen")), last = history_time(jwt_get(v, "last_seen"));
+    const struct json_value *present = json_get(v, "present");
+    time_t first = history_time(json_get(v, "first_seen")), last = history_time(json_get(v, "last_seen"));
 
     if (kid == NULL || spki == NULL || history_string(v, "source") == NULL || present == NULL ||
-        present->type != JWT_BOOL)
+        present->type != JSON_BOOL)
         return "missing or mistyped member (kid, spki, source, present)";
     if (first == 0 || last == 0) {
         snprintf(why, whylen, "first_seen and last_seen must be whole seconds from 1 to %lld",
@@ -452,7 +452,7 @@ static const char *history_entry_problem(const struct history_loader *l, const s
 
 /* Reads entry i into e: 1 when kept, 0 when dropped (and reported), -1 when
  * out of memory. The stored times are taken no later than now. */
-static int history_parse_entry(const struct history_loader *l, size_t i, const struct jwt_value *v,
+static int history_parse_entry(const struct history_loader *l, size_t i, const struct json_value *v,
                                struct history_entry *e, const struct history *h)
 {
     char why[256];
@@ -463,8 +463,8 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
         return 0;
     }
     memcpy(e->kid, history_string(v, "kid"), sizeof(e->kid));
-    e->last_seen = history_time(jwt_get(v, "last_seen"));
-    e->first_seen = history_time(jwt_get(v, "first_seen"));
+    e->last_seen = history_time(json_get(v, "last_seen"));
+    e->first_seen = history_time(json_get(v, "first_seen"));
     if (e->last_seen > l->now)
         e->last_seen = l->now;
     if (e->first_seen > e->last_seen)
@@ -476,14 +476,14 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
 }
 
 /* Reads the entries of a parsed state file into h. */
-static int history_parse(const struct history_loader *l, const struct jwt_value *root, struct history *h, char *err,
+static int history_parse(const struct history_loader *l, const struct json_value *root, struct history *h, char *err,
                          size_t errlen)
 {
-    const struct jwt_value *version = jwt_get(root, "version"), *keys = jwt_get(root, "keys"), *v;
+    const struct json_value *version = json_get(root, "version"), *keys = json_get(root, "keys"), *v;
     size_t i = 0;
 
-    if (version == NULL || version->type != JWT_NUMBER || version->num != HISTORY_VERSION || keys == NULL ||
-        keys->type != JWT_ARRAY) {
+    if (version == NULL || version->type != JSON_NUMBER || version->num != HISTORY_VERSION || keys == NULL ||
+        keys->type != JSON_ARRAY) {
         snprintf(err, errlen, "state file %s: not a version %d state file", l->path, HISTORY_VERSION);
         return -1;
     }
@@ -542,7 +542,7 @@ int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_c
 {
     const struct history_loader l = {.path = path, .now = now, .warn = warn, .warn_ctx = warn_ctx};
     struct history *h = calloc(1, sizeof(*h));
-    struct jwt_value *root = NULL;
+    struct json_value *root = NULL;
     char dir[4096], why[128], *text = NULL;
     const char *name = history_split(path, dir, sizeof(dir));
     int dirfd = -1, rc = -1;
@@ -557,7 +557,7 @@ int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_c
         rc = errno == ENOENT ? 0 : -1;
     } else if ((rc = history_read(dirfd, name, path, &text, &len, err, errlen)) == 0) {
         /* The strict parser of tokens: bounded depth, no duplicate member. */
-        if ((root = jwt_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL) {
+        if ((root = json_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL) {
             snprintf(err, errlen, "state file %s: %s", path, why);
             rc = -1;
         } else {
@@ -567,7 +567,7 @@ int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_c
     rc = rc > 0 ? 0 : rc;
     if (dirfd >= 0)
         close(dirfd);
-    jwt_value_free(root);
+    json_free(root);
     free(text);
     if (rc != 0) {
         history_free(h);

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 #include <time.h>
-#include "keyset.h"
+#include "keys/keyset.h"
 
 struct history_entry {
     char kid[KEY_KID_LEN + 1];
@@ -64,7 +64,7 @@ typedef void (*history_event_cb)(void *ctx, enum history_event ev, const struct 
  * gone since its last_seen.
  *
  * A file that cannot be a state file at all (not JSON, nested deeper than
- * TOKEN_MAX_DEPTH, too large, not version 1, a symlink or not a regular
+ * JSON_MAX_DEPTH, too large, not version 1, a symlink or not a regular
  * file) is an error (-1, message in err), as is a directory that someone
  * else could have written into: one not owned by the effective uid or
  * root, or writable by group or others. Starting without the state could

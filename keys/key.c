@@ -1,4 +1,4 @@
-#include "key.h"
+#include "keys/key.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "b64url.h"
-#include "jsonw.h"
-#include "jws.h"
+#include "util/b64url.h"
+#include "util/jsonw.h"
+#include "jose/jws.h"
 
 /* The curves kube-apiserver accepts, with their JOSE names and the fixed
  * coordinate size a JWK pads x and y to (RFC 7518 section 6.2.1.2). */

@@ -1,4 +1,4 @@
-#include "keyfile.h"
+#include "keys/keyfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

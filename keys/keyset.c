@@ -1,4 +1,4 @@
-#include "keyset.h"
+#include "keys/keyset.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "keyfile.h"
-#include "pem.h"
+#include "keys/keyfile.h"
+#include "keys/pem.h"
 
 /* Loading state shared with the per-key callback. */
 struct keyset_loader {

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "key.h"
+#include "keys/key.h"
 
 struct keyset {
     struct key *keys;

@@ -1,4 +1,4 @@
-#include "pem.h"
+#include "keys/pem.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "key.h"
-#include "keyfile.h"
+#include "keys/key.h"
+#include "keys/keyfile.h"
 
 /* A key file is a handful of PEM blocks; anything bigger is a mistake (a
  * wrong path, a log file) and is refused before it is read into memory. */

@@ -1,4 +1,4 @@
-#include "removal.h"
+#include "keys/removal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -28,7 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "keyset.h"
+#include "keys/keyset.h"
 
 struct removal;
 

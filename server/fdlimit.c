@@ -1,9 +1,9 @@
-#include "fdlimit.h"
+#include "server/fdlimit.h"
 
 #include <limits.h>
 #include <sys/resource.h>
 
-#include "log.h"
+#include "util/log.h"
 
 /* systemd starts services with a soft limit of 1024 and a hard one far
  * above: the soft limit is a default for programs that use select(2), the

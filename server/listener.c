@@ -1,4 +1,4 @@
-#include "listener.h"
+#include "server/listener.h"
 
 #include <errno.h>
 #include <fcntl.h>

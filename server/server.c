@@ -1,4 +1,4 @@
-#include "server.h"
+#include "server/server.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -7,12 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fdlimit.h"
-#include "health.h"
-#include "listener.h"
-#include "log.h"
-#include "site.h"
-#include "worker.h"
+#include "server/fdlimit.h"
+#include "server/reload/health.h"
+#include "server/listener.h"
+#include "util/log.h"
+#include "server/http/site.h"
+#include "server/worker.h"
 
 /* How long a stopping worker waits for the responses it is writing. */
 #define SERVER_DRAIN_MS 10000

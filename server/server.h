@@ -6,8 +6,8 @@
 #define OIDC_SERVER_H
 
 #include "config/config.h"
-#include "accesslog.h"
-#include "reload.h"
+#include "server/obs/accesslog.h"
+#include "server/reload/reload.h"
 
 /* Serves the snapshots (and TLS certificate) of reload with cfg until
  * SIGTERM or SIGINT, then for --shutdown-grace more. accesslog may be NULL.

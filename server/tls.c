@@ -1,4 +1,4 @@
-#include "tls.h"
+#include "server/tls.h"
 
 #include <h2o.h>
 #include <openssl/err.h>

@@ -1,4 +1,4 @@
-#include "worker.h"
+#include "server/worker.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -8,9 +8,9 @@
 #include <time.h>
 #include <h2o/http1.h>
 
-#include "log.h"
-#include "metrics.h"
-#include "peer_progress.h"
+#include "util/log.h"
+#include "server/obs/metrics.h"
+#include "server/peer_progress.h"
 
 /* Accepting in small batches keeps one busy listener from starving the
  * connections the loop already has. */

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <h2o.h>
 #include <openssl/ssl.h>
-#include "accesslog.h"
-#include "keys/snapshot.h"
-#include "metrics.h"
+#include "server/obs/accesslog.h"
+#include "publish/snapshot.h"
+#include "server/obs/metrics.h"
 
 struct worker;
 

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys/b64url.h"
-#include "keys/jwks_parse.h"
+#include "util/b64url.h"
+#include "jose/jwks_parse.h"
 #include "keys/keyset.h"
-#include "keys/render.h"
+#include "publish/render.h"
 
 TestSuite(jwks_parse, .fini = leak_check);
 

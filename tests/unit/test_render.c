@@ -15,8 +15,8 @@
 #include <yajl/yajl_tree.h>
 
 #include "keys/keyset.h"
-#include "keys/render.h"
-#include "keys/snapshot.h"
+#include "publish/render.h"
+#include "publish/snapshot.h"
 
 TestSuite(render, .fini = leak_check);
 TestSuite(snapshot, .fini = leak_check);

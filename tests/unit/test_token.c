@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys/b64url.h"
-#include "keys/jws.h"
-#include "keys/jwt.h"
+#include "util/b64url.h"
+#include "jose/jws.h"
+#include "jose/jwt.h"
 #include "keys/keyset.h"
-#include "keys/token.h"
-#include "keys/token_mint.h"
+#include "jose/token.h"
+#include "jose/token_mint.h"
 
 #define ISS "https://kubernetes.default.svc"
 #define NOW 1700000000L
@@ -1177,34 +1177,34 @@ Test(b64url, trailing_bits_exhaustive)
 /* The compact-header fast path (jwt_parse_compact_header)          */
 
 /* Asserts that two trees are the same: types, names, strings, order. */
-static void assert_same_tree(const struct jwt_value *a, const struct jwt_value *b)
+static void assert_same_tree(const struct json_value *a, const struct json_value *b)
 {
     cr_assert_eq(a->type, b->type);
     cr_assert((a->name == NULL) == (b->name == NULL));
     if (a->name != NULL)
         cr_assert_str_eq(a->name, b->name);
-    if (a->type == JWT_STRING)
+    if (a->type == JSON_STRING)
         cr_assert_str_eq(a->str, b->str);
-    const struct jwt_value *x = a->child, *y = b->child;
+    const struct json_value *x = a->child, *y = b->child;
     for (; x != NULL && y != NULL; x = x->next, y = y->next)
         assert_same_tree(x, y);
     cr_assert(x == NULL && y == NULL, "different member counts");
 }
 
-/* The fast path takes hdr and builds jwt_parse's tree for it. */
+/* The fast path takes hdr and builds json_parse's tree for it. */
 static void expect_compact(const char *hdr)
 {
     struct jwt_compact_header c;
     char err[128];
-    const struct jwt_value *fast = jwt_parse_compact_header((const unsigned char *)hdr, strlen(hdr), &c);
-    struct jwt_value *slow = jwt_parse((const unsigned char *)hdr, strlen(hdr), err, sizeof(err));
+    const struct json_value *fast = jwt_parse_compact_header((const unsigned char *)hdr, strlen(hdr), &c);
+    struct json_value *slow = json_parse((const unsigned char *)hdr, strlen(hdr), err, sizeof(err));
     cr_assert_not_null(fast, "%s not taken by the fast path", hdr);
     cr_assert_not_null(slow, "%s: %s", hdr, err);
     assert_same_tree(fast, slow);
-    jwt_value_free(slow);
+    json_free(slow);
 }
 
-/* The fast path leaves hdr to jwt_parse. */
+/* The fast path leaves hdr to json_parse. */
 static void expect_not_compact(const char *hdr)
 {
     struct jwt_compact_header c;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keys/vcache.h"
+#include "jose/vcache.h"
 
 TestSuite(vcache, .fini = leak_check);
 

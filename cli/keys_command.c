@@ -1,0 +1,147 @@
+#include "cli/keys_command.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "keys/history.h"
+#include "util/jsonw.h"
+#include "keys/keyset.h"
+#include "util/printable.h"
+#include "publish/publish.h"
+
+/* How much of a key's source the table quotes. */
+#define KEYS_SOURCE_SHOWN 1024
+
+/* What is printed for one key of the set. */
+struct keys_row {
+    const struct key *key;
+    char size[16];           /* "2048" or "P-256" */
+    char first_seen[32];     /* RFC 3339, or "new" for a key serve has not published yet */
+    char retained_until[32]; /* RFC 3339, or "" while the key is in the inputs */
+};
+
+static void keys_time(time_t t, char *buf, size_t len)
+{
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void keys_fill_row(struct keys_row *row, const struct key *k, const struct history_entry *e, int known_before,
+                          unsigned long retention)
+{
+    row->key = k;
+    if (k->curve != NULL)
+        snprintf(row->size, sizeof(row->size), "%s", k->curve);
+    else
+        snprintf(row->size, sizeof(row->size), "%d", k->bits);
+    if (known_before)
+        keys_time(e->first_seen, row->first_seen, sizeof(row->first_seen));
+    else
+        snprintf(row->first_seen, sizeof(row->first_seen), "new");
+    row->retained_until[0] = '\0';
+    if (!e->present)
+        keys_time(history_until(e, retention), row->retained_until, sizeof(row->retained_until));
+}
+
+/* The table, one key a line; the source is quoted, as a state file or a
+ * file name could hold a newline or a terminal escape. */
+static void keys_print_table(const struct keys_row *rows, size_t n)
+{
+    char source[KEYS_SOURCE_SHOWN];
+
+    printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", "KID", "ALG", "SIZE", "FIRST SEEN", "RETAINED UNTIL", "SOURCE");
+    for (size_t i = 0; i < n; i++)
+        printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", rows[i].key->kid, rows[i].key->alg, rows[i].size,
+               rows[i].first_seen, rows[i].retained_until[0] ? rows[i].retained_until : "-",
+               printable_quote(rows[i].key->source, source, sizeof(source)));
+}
+
+static void keys_json_str_or_null(struct jsonw *w, const char *name, const char *value)
+{
+    jsonw_raw(w, ",", 1);
+    jsonw_key(w, name);
+    if (value != NULL)
+        jsonw_str(w, value);
+    else
+        jsonw_lit(w, "null");
+}
+
+static int keys_print_json(const struct keys_row *rows, size_t n)
+{
+    struct jsonw w = {0};
+    char *out;
+    size_t len;
+
+    jsonw_lit(&w, "{\"keys\":[");
+    for (size_t i = 0; i < n; i++) {
+        const struct key *k = rows[i].key;
+        jsonw_lit(&w, i ? ",{\"kid\":" : "{\"kid\":");
+        jsonw_str(&w, k->kid);
+        keys_json_str_or_null(&w, "alg", k->alg);
+        keys_json_str_or_null(&w, "size", rows[i].size);
+        keys_json_str_or_null(&w, "source", k->source);
+        keys_json_str_or_null(&w, "first_seen", strcmp(rows[i].first_seen, "new") ? rows[i].first_seen : NULL);
+        keys_json_str_or_null(&w, "retained_until", rows[i].retained_until[0] ? rows[i].retained_until : NULL);
+        jsonw_lit(&w, "}");
+    }
+    jsonw_lit(&w, "]}\n");
+    if (jsonw_finish(&w, &out, &len) != 0)
+        return -1;
+    fwrite(out, 1, len, stdout);
+    free(out);
+    return 0;
+}
+
+/* Copies the kids the history holds before this run: a key that is not
+ * among them is one serve has not published yet. */
+static char *keys_kids_before(const struct history *h)
+{
+    char *kids = calloc(h->count + 1, KEY_KID_LEN + 1);
+
+    for (size_t i = 0; kids != NULL && i < h->count; i++)
+        memcpy(kids + i * (KEY_KID_LEN + 1), h->entries[i].kid, KEY_KID_LEN + 1);
+    return kids;
+}
+
+/* Whether kid is among the n kids keys_kids_before copied. */
+static int keys_was_known(const char *kids, size_t n, const char *kid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(kids + i * (KEY_KID_LEN + 1), kid) == 0)
+            return 1;
+    return 0;
+}
+
+int keys_command(const struct config *cfg)
+{
+    char err[1024] = "";
+    time_t now = time(NULL);
+    struct history *h = publish_history_load(cfg, now, err, sizeof(err));
+    size_t nbefore = h ? h->count : 0;
+    char *before = h ? keys_kids_before(h) : NULL;
+    struct keyset *ks = NULL;
+    struct keys_row *rows = NULL;
+    int rc = 2;
+
+    if (before == NULL || publish_keyset(cfg, h, NULL, now, NULL, NULL, &ks, err, sizeof(err)) < 0 ||
+        (rows = calloc(ks->count, sizeof(*rows))) == NULL) {
+        fprintf(stderr, "oidc-discovery keys: %s\n", err[0] ? err : "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ks->count; i++)
+        keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid),
+                      keys_was_known(before, nbefore, ks->keys[i].kid), cfg->key_retention);
+    if (!cfg->output_json)
+        keys_print_table(rows, ks->count);
+    rc = cfg->output_json && keys_print_json(rows, ks->count) != 0 ? 2 : 0;
+out:
+    free(rows);
+    free(before);
+    keyset_free(ks);
+    history_free(h);
+    return rc;
+}

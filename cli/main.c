@@ -1,0 +1,117 @@
+/*
+ * oidc-discovery: publishes a Kubernetes cluster's service-account signing
+ * keys as the OIDC discovery document and JWKS, byte for byte as
+ * kube-apiserver does. main() turns the command line into a config and a
+ * key-set snapshot, then hands both to the server.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "keys/devkeys.h"
+#include "server/obs/accesslog.h"
+#include "cli/export_command.h"
+#include "cli/keys_command.h"
+#include "util/log.h"
+#include "server/reload/reload.h"
+#include "server/server.h"
+#include "cli/token_command.h"
+#include "cli/verify_command.h"
+
+/* Where `oidc-discovery dev` keeps its generated key pair (git-ignored). */
+#define DEV_KEYS_DIR "dev-keys"
+
+/* `dev` without key files: generate a key pair once and serve its public
+ * half, so a fresh checkout runs with no cluster at hand. The path joins
+ * cfg's own list, which config_free releases. */
+static int main_dev_keys(struct config *cfg)
+{
+    char err[1024], pub_path[4096];
+    char **items;
+    int rc;
+
+    if ((rc = devkeys_ensure(DEV_KEYS_DIR, pub_path, sizeof(pub_path), err, sizeof(err))) < 0) {
+        log_msg(LOG_ERROR, "%s", err);
+        return -1;
+    }
+    if ((items = malloc(sizeof(*items))) == NULL || (items[0] = strdup(pub_path)) == NULL) {
+        free(items);
+        log_msg(LOG_ERROR, "out of memory");
+        return -1;
+    }
+    free(cfg->key_files.items);
+    cfg->key_files.items = items;
+    cfg->key_files.count = 1;
+    log_msg(LOG_INFO, "%s development key pair in %s/ (sa.key, sa.pub)", rc ? "generated a" : "using the",
+            DEV_KEYS_DIR);
+    return 0;
+}
+
+/* --log-level and --log-format, before anything logs or a thread starts.
+ * The config already checked both values. */
+static void main_init_log(const struct config *cfg)
+{
+    enum log_level level = LOG_INFO;
+
+    if (cfg->log_level != NULL)
+        log_level_parse(cfg->log_level, &level);
+    log_init(level, cfg->log_format != NULL && strcmp(cfg->log_format, "json") == 0);
+}
+
+int main(int argc, char **argv)
+{
+    enum config_command cmd;
+    struct config cfg;
+    struct reload *reload = NULL;
+    struct accesslog *accesslog = NULL;
+    char err[CONFIG_ERR_MAX];
+    int rc = 2;
+
+    if (config_parse(argc, argv, &cmd, &cfg, err, sizeof(err)) != 0) {
+        fprintf(stderr, "oidc-discovery: %s\n", err);
+        return 2;
+    }
+    if (cmd == CONFIG_CMD_HELP || cmd == CONFIG_CMD_VERSION) {
+        fputs(cmd == CONFIG_CMD_HELP ? config_usage(cmd) : "oidc-discovery " OIDC_VERSION "\n", stdout);
+        config_free(&cfg);
+        return 0;
+    }
+    main_init_log(&cfg);
+    if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN || cmd == CONFIG_CMD_EXPORT) {
+        rc = cmd == CONFIG_CMD_KEYS     ? keys_command(&cfg)
+             : cmd == CONFIG_CMD_VERIFY ? verify_command(&cfg)
+             : cmd == CONFIG_CMD_TOKEN  ? token_command(&cfg)
+                                        : export_command(&cfg);
+        goto out;
+    }
+    log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);
+    if (cmd == CONFIG_CMD_DEV && cfg.key_files.count == 0 && main_dev_keys(&cfg) != 0) {
+        rc = 1;
+        goto out;
+    }
+    if (cfg.allow_insecure_issuer)
+        log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
+    if (cfg.accept_legacy_tokens)
+        log_msg(LOG_WARN, "--accept-legacy-tokens: legacy (Secret-based) service account tokens never expire and "
+                          "cannot be revoked here (this server cannot see their Secret deleted); a leaked one stays "
+                          "valid until its signing key leaves the published set");
+    log_msg(LOG_INFO, "issuer %s", cfg.issuers.items[0]);
+    log_msg(LOG_INFO, "jwks_uri %s", cfg.jwks_uri);
+    if (cfg.access_log != NULL && (accesslog = accesslog_open(cfg.access_log, err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "--access-log %s", err);
+        rc = 1;
+        goto out;
+    }
+    if ((reload = reload_create(&cfg)) != NULL)
+        rc = server_run(&cfg, reload, accesslog);
+
+out:
+    if (accesslog != NULL)
+        accesslog_close(accesslog);
+    if (reload_free(reload) != 0)
+        _exit(rc); /* its thread is stuck in a read and still uses cfg: free nothing, run no atexit */
+    config_free(&cfg);
+    return rc;
+}

@@ -1,0 +1,519 @@
+#include "jose/jwks_parse.h"
+
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/param_build.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_tree.h>
+
+#include "util/b64url.h"
+#include "util/printable.h"
+
+/* Largest RSA modulus OpenSSL verifies with (OPENSSL_RSA_MAX_MODULUS_BITS),
+ * largest public exponent it accepts for big moduli (64 bits), and the
+ * smallest modulus worth trusting: below 1024 bits a key is factorable and
+ * any token "signed" with it could be forged. */
+#define JWKS_RSA_N_MAX    2048
+#define JWKS_RSA_E_MAX    8
+#define JWKS_RSA_MIN_BITS 1024
+#define JWKS_EC_COORD_MAX 66
+
+/* Decode buffers get two spare bytes: B64URL_DECODED_MAX rounds up. */
+#define JWKS_SLACK 2
+
+/* The curves a service-account token can be signed on, with the algorithm
+ * each implies and the fixed size of x and y (RFC 7518 section 6.2.1.2). */
+static const struct jwks_curve {
+    const char *crv;
+    const char *group;
+    const char *alg;
+    size_t coord_len;
+} jwks_curves[] = {
+    {"P-256", "prime256v1", "ES256", 32},
+    {"P-384", "secp384r1", "ES384", 48},
+    {"P-521", "secp521r1", "ES512", 66},
+};
+
+/* Members only private or symmetric JWKs carry (RFC 7518 section 6). */
+static const char *const jwks_private_members[] = {"d", "p", "q", "dp", "dq", "qi", "oth", "k"};
+
+/* A usable JWK's kid and index. Kept apart from the keyset until the end,
+ * because keyset_add de-duplicates on the thumbprint kids key_init derives. */
+struct jwks_entry {
+    char kid[KEY_KID_LEN + 1];
+    size_t index;
+};
+
+struct jwks_parser {
+    struct keyset *ks;
+    struct jwks_entry *entries; /* entries[i] belongs to ks->keys[i] */
+    keyset_warn_cb warn;
+    void *warn_ctx;
+    size_t index; /* of the JWK being read, for messages */
+    char *err;
+    size_t errlen;
+};
+
+/* How much of a document string a message quotes (see printable_copy). */
+#define JWKS_SHOW_MAX 40
+
+/* Formats "keys[N]: <what><message>": every finding names its JWK. */
+__attribute__((format(printf, 5, 0))) static void jwks_vmsg(const struct jwks_parser *p, char *out, size_t outlen,
+                                                            const char *what, const char *fmt, va_list ap)
+{
+    int n = snprintf(out, outlen, "keys[%zu]: %s", p->index, what);
+
+    if (n >= 0 && (size_t)n < outlen)
+        vsnprintf(out + n, outlen - (size_t)n, fmt, ap);
+}
+
+/* Records why the current JWK makes the whole document unusable. Returns -1. */
+__attribute__((format(printf, 2, 3))) static int jwks_fail(struct jwks_parser *p, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    jwks_vmsg(p, p->err, p->errlen, "", fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Reports a JWK left out of the set and why. Returns 0 (skipped). */
+__attribute__((format(printf, 2, 3))) static int jwks_skip(struct jwks_parser *p, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (p->warn == NULL)
+        return 0;
+    va_start(ap, fmt);
+    jwks_vmsg(p, msg, sizeof(msg), "skipped: ", fmt, ap);
+    va_end(ap);
+    p->warn(p->warn_ctx, msg);
+    return 0;
+}
+
+/* Refuses what yajl must not see: oversized input, NUL bytes and \u0000
+ * escapes (they would cut the C strings yajl returns short), and nesting
+ * deeper than JWKS_MAX_DEPTH (yajl_tree_free recurses). Brackets inside
+ * strings do not count. */
+static int jwks_check_text(const char *s, size_t len, char *err, size_t errlen)
+{
+    int depth = 0, in_string = 0;
+
+    if (len > JWKS_MAX_LEN) {
+        snprintf(err, errlen, "JWKS is larger than %d bytes", JWKS_MAX_LEN);
+        return -1;
+    }
+    if (memchr(s, '\0', len) != NULL) {
+        snprintf(err, errlen, "JWKS contains a NUL byte");
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (in_string && s[i] == '\\') {
+            if (i + 5 < len && memcmp(s + i + 1, "u0000", 5) == 0) {
+                snprintf(err, errlen, "JWKS contains a \\u0000 escape");
+                return -1;
+            }
+            i++;
+        } else if (s[i] == '"') {
+            in_string = !in_string;
+        } else if (!in_string && (s[i] == '{' || s[i] == '[') && ++depth > JWKS_MAX_DEPTH) {
+            snprintf(err, errlen, "JWKS nests deeper than %d levels", JWKS_MAX_DEPTH);
+            return -1;
+        } else if (!in_string && (s[i] == '}' || s[i] == ']')) {
+            depth--;
+        }
+    }
+    return 0;
+}
+
+/* qsort order for member names. */
+static int jwks_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Finds a member name given twice: yajl_tree keeps both, so which one a
+ * reader uses would be arbitrary. Sorting keeps this O(n log n) on hostile
+ * input. Returns 0 (none), 1 with *name set, or -1 (out of memory). */
+static int jwks_duplicate(yajl_val obj, const char **name)
+{
+    size_t n = obj->u.object.len;
+    const char **names;
+    int rc = 0;
+
+    if (n < 2)
+        return 0;
+    if ((names = malloc(n * sizeof(*names))) == NULL)
+        return -1;
+    memcpy(names, obj->u.object.keys, n * sizeof(*names));
+    qsort(names, n, sizeof(*names), jwks_cmp_str);
+    for (size_t i = 1; i < n && rc == 0; i++) {
+        if (strcmp(names[i - 1], names[i]) == 0) {
+            *name = names[i];
+            rc = 1;
+        }
+    }
+    free(names);
+    return rc;
+}
+
+/* The member called name, or NULL: names are unique once checked. */
+static yajl_val jwks_get(yajl_val obj, const char *name)
+{
+    for (size_t i = 0; i < obj->u.object.len; i++)
+        if (strcmp(obj->u.object.keys[i], name) == 0)
+            return obj->u.object.values[i];
+    return NULL;
+}
+
+/* Reads an optional string member (*out NULL when absent). Another type is
+ * an error rather than a silent default. */
+static int jwks_str(struct jwks_parser *p, yajl_val jwk, const char *name, const char **out)
+{
+    yajl_val v = jwks_get(jwk, name);
+
+    *out = NULL;
+    if (v == NULL)
+        return 0;
+    if (!YAJL_IS_STRING(v))
+        return jwks_fail(p, "\"%s\" is not a string", name);
+    *out = v->u.string;
+    return 0;
+}
+
+/* Reads a string member the JWK cannot do without. */
+static int jwks_need_str(struct jwks_parser *p, yajl_val jwk, const char *name, const char **out)
+{
+    if (jwks_str(p, jwk, name, out) != 0)
+        return -1;
+    if (*out == NULL)
+        return jwks_fail(p, "missing \"%s\"", name);
+    return 0;
+}
+
+/* Decodes the required base64url member name (at most max bytes) into out,
+ * which has room for max + JWKS_SLACK bytes. */
+static int jwks_bytes(struct jwks_parser *p, yajl_val jwk, const char *name, unsigned char *out, size_t max, size_t *n)
+{
+    const char *s;
+    size_t len;
+
+    if (jwks_need_str(p, jwk, name, &s) != 0)
+        return -1;
+    if ((len = strlen(s)) > B64URL_ENCODED_LEN(max))
+        return jwks_fail(p, "\"%s\" is longer than %zu bytes", name, max);
+    if (b64url_decode(s, len, out, n) != 0)
+        return jwks_fail(p, "\"%s\" is not base64url without padding", name);
+    if (*n == 0)
+        return jwks_fail(p, "\"%s\" is empty", name);
+    return 0;
+}
+
+/* Builds a public key from parameters, the OpenSSL 3 way (no deprecated
+ * RSA or EC_KEY structures). NULL when OpenSSL refuses them. */
+static EVP_PKEY *jwks_fromdata(const char *type, OSSL_PARAM_BLD *bld)
+{
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(bld);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+    EVP_PKEY *pkey = NULL;
+
+    if (params != NULL && ctx != NULL && EVP_PKEY_fromdata_init(ctx) == 1)
+        EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params);
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    return pkey;
+}
+
+/* An RSA key from n and e. An even modulus, or an exponent that is even or
+ * 1 (every message would be its own signature), is malformed; a modulus too
+ * short to trust is skipped. Returns 1 with *pkey, 0 skipped, -1 error. */
+static int jwks_rsa(struct jwks_parser *p, yajl_val jwk, EVP_PKEY **pkey)
+{
+    unsigned char n[JWKS_RSA_N_MAX + JWKS_SLACK], e[JWKS_RSA_E_MAX + JWKS_SLACK];
+    size_t nlen, elen;
+    BIGNUM *bn_n = NULL, *bn_e = NULL;
+    OSSL_PARAM_BLD *bld = NULL;
+    int rc = -1;
+
+    if (jwks_bytes(p, jwk, "n", n, JWKS_RSA_N_MAX, &nlen) != 0 ||
+        jwks_bytes(p, jwk, "e", e, JWKS_RSA_E_MAX, &elen) != 0)
+        return -1;
+    bn_n = BN_bin2bn(n, (int)nlen, NULL);
+    bn_e = BN_bin2bn(e, (int)elen, NULL);
+    if (bn_n == NULL || bn_e == NULL || (bld = OSSL_PARAM_BLD_new()) == NULL)
+        jwks_fail(p, "out of memory");
+    else if (!BN_is_odd(bn_n))
+        jwks_fail(p, "\"n\" is not an RSA modulus (it is even)");
+    else if (!BN_is_odd(bn_e) || BN_is_one(bn_e))
+        jwks_fail(p, "\"e\" is not an RSA public exponent");
+    else if (BN_num_bits(bn_n) < JWKS_RSA_MIN_BITS)
+        rc = jwks_skip(p, "RSA modulus of %d bits is below %d bits", BN_num_bits(bn_n), JWKS_RSA_MIN_BITS);
+    else if (OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n) != 1 ||
+             OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e) != 1 ||
+             (*pkey = jwks_fromdata("RSA", bld)) == NULL)
+        jwks_fail(p, "n and e are not a valid RSA public key");
+    else
+        rc = 1;
+    OSSL_PARAM_BLD_free(bld);
+    BN_free(bn_n);
+    BN_free(bn_e);
+    return rc;
+}
+
+/* Checks the key the way a verifier must before trusting an EC point: on
+ * the curve and in the right subgroup. */
+static int jwks_public_check(EVP_PKEY *pkey)
+{
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+    int ok = ctx != NULL && EVP_PKEY_public_check(ctx) == 1;
+
+    EVP_PKEY_CTX_free(ctx);
+    return ok ? 0 : -1;
+}
+
+/* An EC key from x and y of exactly the curve's coordinate size, as an
+ * uncompressed point. Returns 1 with *pkey, or -1. */
+static int jwks_ec(struct jwks_parser *p, yajl_val jwk, const struct jwks_curve *c, EVP_PKEY **pkey)
+{
+    unsigned char point[1 + 2 * JWKS_EC_COORD_MAX + JWKS_SLACK];
+    size_t xlen, ylen;
+    OSSL_PARAM_BLD *bld = NULL;
+    int rc = -1;
+
+    point[0] = 0x04;
+    if (jwks_bytes(p, jwk, "x", point + 1, c->coord_len, &xlen) != 0)
+        return -1;
+    if (xlen != c->coord_len)
+        return jwks_fail(p, "\"x\" is %zu bytes, %s needs %zu", xlen, c->crv, c->coord_len);
+    if (jwks_bytes(p, jwk, "y", point + 1 + xlen, c->coord_len, &ylen) != 0)
+        return -1;
+    if (ylen != c->coord_len)
+        return jwks_fail(p, "\"y\" is %zu bytes, %s needs %zu", ylen, c->crv, c->coord_len);
+    if ((bld = OSSL_PARAM_BLD_new()) == NULL)
+        jwks_fail(p, "out of memory");
+    else if (OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, c->group, 0) != 1 ||
+             OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, 1 + 2 * c->coord_len) != 1 ||
+             (*pkey = jwks_fromdata("EC", bld)) == NULL || jwks_public_check(*pkey) != 0)
+        jwks_fail(p, "x and y are not a point on %s", c->crv);
+    else
+        rc = 1;
+    if (rc < 0) {
+        EVP_PKEY_free(*pkey);
+        *pkey = NULL;
+    }
+    OSSL_PARAM_BLD_free(bld);
+    return rc;
+}
+
+/* The supported curve called crv, or NULL. */
+static const struct jwks_curve *jwks_find_curve(const char *crv)
+{
+    for (size_t i = 0; i < sizeof(jwks_curves) / sizeof(jwks_curves[0]); i++)
+        if (strcmp(crv, jwks_curves[i].crv) == 0)
+            return &jwks_curves[i];
+    return NULL;
+}
+
+/* The first private member of jwk, or NULL: such a JWK is never used, so
+ * its secret never reaches a struct key. */
+static const char *jwks_private_member(yajl_val jwk)
+{
+    for (size_t i = 0; i < sizeof(jwks_private_members) / sizeof(jwks_private_members[0]); i++)
+        if (jwks_get(jwk, jwks_private_members[i]) != NULL)
+            return jwks_private_members[i];
+    return NULL;
+}
+
+/* A kid we can store and match: 1..KEY_KID_LEN printable ASCII characters
+ * without quote or backslash, so it needs no escaping when re-rendered. */
+static int jwks_kid_ok(const char *kid)
+{
+    size_t n = strlen(kid);
+
+    if (n == 0 || n > KEY_KID_LEN)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)kid[i] < 0x20 || (unsigned char)kid[i] > 0x7e || kid[i] == '"' || kid[i] == '\\')
+            return 0;
+    return 1;
+}
+
+/* The usable JWK already holding kid, or NULL. */
+static const struct jwks_entry *jwks_find_kid(const struct jwks_parser *p, const char *kid)
+{
+    for (size_t i = 0; i < p->ks->count; i++)
+        if (strcmp(p->entries[i].kid, kid) == 0)
+            return &p->entries[i];
+    return NULL;
+}
+
+/* Adds a built key (ownership taken) and remembers its JWK kid. The same
+ * public key under a second kid is left out: keyset_add keeps one key per
+ * thumbprint. Returns 1 added, 0 skipped, -1 error. */
+static int jwks_add(struct jwks_parser *p, EVP_PKEY *pkey, const char *kid)
+{
+    char source[32], why[256];
+    const struct key *dup;
+    int rc;
+
+    snprintf(source, sizeof(source), "keys[%zu]", p->index);
+    if ((rc = keyset_add(p->ks, pkey, source, &dup, why, sizeof(why))) < 0)
+        return jwks_fail(p, "%s", why);
+    if (rc == 0)
+        return jwks_skip(p, "same public key as %s (kid \"%s\")", dup->source, p->entries[dup - p->ks->keys].kid);
+    memcpy(p->entries[p->ks->count - 1].kid, kid, strlen(kid) + 1);
+    p->entries[p->ks->count - 1].index = p->index;
+    return 1;
+}
+
+/* Reads one JWK: malformed is an error, unusable-but-valid is skipped.
+ * Returns 1 added, 0 skipped, -1 error. */
+static int jwks_read_jwk(struct jwks_parser *p, yajl_val jwk)
+{
+    const char *kty, *use, *alg, *kid, *crv, *name, *want = "RS256";
+    const struct jwks_curve *curve = NULL;
+    const struct jwks_entry *prev;
+    EVP_PKEY *pkey = NULL;
+    char shown[JWKS_SHOW_MAX + 4];
+    int rc;
+
+    if (!YAJL_IS_OBJECT(jwk))
+        return jwks_fail(p, "not a JSON object");
+    if ((rc = jwks_duplicate(jwk, &name)) != 0)
+        return rc < 0 ? jwks_fail(p, "out of memory")
+                      : jwks_fail(p, "member \"%s\" appears twice", printable_copy(name, shown, JWKS_SHOW_MAX));
+    if (jwks_need_str(p, jwk, "kty", &kty) != 0 || jwks_str(p, jwk, "use", &use) != 0 ||
+        jwks_str(p, jwk, "alg", &alg) != 0 || jwks_str(p, jwk, "kid", &kid) != 0 || jwks_str(p, jwk, "crv", &crv) != 0)
+        return -1;
+    if (use != NULL && strcmp(use, "sig") != 0)
+        return jwks_skip(p, "use \"%s\" is not \"sig\"", printable_copy(use, shown, JWKS_SHOW_MAX));
+    if (strcmp(kty, "RSA") != 0 && strcmp(kty, "EC") != 0)
+        return jwks_skip(p, "unsupported kty \"%s\" (supported: RSA, EC)", printable_copy(kty, shown, JWKS_SHOW_MAX));
+    if ((name = jwks_private_member(jwk)) != NULL)
+        return jwks_skip(p, "holds private key member \"%s\"", name);
+    if (strcmp(kty, "EC") == 0) {
+        if (crv == NULL)
+            return jwks_fail(p, "missing \"crv\"");
+        if ((curve = jwks_find_curve(crv)) == NULL)
+            return jwks_skip(p, "unsupported crv \"%s\" (supported: P-256, P-384, P-521)",
+                             printable_copy(crv, shown, JWKS_SHOW_MAX));
+        want = curve->alg;
+    }
+    if (alg != NULL && strcmp(alg, want) != 0)
+        return jwks_skip(p, "alg \"%s\" does not match the key (%s)", printable_copy(alg, shown, JWKS_SHOW_MAX), want);
+    if (kid == NULL)
+        return jwks_skip(p, "no \"kid\" to match token headers on");
+    if (!jwks_kid_ok(kid))
+        return jwks_skip(p, "kid \"%s\" is not 1 to %d printable characters without quote or backslash",
+                         printable_copy(kid, shown, JWKS_SHOW_MAX), KEY_KID_LEN);
+    if ((prev = jwks_find_kid(p, kid)) != NULL)
+        return jwks_fail(p, "kid \"%s\" is also the kid of keys[%zu]", kid, prev->index);
+    rc = curve != NULL ? jwks_ec(p, jwk, curve, &pkey) : jwks_rsa(p, jwk, &pkey);
+    return rc <= 0 ? rc : jwks_add(p, pkey, kid);
+}
+
+/* Replaces the thumbprint kid key_init derived by the JWK's own, in the key
+ * and in its rendered JWK, so lookups and re-rendering match the document. */
+static int jwks_set_kid(struct key *k, const char *kid)
+{
+    const char *at = strstr(k->jwk, "\"kid\":\"");
+    size_t head, tail, oldlen = strlen(k->kid), newlen = strlen(kid);
+    char *jwk;
+
+    if (at == NULL)
+        return -1;
+    head = (size_t)(at - k->jwk) + strlen("\"kid\":\"");
+    tail = k->jwk_len - head - oldlen;
+    if ((jwk = malloc(head + newlen + tail + 1)) == NULL)
+        return -1;
+    memcpy(jwk, k->jwk, head);
+    memcpy(jwk + head, kid, newlen);
+    memcpy(jwk + head + newlen, k->jwk + head + oldlen, tail + 1);
+    free(k->jwk);
+    k->jwk = jwk;
+    k->jwk_len = head + newlen + tail;
+    memcpy(k->kid, kid, newlen + 1);
+    return 0;
+}
+
+/* Reads every JWK of the "keys" array, stopping at the first error. */
+static int jwks_read_keys(struct jwks_parser *p, yajl_val keys)
+{
+    if ((p->entries = calloc(keys->u.array.len + 1, sizeof(*p->entries))) == NULL) {
+        snprintf(p->err, p->errlen, "out of memory");
+        return -1;
+    }
+    for (p->index = 0; p->index < keys->u.array.len; p->index++)
+        if (jwks_read_jwk(p, keys->u.array.values[p->index]) < 0)
+            return -1;
+    return 0;
+}
+
+/* Parses the document and checks its outer object before reading keys. */
+static int jwks_read(struct jwks_parser *p, const char *text)
+{
+    char why[256];
+    const char *name;
+    yajl_val root, keys;
+    int rc = -1, dup;
+
+    if ((root = yajl_tree_parse(text, why, sizeof(why))) == NULL) {
+        why[strcspn(why, "\n")] = '\0';
+        snprintf(p->err, p->errlen, "JWKS is not valid JSON: %s", why[0] ? why : "empty document");
+        return -1;
+    }
+    if (!YAJL_IS_OBJECT(root))
+        snprintf(p->err, p->errlen, "JWKS is not a JSON object");
+    else if ((dup = jwks_duplicate(root, &name)) < 0)
+        snprintf(p->err, p->errlen, "out of memory");
+    else if (dup > 0)
+        snprintf(p->err, p->errlen, "JWKS has member \"%s\" twice", printable_copy(name, why, JWKS_SHOW_MAX));
+    else if (!YAJL_IS_ARRAY(keys = jwks_get(root, "keys")))
+        snprintf(p->err, p->errlen, "JWKS has no \"keys\" array");
+    else
+        rc = jwks_read_keys(p, keys);
+    yajl_tree_free(root);
+    return rc;
+}
+
+struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, void *warn_ctx, char *err, size_t errlen)
+{
+    struct jwks_parser p = {.warn = warn, .warn_ctx = warn_ctx, .err = err, .errlen = errlen};
+    struct keyset *ks = NULL;
+    char *text = NULL;
+
+    if (jwks_check_text(json, len, err, errlen) != 0)
+        goto done;
+    if ((text = malloc(len + 1)) == NULL || (p.ks = keyset_new()) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    memcpy(text, json, len);
+    text[len] = '\0';
+    if (jwks_read(&p, text) != 0)
+        goto done;
+    if (p.ks->count == 0) {
+        snprintf(err, errlen, "JWKS has no usable RSA or ECDSA signing key");
+        goto done;
+    }
+    for (size_t i = 0; i < p.ks->count; i++) {
+        if (jwks_set_kid(&p.ks->keys[i], p.entries[i].kid) != 0) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
+    }
+    ks = p.ks;
+    p.ks = NULL;
+
+done:
+    keyset_free(p.ks);
+    free(p.entries);
+    free(text);
+    ERR_clear_error(); /* failures were turned into messages */
+    return ks;
+}

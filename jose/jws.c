@@ -1,0 +1,269 @@
+#include "jose/jws.h"
+
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/obj_mac.h>
+#include <openssl/rsa.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct jws_alg jws_algs[] = {
+    {"RS256", TOKEN_ALG_RS256, EVP_sha256, 0, 0},
+    {"ES256", TOKEN_ALG_ES256, EVP_sha256, NID_X9_62_prime256v1, 32},
+    {"ES384", TOKEN_ALG_ES384, EVP_sha384, NID_secp384r1, 48},
+    {"ES512", TOKEN_ALG_ES512, EVP_sha512, NID_secp521r1, 66},
+};
+
+const struct jws_alg *jws_alg_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(jws_algs) / sizeof(jws_algs[0]); i++)
+        if (strcmp(name, jws_algs[i].name) == 0)
+            return &jws_algs[i];
+    return NULL;
+}
+
+/* The alg's curve order, big-endian in coord_len bytes, into order: read
+ * once per key, since building the group costs more than a verification. */
+static int jws_curve_order(const struct jws_alg *a, unsigned char *order)
+{
+    EC_GROUP *group = EC_GROUP_new_by_curve_name(a->curve_nid);
+    int ok = group != NULL && BN_bn2binpad(EC_GROUP_get0_order(group), order, (int)a->coord_len) == (int)a->coord_len;
+
+    EC_GROUP_free(group);
+    return ok ? 0 : -1;
+}
+
+/* The last verify_id handed out. */
+static atomic_ullong jws_verify_ids;
+
+int jws_key_prepare(struct key *k)
+{
+    const struct jws_alg *a = jws_alg_find(k->alg);
+    EVP_PKEY_CTX *ctx;
+
+    if (a == NULL || (a->coord_len != 0 && jws_curve_order(a, k->order) != 0))
+        return -1;
+    k->verify_id = atomic_fetch_add(&jws_verify_ids, 1) + 1;
+    k->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
+    k->verify_ctx = ctx = EVP_PKEY_CTX_new_from_pkey(NULL, k->pub, NULL);
+    if (k->md == NULL || ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
+        (a->coord_len == 0 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) != 1) ||
+        EVP_PKEY_CTX_set_signature_md(ctx, k->md) != 1) {
+        ERR_clear_error();
+        return -1; /* key_clear frees what was made */
+    }
+    return 0;
+}
+
+/* 1 when the big-endian number x of len bytes is in [1, n-1]. */
+static int jws_in_range(const unsigned char *x, const unsigned char *n, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len && x[i] == 0)
+        i++;
+    return i < len && memcmp(x, n, len) < 0;
+}
+
+/* Appends x (len big-endian bytes, not zero) to der as a minimal DER
+ * INTEGER: leading zeros dropped, a zero prepended when the top bit is set
+ * (or it would read as negative). Returns the bytes written. */
+static size_t jws_der_integer(unsigned char *der, const unsigned char *x, size_t len)
+{
+    size_t o = 0;
+
+    while (x[0] == 0) {
+        x++;
+        len--;
+    }
+    der[o++] = 0x02;
+    der[o++] = (unsigned char)(len + (x[0] >> 7));
+    if (x[0] & 0x80)
+        der[o++] = 0;
+    memcpy(der + o, x, len);
+    return o + len;
+}
+
+/* Re-encodes a raw r || s signature as DER for OpenSSL (what i2d_ECDSA_SIG
+ * writes, built by hand: no allocation), refusing any other length and r or
+ * s outside [1, n-1]: OpenSSL would refuse those too, but as a plain bad
+ * signature, and a malformed signature is worth telling apart. Returns the
+ * DER length, or 0 when the format is wrong. */
+static size_t jws_raw_to_der(const struct jws_alg *a, const struct key *k, const unsigned char *sig, size_t siglen,
+                             unsigned char der[JWS_DER_MAX])
+{
+    const unsigned char *r = sig, *s = sig + a->coord_len;
+    size_t body, head;
+
+    if (siglen != 2 * a->coord_len || !jws_in_range(r, k->order, a->coord_len) ||
+        !jws_in_range(s, k->order, a->coord_len))
+        return 0;
+    /* The body goes after the longest SEQUENCE header (3 bytes: P-521's
+     * body is over 127 bytes), then moves back when the header is shorter. */
+    body = jws_der_integer(der + 3, r, a->coord_len);
+    body += jws_der_integer(der + 3 + body, s, a->coord_len);
+    head = body < 128 ? 2 : 3;
+    der[0] = 0x30;
+    if (head == 3)
+        der[1] = 0x81;
+    der[head - 1] = (unsigned char)body;
+    memmove(der + head, der + 3, body);
+    return head + body;
+}
+
+/* Each thread's verification state. EVP_PKEY_verify writes to its context
+ * (the RSA provider keeps a buffer there), so threads cannot share a key's
+ * prepared one, and copying it for every verification costs allocations;
+ * so does a new digest context each time. Instead each thread keeps one
+ * digest context and copies of the verify contexts of the last few keys it
+ * used, freed when it exits (pthread key destructor). A copy is found by
+ * its key's verify_id, which no other key ever gets: a key freed and
+ * another prepared at its address must not find the old copy. */
+#define JWS_THREAD_KEYS 4
+
+struct jws_thread {
+    EVP_MD_CTX *digest;
+    struct {
+        unsigned long long verify_id; /* 0: empty */
+        EVP_PKEY_CTX *ctx;
+    } keys[JWS_THREAD_KEYS];
+    unsigned next; /* the slot to reuse when the key is not there: round robin */
+};
+
+static pthread_once_t jws_thread_once = PTHREAD_ONCE_INIT;
+static pthread_key_t jws_thread_key;
+static int jws_thread_key_ok;
+
+static void jws_thread_free(void *arg)
+{
+    struct jws_thread *t = arg;
+
+    EVP_MD_CTX_free(t->digest);
+    for (int i = 0; i < JWS_THREAD_KEYS; i++)
+        EVP_PKEY_CTX_free(t->keys[i].ctx);
+    free(t);
+}
+
+static void jws_thread_key_create(void)
+{
+    jws_thread_key_ok = pthread_key_create(&jws_thread_key, jws_thread_free) == 0;
+}
+
+/* The calling thread's state, created on first use; NULL when out of
+ * memory. */
+static struct jws_thread *jws_thread_get(void)
+{
+    struct jws_thread *t;
+
+    if (pthread_once(&jws_thread_once, jws_thread_key_create) != 0 || !jws_thread_key_ok)
+        return NULL;
+    if ((t = pthread_getspecific(jws_thread_key)) != NULL)
+        return t;
+    if ((t = calloc(1, sizeof(*t))) == NULL || (t->digest = EVP_MD_CTX_new()) == NULL ||
+        pthread_setspecific(jws_thread_key, t) != 0) {
+        if (t != NULL)
+            jws_thread_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* The thread's copy of k's verify context, made on first use (replacing
+ * the copy of another key when all slots are taken); NULL when out of
+ * memory. */
+static EVP_PKEY_CTX *jws_thread_verify_ctx(struct jws_thread *t, const struct key *k)
+{
+    unsigned slot;
+
+    for (slot = 0; slot < JWS_THREAD_KEYS; slot++)
+        if (t->keys[slot].verify_id == k->verify_id)
+            return t->keys[slot].ctx;
+    slot = t->next++ % JWS_THREAD_KEYS;
+    EVP_PKEY_CTX_free(t->keys[slot].ctx);
+    t->keys[slot].ctx = EVP_PKEY_CTX_dup(k->verify_ctx);
+    t->keys[slot].verify_id = t->keys[slot].ctx != NULL ? k->verify_id : 0;
+    return t->keys[slot].ctx;
+}
+
+/* Hashes msg and checks sig over the digest with the thread's contexts:
+ * EVP_DigestVerify, without its per-call set-up. */
+static int jws_pkey_verify(const struct key *k, const void *msg, size_t msglen, const unsigned char *sig, size_t siglen)
+{
+    struct jws_thread *t = jws_thread_get();
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    EVP_PKEY_CTX *ctx;
+
+    return t != NULL && EVP_DigestInit_ex2(t->digest, k->md, NULL) == 1 &&
+           EVP_DigestUpdate(t->digest, msg, msglen) == 1 && EVP_DigestFinal_ex(t->digest, md, &mdlen) == 1 &&
+           (ctx = jws_thread_verify_ctx(t, k)) != NULL && EVP_PKEY_verify(ctx, sig, siglen, md, mdlen) == 1;
+}
+
+enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const void *msg, size_t msglen,
+                            const unsigned char *sig, size_t siglen)
+{
+    enum token_error e = TOKEN_ERR_SIGNATURE;
+    unsigned char der[JWS_DER_MAX];
+    size_t derlen;
+
+    /* The prepared state is the key's alg's: never check with another. */
+    if (strcmp(a->name, k->alg) != 0)
+        return TOKEN_ERR_SIGNATURE;
+    if (a->coord_len == 0) {
+        if (jws_pkey_verify(k, msg, msglen, sig, siglen))
+            e = TOKEN_OK;
+    } else if ((derlen = jws_raw_to_der(a, k, sig, siglen, der)) == 0) {
+        e = TOKEN_ERR_ECDSA_FORMAT;
+    } else if (jws_pkey_verify(k, msg, msglen, der, derlen)) {
+        e = TOKEN_OK;
+    }
+    /* A failed verification leaves errors queued; they must not surface in
+     * an unrelated later report. (Peeking first is cheaper than clearing an
+     * empty queue.) */
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
+    return e;
+}
+
+/* Turns OpenSSL's DER ECDSA signature into raw r || s, each left-padded to
+ * the coordinate size. */
+static unsigned char *jws_der_to_raw(const struct jws_alg *a, const unsigned char *der, size_t derlen, size_t *siglen)
+{
+    const unsigned char *p = der;
+    ECDSA_SIG *es = d2i_ECDSA_SIG(NULL, &p, (long)derlen);
+    unsigned char *raw = es ? malloc(2 * a->coord_len) : NULL;
+
+    if (raw != NULL && (BN_bn2binpad(ECDSA_SIG_get0_r(es), raw, (int)a->coord_len) < 0 ||
+                        BN_bn2binpad(ECDSA_SIG_get0_s(es), raw + a->coord_len, (int)a->coord_len) < 0)) {
+        free(raw);
+        raw = NULL;
+    }
+    ECDSA_SIG_free(es);
+    *siglen = 2 * a->coord_len;
+    return raw;
+}
+
+unsigned char *jws_sign(const struct jws_alg *a, EVP_PKEY *priv, const void *msg, size_t msglen, size_t *siglen)
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    unsigned char *sig = NULL, *raw;
+    size_t len = 0;
+
+    if (ctx == NULL || EVP_DigestSignInit(ctx, NULL, a->md(), NULL, priv) != 1 ||
+        EVP_DigestSign(ctx, NULL, &len, msg, msglen) != 1 || (sig = malloc(len)) == NULL ||
+        EVP_DigestSign(ctx, sig, &len, msg, msglen) != 1) {
+        free(sig);
+        sig = NULL;
+    }
+    EVP_MD_CTX_free(ctx);
+    ERR_clear_error();
+    if (sig == NULL || a->coord_len == 0) {
+        *siglen = len;
+        return sig;
+    }
+    raw = jws_der_to_raw(a, sig, len, siglen);
+    free(sig);
+    return raw;
+}

@@ -1,0 +1,50 @@
+/*
+ * jws: the JOSE signature algorithms kube-apiserver signs service-account
+ * tokens with (RS256, ES256, ES384, ES512), and signing and verifying with
+ * them. ECDSA signatures travel as raw r || s (RFC 7518 section 3.4), not
+ * as OpenSSL's DER; the conversion both ways lives here.
+ */
+#ifndef OIDC_JWS_H
+#define OIDC_JWS_H
+
+#include <stddef.h>
+#include <openssl/evp.h>
+
+#include "jose/token.h"
+
+struct jws_alg {
+    const char *name;          /* "RS256", ... as in the JOSE header and struct key */
+    unsigned mask;             /* TOKEN_ALG_* */
+    const EVP_MD *(*md)(void); /* EVP_sha256, ... */
+    int curve_nid;             /* NID of the ECDSA curve, 0 for RSA */
+    size_t coord_len;          /* ECDSA: bytes of r and of s; 0 for RSA */
+};
+
+/* The algorithm called name (byte-exact), or NULL when it is none of the
+ * four. */
+const struct jws_alg *jws_alg_find(const char *name);
+
+/* Largest DER ECDSA signature: SEQUENCE header (3) and two INTEGERs of
+ * P-521 coordinates with a sign byte (2 + 67 each). */
+#define JWS_DER_MAX (3 + 2 * (2 + KEY_ORDER_MAX + 1))
+
+/* Prepares the verification state of k (k->alg and k->pub set): the
+ * digest, a verify-initialised context, a fresh verify_id and, for ECDSA,
+ * the group order. Called once by key_init. Returns 0, or -1 (key_clear
+ * frees the rest). */
+int jws_key_prepare(struct key *k);
+
+/* Verifies sig over msg with k, whose alg must be a (else
+ * TOKEN_ERR_SIGNATURE). Returns TOKEN_OK, TOKEN_ERR_ECDSA_FORMAT (an ECDSA
+ * signature that is not 2 x coord_len bytes, or whose r or s is 0 or not
+ * below the group order) or TOKEN_ERR_SIGNATURE. Safe to call from many
+ * threads on one key: each verifies with its own copy of the key's
+ * context, kept for the next verification until the thread exits. */
+enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const void *msg, size_t msglen,
+                            const unsigned char *sig, size_t siglen);
+
+/* Signs msg with priv. Returns a malloc'ed signature in JWS form (raw r || s
+ * for ECDSA) and sets *siglen, or NULL. */
+unsigned char *jws_sign(const struct jws_alg *a, EVP_PKEY *priv, const void *msg, size_t msglen, size_t *siglen);
+
+#endif

@@ -1,0 +1,70 @@
+#include "publish/publish.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "util/log.h"
+#include "util/clock.h"
+
+/* The name serve has always given its state file; keys and export must
+ * find it there. */
+#define PUBLISH_STATE_FILE "keys.json"
+
+void publish_log_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    log_once(LOG_WARN, "%s", msg);
+}
+
+void publish_state_path(const struct config *cfg, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", cfg->state_dir, PUBLISH_STATE_FILE);
+}
+
+struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen)
+{
+    char path[4096], why[4600];
+    struct history *h = NULL;
+
+    if (cfg->state_dir == NULL) {
+        if ((h = calloc(1, sizeof(*h))) == NULL)
+            snprintf(err, errlen, "out of memory");
+        return h;
+    }
+    publish_state_path(cfg, path, sizeof(path));
+    if (history_load(path, now, publish_log_warning, NULL, &h, why, sizeof(why)) != 0)
+        snprintf(err, errlen, "--state-dir: %s", why);
+    return h;
+}
+
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, time_t now, history_event_cb cb,
+                   void *cb_ctx, struct keyset **out, char *err, size_t errlen)
+{
+    struct keyset *ks = keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
+    int changed;
+
+    if (rm != NULL && ks == NULL)
+        removal_read_failed(rm);
+    else if (rm != NULL)
+        ks = removal_apply(rm, ks, clock_now_ms(), err, errlen);
+    changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
+
+    if (changed < 0) {
+        keyset_free(ks);
+        ks = NULL;
+    }
+    *out = ks;
+    return changed;
+}
+
+struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now)
+{
+    const struct snapshot_params params = {
+        .issuer = cfg->issuers.count ? cfg->issuers.items[0] : "",
+        .jwks_uri = cfg->jwks_uri ? cfg->jwks_uri : "",
+        .jwks_content_type = cfg->jwks_content_type,
+        .max_age = cfg->max_age,
+    };
+
+    return snapshot_build(&params, ks, now);
+}

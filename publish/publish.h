@@ -1,0 +1,48 @@
+/*
+ * publish: the one way a key set becomes the two published documents, so
+ * that serve, keys and export agree byte for byte. The key files are read,
+ * the retention history adds the keys still retained, and the snapshot is
+ * rendered with the configured issuer, jwks_uri, Content-Type and max-age.
+ *
+ * serve keeps one history for its lifetime and saves it; keys and export
+ * read the state in --state-dir and never write it.
+ */
+#ifndef OIDC_PUBLISH_H
+#define OIDC_PUBLISH_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "keys/history.h"
+#include "keys/keyset.h"
+#include "keys/removal.h"
+#include "publish/snapshot.h"
+
+/* keyset_warn_cb for every command: a key file problem that does not stop
+ * publishing (a small RSA key, a private key others can read) is the
+ * operator's to see; once, as serve reads the same files again and again. */
+void publish_log_warning(void *ctx, const char *msg);
+
+/* Writes the path of the retention state file inside --state-dir. */
+void publish_state_path(const struct config *cfg, char *path, size_t len);
+
+/* The history serve starts from, read at now: the state file in
+ * --state-dir (a missing file is an empty history; entries it cannot
+ * vouch for are dropped with a warning, see history_load), or an empty
+ * history without --state-dir. NULL with the reason in err. */
+struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen);
+
+/* Reads the key files, lets rm (serve's; NULL for a one-shot read) hold
+ * back removals it has not confirmed yet, and applies h's retention at
+ * now, reporting changes to cb (may be NULL). On success *out is the set
+ * to publish and the result is history_apply's: 1 when h needs saving,
+ * else 0. On failure returns -1 with *out NULL and the reason in err. */
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, time_t now, history_event_cb cb,
+                   void *cb_ctx, struct keyset **out, char *err, size_t errlen);
+
+/* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
+ * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */
+struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now);
+
+#endif

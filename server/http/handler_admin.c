@@ -1,0 +1,91 @@
+#include "server/http/handler_admin.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/reload/health.h"
+#include "server/obs/metrics.h"
+#include "util/clock.h"
+
+static h2o_generator_t admin_generator = {NULL, NULL};
+
+/* Answers with body copied into the request's pool. */
+static int admin_send(h2o_req_t *req, int status, const char *reason, const char *type, const char *body, size_t len)
+{
+    h2o_iovec_t buf = h2o_strdup(&req->pool, body, len);
+
+    req->res.status = status;
+    req->res.reason = reason;
+    req->res.content_length = len;
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, type, strlen(type));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-store"));
+    h2o_start_response(req, &admin_generator);
+    h2o_send(req, &buf, 1, H2O_SEND_STATE_FINAL);
+    return 0;
+}
+
+/* 200 "ok", or 503 "not <state>: <why>". */
+static int admin_health(h2o_req_t *req, int ok, const char *state, const char *why)
+{
+    char body[300];
+    size_t n;
+
+    if (ok)
+        return admin_send(req, 200, "OK", "text/plain; charset=utf-8", H2O_STRLIT("ok\n"));
+    n = (size_t)snprintf(body, sizeof(body), "not %s: %s\n", state, why);
+    return admin_send(req, 503, "Service Unavailable", "text/plain; charset=utf-8", body,
+                      n < sizeof(body) ? n : sizeof(body) - 1);
+}
+
+static int admin_readyz(h2o_req_t *req)
+{
+    char why[256];
+
+    return admin_health(req, health_ready(time(NULL), clock_now_ms(), why, sizeof(why)), "ready", why);
+}
+
+static int admin_livez(h2o_req_t *req)
+{
+    char why[256];
+
+    return admin_health(req, health_live(clock_now_ms(), why, sizeof(why)), "live", why);
+}
+
+static int admin_metrics(h2o_req_t *req)
+{
+    size_t len = 0;
+    char *body = metrics_render(&len);
+    int rc;
+
+    if (body == NULL)
+        return admin_send(req, 500, "Internal Server Error", "text/plain; charset=utf-8",
+                          H2O_STRLIT("out of memory\n"));
+    rc = admin_send(req, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body, len);
+    free(body);
+    return rc;
+}
+
+static int admin_on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    h2o_iovec_t path = req->path_normalized;
+
+    (void)self;
+    if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) &&
+        !h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))
+        return admin_send(req, 405, "Method Not Allowed", "text/plain; charset=utf-8", H2O_STRLIT("GET only\n"));
+    if (h2o_memis(path.base, path.len, H2O_STRLIT("/livez")))
+        return admin_livez(req);
+    if (h2o_memis(path.base, path.len, H2O_STRLIT("/readyz")))
+        return admin_readyz(req);
+    if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics")))
+        return admin_metrics(req);
+    return admin_send(req, 404, "Not Found", "text/plain; charset=utf-8", H2O_STRLIT("not found\n"));
+}
+
+void handler_admin_register(h2o_pathconf_t *pathconf)
+{
+    h2o_handler_t *self = h2o_create_handler(pathconf, sizeof(*self));
+
+    self->on_req = admin_on_req;
+}

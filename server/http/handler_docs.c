@@ -1,0 +1,219 @@
+#include "server/http/handler_docs.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/worker.h"
+
+#define DISCOVERY_PATH "/.well-known/openid-configuration"
+#define JWKS_PATH      "/openid/v1/jwks"
+
+struct handler_docs {
+    h2o_handler_t super;
+    int cors;
+    h2o_iovec_t discovery_path; /* with --path-prefix */
+    h2o_iovec_t jwks_path;
+    char *const *allowed_hosts; /* --allowed-hosts, lowercase */
+    size_t nallowed_hosts;
+    size_t max_header_size;
+};
+
+/* Responses are sent in one piece from memory that outlives the request, so
+ * the generator needs no callbacks. */
+static h2o_generator_t handler_docs_generator = {NULL, NULL};
+
+static const h2o_iovec_t body_not_found = {H2O_STRLIT("{\"error\":\"not found\"}")};
+static const h2o_iovec_t body_not_allowed = {H2O_STRLIT("{\"error\":\"method not allowed\"}")};
+static const h2o_iovec_t body_misdirected = {H2O_STRLIT("{\"error\":\"unknown host\"}")};
+static const h2o_iovec_t body_too_large = {H2O_STRLIT("{\"error\":\"request header fields too large\"}")};
+
+static void handler_docs_header(h2o_req_t *req, const h2o_token_t *token, const char *value, size_t len)
+{
+    h2o_add_header(&req->pool, &req->res.headers, token, NULL, value, len);
+}
+
+/* Sends body (or, for HEAD, only its length) with the given status. The
+ * body is not copied: it lives in the pinned snapshot or in static memory. */
+static int handler_docs_send(h2o_req_t *req, int status, const char *reason, h2o_iovec_t body, int is_head)
+{
+    req->res.status = status;
+    req->res.reason = reason;
+    req->res.content_length = body.len;
+    h2o_start_response(req, &handler_docs_generator);
+    h2o_send(req, is_head ? NULL : &body, is_head ? 0 : 1, H2O_SEND_STATE_FINAL);
+    return 0;
+}
+
+static int handler_docs_error(h2o_req_t *req, int status, const char *reason, h2o_iovec_t body, int is_head)
+{
+    handler_docs_header(req, H2O_TOKEN_CONTENT_TYPE, H2O_STRLIT("application/json"));
+    return handler_docs_send(req, status, reason, body, is_head);
+}
+
+/* RFC 9110 13.1.2: If-None-Match uses the weak comparison, so W/"x" matches
+ * our strong "x"; "*" matches any current representation. */
+static int handler_docs_etag_listed(h2o_iovec_t list, const char *etag, size_t etag_len)
+{
+    const char *p = list.base, *end = list.base + list.len;
+
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        if (p < end && *p == '*')
+            return 1;
+        if (end - p >= 2 && p[0] == 'W' && p[1] == '/')
+            p += 2;
+        if ((size_t)(end - p) >= etag_len && memcmp(p, etag, etag_len) == 0 &&
+            (p + etag_len == end || p[etag_len] == ',' || p[etag_len] == ' ' || p[etag_len] == '\t'))
+            return 1;
+        while (p < end && *p != ',')
+            p++;
+    }
+    return 0;
+}
+
+/* True when the client's cached copy is current (RFC 9110 13.2.2:
+ * If-None-Match, when present, decides alone; otherwise If-Modified-Since). */
+static int handler_docs_not_modified(h2o_req_t *req, const struct snapshot *snap, const struct snapshot_doc *doc)
+{
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_IF_NONE_MATCH, -1);
+    struct tm tm;
+
+    if (i >= 0) {
+        for (; i >= 0; i = h2o_find_header(&req->headers, H2O_TOKEN_IF_NONE_MATCH, i))
+            if (handler_docs_etag_listed(req->headers.entries[i].value, doc->etag, doc->etag_len))
+                return 1;
+        return 0;
+    }
+    if ((i = h2o_find_header(&req->headers, H2O_TOKEN_IF_MODIFIED_SINCE, -1)) < 0)
+        return 0;
+    h2o_iovec_t since = req->headers.entries[i].value;
+    if (since.len == snap->last_modified_len && memcmp(since.base, snap->last_modified, since.len) == 0)
+        return 1;
+    return h2o_time_parse_rfc1123(since.base, since.len, &tm) == 0 && timegm(&tm) >= snap->loaded_at;
+}
+
+static int handler_docs_serve(struct handler_docs *self, h2o_req_t *req, const struct snapshot *snap,
+                              const struct snapshot_doc *doc, int is_head)
+{
+    handler_docs_header(req, H2O_TOKEN_CACHE_CONTROL, snap->cache_control, snap->cache_control_len);
+    handler_docs_header(req, H2O_TOKEN_ETAG, doc->etag, doc->etag_len);
+    handler_docs_header(req, H2O_TOKEN_LAST_MODIFIED, snap->last_modified, snap->last_modified_len);
+    if (self->cors)
+        handler_docs_header(req, H2O_TOKEN_ACCESS_CONTROL_ALLOW_ORIGIN, H2O_STRLIT("*"));
+    if (handler_docs_not_modified(req, snap, doc)) {
+        req->res.status = 304;
+        req->res.reason = "Not Modified";
+        h2o_start_response(req, &handler_docs_generator);
+        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+        return 0;
+    }
+    handler_docs_header(req, H2O_TOKEN_CONTENT_TYPE, doc->content_type, doc->content_type_len);
+    return handler_docs_send(req, 200, "OK", h2o_iovec_init(doc->body.bytes, doc->body.len), is_head);
+}
+
+/* The request path without its query, and in *authority the host it asks
+ * for. RFC 9112 3.2.2 requires servers to accept the absolute form ("GET
+ * http://host/path"), which h2o 2.2 passes through unparsed: its
+ * origin-form part is what is matched, and its authority, not the Host
+ * header (which the server must then ignore), is the host asked for. */
+static h2o_iovec_t handler_docs_target(h2o_req_t *req, h2o_iovec_t *authority)
+{
+    h2o_iovec_t path = h2o_iovec_init(req->path.base, req->query_at != SIZE_MAX ? req->query_at : req->path.len);
+    const char *end = path.base + path.len, *slashes, *host, *p;
+
+    *authority = req->authority;
+    if (path.len == 0 || path.base[0] == '/' || (slashes = memmem(path.base, path.len, "://", 3)) == NULL)
+        return path;
+    host = slashes + 3;
+    p = memchr(host, '/', (size_t)(end - host));
+    *authority = h2o_iovec_init(host, (size_t)((p != NULL ? p : end) - host));
+    if (p == NULL)
+        return h2o_iovec_init("/", 1);
+    return h2o_iovec_init(p, (size_t)(end - p));
+}
+
+/* --allowed-hosts: an entry without a port allows that host on any port;
+ * with a port, that exact authority. Host names compare case-insensitively. */
+static int handler_docs_host_allowed(const struct handler_docs *self, h2o_iovec_t authority)
+{
+    const char *colon =
+        authority.len && authority.base[authority.len - 1] != ']' ? memrchr(authority.base, ':', authority.len) : NULL;
+    size_t host_len = colon ? (size_t)(colon - authority.base) : authority.len;
+
+    if (self->nallowed_hosts == 0)
+        return 1;
+    for (size_t i = 0; i < self->nallowed_hosts; i++) {
+        size_t n = strlen(self->allowed_hosts[i]);
+        if ((n == authority.len && h2o_lcstris(authority.base, n, self->allowed_hosts[i], n)) ||
+            (n == host_len && h2o_lcstris(authority.base, n, self->allowed_hosts[i], n)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The size of the request head as received, to refuse oversized ones with
+ * 431 (h2o itself buffers up to about 400 KiB before it gives up). */
+static size_t handler_docs_head_size(h2o_req_t *req)
+{
+    size_t n = req->method.len + req->path.len + 12;
+
+    for (size_t i = 0; i < req->headers.size; i++)
+        n += req->headers.entries[i].name->len + req->headers.entries[i].value.len + 4;
+    return n;
+}
+
+static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
+{
+    struct handler_docs *self = (struct handler_docs *)super;
+    h2o_iovec_t authority;
+    h2o_iovec_t path = handler_docs_target(req, &authority);
+    int is_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
+    int is_get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
+    int discovery = h2o_memis(path.base, path.len, self->discovery_path.base, self->discovery_path.len);
+    int jwks = !discovery && h2o_memis(path.base, path.len, self->jwks_path.base, self->jwks_path.len);
+    const struct snapshot *snap;
+
+    if (handler_docs_head_size(req) > self->max_header_size)
+        return handler_docs_error(req, 431, "Request Header Fields Too Large", body_too_large, is_head);
+    if (!handler_docs_host_allowed(self, authority))
+        return handler_docs_error(req, 421, "Misdirected Request", body_misdirected, is_head);
+    if (!discovery && !jwks)
+        return handler_docs_error(req, 404, "Not Found", body_not_found, is_head);
+    if (!is_get && !is_head) {
+        handler_docs_header(req, H2O_TOKEN_ALLOW, H2O_STRLIT("GET, HEAD"));
+        return handler_docs_error(req, 405, "Method Not Allowed", body_not_allowed, 0);
+    }
+    snap = worker_pin_snapshot(req);
+    return handler_docs_serve(self, req, snap, discovery ? &snap->discovery : &snap->jwks, is_head);
+}
+
+/* prefix + path, allocated once for the server's lifetime. */
+static h2o_iovec_t handler_docs_prefixed(const char *prefix, const char *path)
+{
+    return h2o_concat(NULL, h2o_iovec_init(prefix, strlen(prefix)), h2o_iovec_init(path, strlen(path)));
+}
+
+static void handler_docs_dispose(h2o_handler_t *super)
+{
+    struct handler_docs *self = (struct handler_docs *)super;
+
+    free(self->discovery_path.base);
+    free(self->jwks_path.base);
+}
+
+void handler_docs_register(h2o_pathconf_t *pathconf, const struct config *cfg)
+{
+    struct handler_docs *self = (void *)h2o_create_handler(pathconf, sizeof(*self));
+    const char *prefix = cfg->path_prefix ? cfg->path_prefix : "";
+
+    self->super.on_req = handler_docs_on_req;
+    self->super.dispose = handler_docs_dispose;
+    self->cors = cfg->cors;
+    self->discovery_path = handler_docs_prefixed(prefix, DISCOVERY_PATH);
+    self->jwks_path = handler_docs_prefixed(prefix, JWKS_PATH);
+    self->allowed_hosts = cfg->allowed_hosts.items;
+    self->nallowed_hosts = cfg->allowed_hosts.count;
+    self->max_header_size = cfg->max_header_size;
+}

@@ -1,0 +1,261 @@
+#include "server/obs/metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define METRICS_MAX_THREADS 1024
+
+struct metrics_process metrics_process;
+
+static struct metrics_thread *metrics_threads[METRICS_MAX_THREADS];
+static atomic_size_t metrics_nthreads;
+
+static const char *const metrics_path_names[METRICS_NPATHS] = {"/.well-known/openid-configuration", "/openid/v1/jwks",
+                                                               "tokenreviews", "other"};
+static const char *const metrics_method_names[METRICS_NMETHODS] = {"GET", "HEAD", "POST", "other"};
+static const char *const metrics_status_names[METRICS_NSTATUSES] = {"200", "201", "304", "400", "404", "405",
+                                                                    "413", "415", "421", "431", "5xx", "other"};
+static const char *const metrics_source_names[METRICS_NSOURCES] = {"keys", "tls", "state"};
+static const char *const metrics_listener_names[METRICS_NLISTENERS] = {"public", "tokenreview", "admin"};
+/* Latency bucket upper bounds in microseconds; the last is +Inf. */
+static const uint64_t metrics_bounds_us[METRICS_NBUCKETS - 1] = {50,    100,   250,    500,     1000,   2500,
+                                                                 10000, 50000, 250000, 1000000, 5000000};
+
+struct metrics_thread *metrics_thread_new(void)
+{
+    size_t i = atomic_fetch_add(&metrics_nthreads, 1);
+    struct metrics_thread *m;
+
+    if (i >= METRICS_MAX_THREADS || (m = calloc(1, sizeof(*m))) == NULL)
+        return NULL;
+    metrics_threads[i] = m;
+    return m;
+}
+
+static enum metrics_status metrics_status_of(int status)
+{
+    static const int known[] = {200, 201, 304, 400, 404, 405, 413, 415, 421, 431};
+
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (status == known[i])
+            return (enum metrics_status)i;
+    return status >= 500 && status < 600 ? METRICS_5XX : METRICS_OTHER_STATUS;
+}
+
+static enum metrics_method metrics_method_of(const char *m, size_t len)
+{
+    for (int i = 0; i < METRICS_OTHER_METHOD; i++)
+        if (strlen(metrics_method_names[i]) == len && memcmp(metrics_method_names[i], m, len) == 0)
+            return (enum metrics_method)i;
+    return METRICS_OTHER_METHOD;
+}
+
+void metrics_request(struct metrics_thread *m, enum metrics_path path, const char *method, size_t method_len,
+                     int status, uint64_t bytes, uint64_t duration_us)
+{
+    size_t b = 0;
+
+    if (m == NULL)
+        return;
+    metrics_add(&m->requests[path][metrics_method_of(method, method_len)][metrics_status_of(status)], 1);
+    metrics_add(&m->response_bytes, bytes);
+    while (b < METRICS_NBUCKETS - 1 && duration_us > metrics_bounds_us[b])
+        b++;
+    metrics_add(&m->latency_buckets[b], 1);
+    metrics_add(&m->latency_sum_us, duration_us);
+}
+
+/* A growable text buffer; failures are remembered and reported at the end. */
+struct metrics_buf {
+    char *p;
+    size_t len, cap;
+    int failed;
+};
+
+__attribute__((format(printf, 2, 3))) static void mb_printf(struct metrics_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (int attempt = 0; attempt < 2 && !b->failed; attempt++) {
+        va_start(ap, fmt);
+        n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = 1;
+        } else if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        } else {
+            size_t cap = (b->cap + (size_t)n + 1) * 2;
+            char *p = realloc(b->p, cap);
+            if (p == NULL)
+                b->failed = 1;
+            b->p = p ? p : b->p;
+            b->cap = p ? cap : b->cap;
+        }
+    }
+}
+
+static uint64_t metrics_load(const atomic_uint_fast64_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* Sums one counter over every registered thread. */
+#define METRICS_SUM(field)                                                                                             \
+    ({                                                                                                                 \
+        uint64_t sum_ = 0;                                                                                             \
+        for (size_t t_ = 0; t_ < n; t_++)                                                                              \
+            if (metrics_threads[t_] != NULL)                                                                           \
+                sum_ += metrics_load(&metrics_threads[t_]->field);                                                     \
+        sum_;                                                                                                          \
+    })
+
+static void metrics_render_requests(struct metrics_buf *b, size_t n)
+{
+    mb_printf(b, "# HELP oidc_http_requests_total HTTP requests by path, method and status.\n"
+                 "# TYPE oidc_http_requests_total counter\n");
+    for (int p = 0; p < METRICS_NPATHS; p++)
+        for (int m = 0; m < METRICS_NMETHODS; m++)
+            for (int s = 0; s < METRICS_NSTATUSES; s++) {
+                uint64_t v = METRICS_SUM(requests[p][m][s]);
+                if (v > 0)
+                    mb_printf(b, "oidc_http_requests_total{path=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
+                              metrics_path_names[p], metrics_method_names[m], metrics_status_names[s],
+                              (unsigned long long)v);
+            }
+    mb_printf(b, "# HELP oidc_http_not_modified_total 304 Not Modified answers.\n"
+                 "# TYPE oidc_http_not_modified_total counter\n");
+    uint64_t not_modified = 0;
+    for (int p = 0; p < METRICS_NPATHS; p++)
+        for (int m = 0; m < METRICS_NMETHODS; m++)
+            not_modified += METRICS_SUM(requests[p][m][METRICS_304]);
+    mb_printf(b, "oidc_http_not_modified_total %llu\n", (unsigned long long)not_modified);
+    mb_printf(b,
+              "# HELP oidc_http_response_bytes_total Response body bytes sent.\n"
+              "# TYPE oidc_http_response_bytes_total counter\n"
+              "oidc_http_response_bytes_total %llu\n",
+              (unsigned long long)METRICS_SUM(response_bytes));
+}
+
+static void metrics_render_latency(struct metrics_buf *b, size_t n)
+{
+    uint64_t cumulative = 0;
+
+    mb_printf(b, "# HELP oidc_http_request_duration_seconds Time from request arrival to the last byte.\n"
+                 "# TYPE oidc_http_request_duration_seconds histogram\n");
+    for (int i = 0; i < METRICS_NBUCKETS; i++) {
+        cumulative += METRICS_SUM(latency_buckets[i]);
+        if (i < METRICS_NBUCKETS - 1)
+            mb_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                      (double)metrics_bounds_us[i] / 1e6, (unsigned long long)cumulative);
+        else
+            mb_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+                      (unsigned long long)cumulative);
+    }
+    mb_printf(b, "oidc_http_request_duration_seconds_sum %.6f\n", (double)METRICS_SUM(latency_sum_us) / 1e6);
+    mb_printf(b, "oidc_http_request_duration_seconds_count %llu\n", (unsigned long long)cumulative);
+}
+
+static void metrics_render_reviews(struct metrics_buf *b, size_t n)
+{
+    mb_printf(b, "# HELP oidc_token_reviews_total Token reviews by result and reason.\n"
+                 "# TYPE oidc_token_reviews_total counter\n");
+    for (int r = 0; r < METRICS_NREASONS; r++) {
+        uint64_t v = METRICS_SUM(reviews[r]);
+        if (v > 0 || r == TOKEN_OK)
+            mb_printf(b, "oidc_token_reviews_total{authenticated=\"%s\",reason=\"%s\"} %llu\n",
+                      r == TOKEN_OK ? "true" : "false", r == TOKEN_OK ? "" : token_error_name((enum token_error)r),
+                      (unsigned long long)v);
+    }
+    mb_printf(b,
+              "# HELP oidc_verification_cache_hits_total Token reviews answered from the cache.\n"
+              "# TYPE oidc_verification_cache_hits_total counter\n"
+              "oidc_verification_cache_hits_total %llu\n"
+              "# HELP oidc_verification_cache_entries Verified tokens cached, all threads.\n"
+              "# TYPE oidc_verification_cache_entries gauge\n"
+              "oidc_verification_cache_entries %llu\n",
+              (unsigned long long)METRICS_SUM(cache_hits), (unsigned long long)METRICS_SUM(cache_entries));
+}
+
+static void metrics_gauge(struct metrics_buf *b, const char *name, const char *help, long long v)
+{
+    mb_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
+}
+
+/* Connections by listener, and those the server closed on its own. */
+static void metrics_render_connections(struct metrics_buf *b, size_t n)
+{
+    struct metrics_process *p = &metrics_process;
+
+    mb_printf(b, "# HELP oidc_open_connections Open client connections by listener.\n"
+                 "# TYPE oidc_open_connections gauge\n");
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        mb_printf(b, "oidc_open_connections{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                  (unsigned long long)p->connections[l]);
+    mb_printf(b, "# HELP oidc_connections_refused_total Connections closed at once because their listener was at "
+                 "its budget (--max-connections, --token-review-max-connections, --admin-max-connections).\n"
+                 "# TYPE oidc_connections_refused_total counter\n");
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        mb_printf(b, "oidc_connections_refused_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                  (unsigned long long)p->connections_refused[l]);
+    mb_printf(b,
+              "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
+              "out of file descriptors or memory.\n"
+              "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
+              (unsigned long long)p->accept_pauses);
+    mb_printf(b,
+              "# HELP oidc_write_timeouts_total Connections closed because the client took none of a pending "
+              "response for --write-timeout.\n"
+              "# TYPE oidc_write_timeouts_total counter\noidc_write_timeouts_total %llu\n",
+              (unsigned long long)METRICS_SUM(write_timeouts));
+}
+
+static void metrics_render_process(struct metrics_buf *b)
+{
+    struct metrics_process *p = &metrics_process;
+    long long first = (long long)atomic_load(&p->signing_key_first_published);
+
+    metrics_gauge(b, "oidc_keyset_generation", "Key sets published since start.", (long long)p->keyset_generation);
+    metrics_gauge(b, "oidc_keys_published", "Keys in the published JWKS.", (long long)p->keys_published);
+    metrics_gauge(b, "oidc_keys_retained", "Published keys kept by --key-retention.", (long long)p->keys_retained);
+    metrics_gauge(b, "oidc_last_reload_success_timestamp_seconds", "When the keys were last loaded successfully.",
+                  (long long)p->last_reload_success);
+    mb_printf(b, "# HELP oidc_reload_failures_total Failed reloads by source.\n"
+                 "# TYPE oidc_reload_failures_total counter\n");
+    for (int s = 0; s < METRICS_NSOURCES; s++)
+        mb_printf(b, "oidc_reload_failures_total{source=\"%s\"} %llu\n", metrics_source_names[s],
+                  (unsigned long long)p->reload_failures[s]);
+    if (first > 0)
+        metrics_gauge(b, "oidc_signing_key_published_seconds",
+                      "Seconds since the --signing-key-file key was first published.", (long long)time(NULL) - first);
+    if (atomic_load(&p->tls_cert_not_after) > 0)
+        metrics_gauge(b, "oidc_tls_certificate_expiry_timestamp_seconds", "notAfter of the served certificate.",
+                      (long long)p->tls_cert_not_after);
+    mb_printf(b,
+              "# HELP oidc_build_info Version of the running binary.\n# TYPE oidc_build_info gauge\n"
+              "oidc_build_info{version=\"%s\"} 1\n",
+              OIDC_VERSION);
+}
+
+char *metrics_render(size_t *len)
+{
+    struct metrics_buf b = {0};
+    size_t n = atomic_load(&metrics_nthreads);
+
+    n = n < METRICS_MAX_THREADS ? n : METRICS_MAX_THREADS;
+    metrics_render_requests(&b, n);
+    metrics_render_latency(&b, n);
+    metrics_render_reviews(&b, n);
+    metrics_render_connections(&b, n);
+    metrics_render_process(&b);
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}

@@ -1,0 +1,99 @@
+/*
+ * metrics: the counters behind /metrics, in Prometheus text format.
+ *
+ * Request counters live per worker thread and are written only by that
+ * thread (a relaxed load and store, no locked instruction), so counting
+ * costs the hot path almost nothing; /metrics sums the threads when scraped.
+ * Process-wide gauges (key set, reloads, TLS) are written by the main
+ * thread.
+ */
+#ifndef OIDC_METRICS_H
+#define OIDC_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "jose/token.h"
+
+enum metrics_path {
+    METRICS_PATH_DISCOVERY,
+    METRICS_PATH_JWKS,
+    METRICS_PATH_TOKENREVIEW,
+    METRICS_PATH_OTHER,
+    METRICS_NPATHS
+};
+enum metrics_method { METRICS_GET, METRICS_HEAD, METRICS_POST, METRICS_OTHER_METHOD, METRICS_NMETHODS };
+enum metrics_status {
+    METRICS_200,
+    METRICS_201,
+    METRICS_304,
+    METRICS_400,
+    METRICS_404,
+    METRICS_405,
+    METRICS_413,
+    METRICS_415,
+    METRICS_421,
+    METRICS_431,
+    METRICS_5XX,
+    METRICS_OTHER_STATUS,
+    METRICS_NSTATUSES
+};
+enum metrics_source { METRICS_SOURCE_KEYS, METRICS_SOURCE_TLS, METRICS_SOURCE_STATE, METRICS_NSOURCES };
+/* The kinds of listener, each with its own connection budget. */
+enum metrics_listener {
+    METRICS_LISTENER_PUBLIC,      /* --listen, --tls-listen: --max-connections */
+    METRICS_LISTENER_TOKENREVIEW, /* --token-review-listen: --token-review-max-connections */
+    METRICS_LISTENER_ADMIN,       /* --admin-listen: --admin-max-connections */
+    METRICS_NLISTENERS
+};
+
+#define METRICS_NBUCKETS 12
+#define METRICS_NREASONS (TOKEN_ERR_CLAIMS + 1)
+
+/* One worker thread's counters. */
+struct metrics_thread {
+    atomic_uint_fast64_t requests[METRICS_NPATHS][METRICS_NMETHODS][METRICS_NSTATUSES];
+    atomic_uint_fast64_t response_bytes;
+    atomic_uint_fast64_t latency_buckets[METRICS_NBUCKETS]; /* non-cumulative */
+    atomic_uint_fast64_t latency_sum_us;
+    atomic_uint_fast64_t reviews[METRICS_NREASONS]; /* by result: TOKEN_OK or the error */
+    atomic_uint_fast64_t cache_hits;
+    atomic_uint_fast64_t cache_entries;
+    atomic_uint_fast64_t write_timeouts; /* connections closed by --write-timeout */
+};
+
+/* Process-wide gauges and counters written by the main thread, and the
+ * connection counts every worker updates (atomically). */
+struct metrics_process {
+    atomic_uint_fast64_t keyset_generation;
+    atomic_uint_fast64_t keys_published;
+    atomic_uint_fast64_t keys_retained;
+    atomic_int_fast64_t last_reload_success; /* unix seconds, 0 = never */
+    atomic_uint_fast64_t reload_failures[METRICS_NSOURCES];
+    atomic_int_fast64_t signing_key_first_published;              /* unix seconds, 0 = unknown or unset */
+    atomic_int_fast64_t tls_cert_not_after;                       /* unix seconds, 0 = no TLS */
+    atomic_uint_fast64_t connections[METRICS_NLISTENERS];         /* open client connections, all threads */
+    atomic_uint_fast64_t connections_refused[METRICS_NLISTENERS]; /* closed at once over the budget */
+    atomic_uint_fast64_t accept_pauses;                           /* accept() out of descriptors or memory */
+};
+
+extern struct metrics_process metrics_process;
+
+/* A zeroed counter block for a new worker thread, registered for /metrics.
+ * NULL when the registry is full. Blocks live as long as the process. */
+struct metrics_thread *metrics_thread_new(void);
+
+/* Single-writer increment: only the owning thread calls it. */
+static inline void metrics_add(atomic_uint_fast64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+/* Records one finished request. */
+void metrics_request(struct metrics_thread *m, enum metrics_path path, const char *method, size_t method_len,
+                     int status, uint64_t bytes, uint64_t duration_us);
+
+/* Renders every metric. Returns a malloc'ed body, or NULL. */
+char *metrics_render(size_t *len);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * json: the project's strict JSON reader. It parses a whole document into a
+ * small owned tree, strictly: no duplicate member at any level, nesting at
+ * most JSON_MAX_DEPTH, no trailing bytes, no string holding U+0000, and the
+ * top level must be an object. Tokens, TokenReview bodies, JWKS documents,
+ * the retention state and the config file all go through it, so untrusted
+ * JSON is read one way everywhere.
+ */
+#ifndef OIDC_JSON_H
+#define OIDC_JSON_H
+
+#include <stddef.h>
+
+/* Containers nested deeper than this are refused (the trees are freed
+ * without recursion, but their readers recurse). */
+#define JSON_MAX_DEPTH 32
+
+enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
+
+/* One JSON value. Containers keep their children as a list in input order. */
+struct json_value {
+    enum json_type type;
+    char *name;                      /* member name when the parent is an object, else NULL */
+    char *str;                       /* JSON_STRING: NUL-terminated, no embedded NUL */
+    double num;                      /* JSON_NUMBER (may be +-inf when out of range) */
+    int boolean;                     /* JSON_BOOL */
+    struct json_value *child, *last; /* containers: first and last child */
+    struct json_value *next;         /* next sibling */
+};
+
+/* Parses len bytes of JSON into a tree, all of it in memory owned by the
+ * root. Returns the root (an object), or NULL with the reason in err. */
+struct json_value *json_parse(const unsigned char *json, size_t len, char *err, size_t errlen);
+
+/* The member called name of object obj, or NULL (also when obj is NULL or
+ * not an object), so that lookups can be chained. */
+const struct json_value *json_get(const struct json_value *obj, const char *name);
+
+/* Frees the whole tree of a root json_parse returned (only a root); NULL is
+ * a no-op. */
+void json_free(struct json_value *root);
+
+#endif
