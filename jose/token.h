@@ -1,7 +1,7 @@
 /*
  * token: strict verification of Kubernetes service-account tokens (compact
  * JWS) against a key set, with kube-apiserver's rules, for relying parties
- * that cannot call the cluster. See REFERENCE.md section 3.
+ * that cannot call the cluster. See docs/compatibility.md §4.
  *
  * Everything about the input is bounded and checked before any signature
  * work: size, segment count, base64url alphabet (no padding), JSON shape

@@ -180,7 +180,7 @@ static int reload_signing_kid(struct reload *r, char kid[KEY_KID_LEN + 1])
 
 /* Warns, once per change, while the key the API server signs with has been
  * published for less than max-age: relying parties that cached the JWKS
- * before it appeared cannot verify its tokens yet (REFERENCE.md section 5). */
+ * before it appeared cannot verify its tokens yet (docs/compatibility.md §7). */
 static void reload_check_signing_key(struct reload *r, time_t now)
 {
     char kid[KEY_KID_LEN + 1];

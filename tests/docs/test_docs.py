@@ -319,6 +319,24 @@ class DocsTest(unittest.TestCase):
         if missing:
             self.fail(f"docs/README.md does not link to {missing}")
 
+    def test_repository_stands_on_its_own(self):
+        """Nothing tracked cites a document outside the repository: the
+        facts the project relies on live in docs/compatibility.md."""
+        tracked = subprocess.run(["git", "-C", REPO, "ls-files", "-z"], capture_output=True, timeout=60)
+        if tracked.returncode != 0:
+            self.skipTest("not a git checkout")
+        pattern = re.compile(rb"REFERENCE\.md|\.\./shared/")
+        offenders = []
+        for name in tracked.stdout.decode().split("\0"):
+            path = os.path.join(REPO, name)
+            if not name or name.startswith("fuzz/corpus/") or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                for no, line in enumerate(f, 1):
+                    if pattern.search(line):
+                        offenders.append(f"{name}:{no}")
+        self.assertEqual(offenders, [], "cites a document outside the repository")
+
     def test_our_commands_are_runnable(self):
         problems = []
         for name in pages():

@@ -938,7 +938,7 @@ def jws_compact(header, payload, sign=None):
 def kube_claims(issuer, audiences, namespace="default", sa="default", sa_uid="sa-uid-0001",
                 pod=None, node=None, now=None, lifetime=3600, jti="11111111-2222-4333-8444-555555555555"):
     """A bound service-account token payload shaped as kube-apiserver issues
-    it (REFERENCE.md section 3). pod/node: (name, uid) tuples or None."""
+    it (docs/compatibility.md §4). pod/node: (name, uid) tuples or None."""
     now = int(time.time()) if now is None else int(now)
     k8s = {"namespace": namespace}
     if node:
