@@ -17,6 +17,12 @@
 
 #define CONFIG_ERR_MAX 512
 
+/* Where `dev` keeps its development key pair (git-ignored), and the key
+ * file dev serves unless given others: main generates the pair there when
+ * it is missing. */
+#define CONFIG_DEV_KEYS_DIR "dev-keys"
+#define CONFIG_DEV_KEY_FILE CONFIG_DEV_KEYS_DIR "/sa.pub"
+
 /* One listen address. host is a numeric IPv4/IPv6 address or a name;
  * IPv6 is written "[::1]:8080" on the command line and stored without
  * brackets. */

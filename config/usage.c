@@ -22,7 +22,7 @@ const char *config_usage(enum config_command cmd)
            "  --service-account-issuer URL    Issuer to publish, https; repeatable, the first is published (required)\n"
            "  --service-account-jwks-uri URL  jwks_uri to publish, https (default ISSUER/openid/v1/jwks)\n"
            "  --service-account-key-file PATH PEM file of public or private keys, or a directory of them (never\n"
-           "                                  a PKI directory or a CA); repeatable (required; dev: none)\n"
+           "                                  a PKI directory or a CA); repeatable (required; dev: dev-keys/sa.pub)\n"
            "  --listen HOST:PORT              Listen address (IPv6: [ADDR]:PORT); repeatable (default "
            "127.0.0.1:8080);\n"
            "                                  --listen unix:/path serves plain HTTP on a Unix socket instead\n"

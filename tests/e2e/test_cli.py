@@ -305,5 +305,48 @@ class Lifecycle(H.ServerTestCase):
         self.stop_ok(srv)
 
 
+class Dev(H.ServerTestCase):
+    """`dev` (the README's first command): a key pair generated into
+    ./dev-keys on the first start and reused after, an http issuer on the
+    listen address, both documents served."""
+
+    def start_dev(self, work):
+        port = H.free_port()
+        srv = H.Server([], command="dev", port=port)
+        # run in work, where dev-keys/ goes: a wrapper the harness keeps
+        srv.argv[0] = os.path.abspath(srv.argv[0])
+        srv.argv[:0] = ["sh", "-c", 'cd "$0" && exec "$@"', work]
+        self._servers.append(srv)
+        srv.start()
+        return srv
+
+    def served_kid(self, srv):
+        issuer = "http://127.0.0.1:%d" % srv.port
+        st, _, body = srv.get(DISCOVERY)
+        self.assertEqual(st, 200)
+        doc = json.loads(body)
+        self.assertEqual(doc["issuer"], issuer)
+        self.assertEqual(doc["jwks_uri"], issuer + JWKS)
+        st, _, body = srv.get(JWKS)
+        self.assertEqual(st, 200)
+        keys = json.loads(body)["keys"]
+        self.assertEqual([(k["kty"], k["alg"]) for k in keys], [("RSA", "RS256")])
+        return keys[0]["kid"]
+
+    def test_dev_generates_then_reuses_its_key_pair(self):
+        work = os.path.join(self.tmp, "checkout")
+        os.mkdir(work)
+        srv = self.start_dev(work)
+        kid = self.served_kid(srv)
+        self.assertIn("generated a development key pair in dev-keys/", srv.stderr())
+        self.assertEqual(os.stat(os.path.join(work, "dev-keys", "sa.key")).st_mode & 0o777, 0o600)
+        self.assertTrue(os.path.isfile(os.path.join(work, "dev-keys", "sa.pub")))
+        self.stop_ok(srv)
+        srv = self.start_dev(work)
+        self.assertEqual(self.served_kid(srv), kid, "the second start serves the same key")
+        self.assertIn("using the development key pair in dev-keys/", srv.stderr())
+        self.stop_ok(srv)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -116,6 +116,18 @@ static void file_fails(const char *content, const char *want)
     fails(full, "--config", path, NULL);
 }
 
+/* Requires the list to hold exactly the n strings that follow. */
+static void list_is(const struct config_strlist *l, size_t n, ...)
+{
+    va_list ap;
+
+    cr_assert_eq(l->count, n, "%zu items, wanted %zu", l->count, n);
+    va_start(ap, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_str_eq(l->items[i], va_arg(ap, const char *), "item %zu", i);
+    va_end(ap);
+}
+
 static unsigned expected_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -316,7 +328,9 @@ Test(config, dev_defaults)
     cr_assert_eq(cfg.issuers.count, 1);
     cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:8080");
     cr_assert_str_eq(cfg.jwks_uri, "http://127.0.0.1:8080/openid/v1/jwks");
-    cr_assert_eq(cfg.key_files.count, 0);
+    /* the whole dev config comes from here: main only generates the pair */
+    list_is(&cfg.key_files, 1, "dev-keys/sa.pub");
+    cr_assert_str_eq(CONFIG_DEV_KEY_FILE, "dev-keys/sa.pub");
     cr_assert_eq(cfg.allow_insecure_issuer, 1);
     cr_assert_eq(cfg.listen_count, 1);
     cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
@@ -338,7 +352,21 @@ Test(config, dev_with_issuer_and_keys)
     ok("dev", "--service-account-issuer", "http://x.example", "--service-account-key-file", "/k", NULL);
     cr_assert_eq(cmd, CONFIG_CMD_DEV);
     cr_assert_str_eq(cfg.issuers.items[0], "http://x.example");
-    cr_assert_eq(cfg.key_files.count, 1);
+    list_is(&cfg.key_files, 1, "/k");
+}
+
+/* dev's defaults are dev's only: serve still requires its key files, and
+ * keeps https unless told otherwise. */
+Test(config, dev_defaults_stay_with_dev)
+{
+    fails("--service-account-key-file is required (at least one)", "--service-account-issuer", "https://a.example",
+          NULL);
+    fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http "
+          "for development only)",
+          "export", "--service-account-issuer", "http://a.example", "--out", "/o", NULL);
+    write_file("{\"service-account-key-file\": \"/file.pub\"}");
+    ok("dev", "--config", path, NULL);
+    list_is(&cfg.key_files, 1, "/file.pub");
 }
 
 Test(config, dev_validates_like_serve)
@@ -1280,18 +1308,6 @@ Test(config, free_is_safe_on_zeroed_and_twice)
     "listeners)"
 #define LISTEN_NEEDS_REVIEW "--token-review-listen needs --enable-token-review"
 #define MUST_DIFFER         "must differ from every --listen address"
-
-/* Requires the list to hold exactly the n strings that follow. */
-static void list_is(const struct config_strlist *l, size_t n, ...)
-{
-    va_list ap;
-
-    cr_assert_eq(l->count, n, "%zu items, wanted %zu", l->count, n);
-    va_start(ap, n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_str_eq(l->items[i], va_arg(ap, const char *), "item %zu", i);
-    va_end(ap);
-}
 
 Test(config, api_audiences_comma_list)
 {
