@@ -231,8 +231,8 @@ const char *config_split_listen(const char *s, struct config_hostport *hp, char 
     if (s[0] == '[' ? !is_ipv6(hp->host, hp->hostlen)
                     : hp->hostlen > HOSTNAME_MAX || strspn(hp->host, HOST_CHARS) < hp->hostlen)
         return "has an invalid host";
-    if (config_parse_decimal(colon + 1, strlen(colon + 1), MAX_PORT, &hp->port) < 0 || hp->port == 0)
-        return "must have a port between 1 and " XSTR(MAX_PORT);
+    if (config_parse_decimal(colon + 1, strlen(colon + 1), MAX_PORT, &hp->port) < 0)
+        return "must have a port between 0 and " XSTR(MAX_PORT);
     return NULL;
 }
 

@@ -392,10 +392,12 @@ static int check_values(struct parser *p)
 }
 
 /* dev's issuer: http:// on the first TCP --listen address (the row's
- * default when every --listen is a Unix socket). */
+ * default when every --listen is a Unix socket). A port the kernel picks
+ * is not known here, and the issuer must be. */
 static int put_dev_issuer(struct parser *p)
 {
-    const struct config_strlist *listens = &named(p, "listen")->values;
+    const struct setting *s = named(p, "listen");
+    const struct config_strlist *listens = &s->values;
     const char *tcp = config_option("listen")->def;
     char url[URL_MAX + 64], problem[CONFIG_PROBLEM_MAX];
     struct config_hostport hp;
@@ -408,6 +410,10 @@ static int put_dev_issuer(struct parser *p)
         }
     }
     config_split_listen(tcp, &hp, problem);
+    if (hp.port == 0)
+        return fail_value(p, s->origin, config_option("listen"), tcp,
+                          "dev's issuer is http:// on this address, so it needs a port other than 0 (or give "
+                          "--service-account-issuer)");
     v6 = memchr(hp.host, ':', hp.hostlen) != NULL;
     snprintf(url, sizeof url, "http://%s%.*s%s:%lu", v6 ? "[" : "", (int)hp.hostlen, hp.host, v6 ? "]" : "", hp.port);
     return setting_put(p, config_option("service-account-issuer"), NULL, url);
@@ -451,7 +457,8 @@ static int check_required(struct parser *p)
 
 /* True when two valid listen values name the same host (ignoring case, as
  * DNS does) and port, or the same Unix socket. "--admin-listen none" is no
- * address and matches nothing. */
+ * address and matches nothing, and port 0 matches nothing either: the
+ * kernel gives each such socket a port of its own. */
 static int same_listen(const char *a, const char *b)
 {
     char problem[CONFIG_PROBLEM_MAX];
@@ -461,7 +468,7 @@ static int same_listen(const char *a, const char *b)
         return strcmp(a, b) == 0;
     if (config_split_listen(a, &x, problem) || config_split_listen(b, &y, problem))
         return 0;
-    return x.port == y.port && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
+    return x.port != 0 && x.port == y.port && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
 }
 
 /* Keeps the TokenReview API, which tells whoever asks whose token is valid,

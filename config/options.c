@@ -113,8 +113,8 @@ const struct config_option config_options[] = {
     {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,
      .commands = CONFIG_FOR_SERVING, .def = "127.0.0.1:8080", LISTENS(listens, listen_count),
      .group = CONFIG_GROUP_SERVING,
-     .help = "Listen address (IPv6: [ADDR]:PORT); repeatable; --listen unix:/path serves plain HTTP on a Unix socket "
-             "instead"},
+     .help = "Listen address (IPv6: [ADDR]:PORT; port 0: a free port, logged); repeatable; --listen unix:/path "
+             "serves plain HTTP on a Unix socket instead"},
     {.name = "threads", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1, .max = 256,
      .commands = CONFIG_FOR_SERVING, .def_fn = online_cpus, .def_text = "the number of online CPUs", SCALAR(threads),
      .group = CONFIG_GROUP_SERVING,

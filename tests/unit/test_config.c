@@ -601,10 +601,9 @@ Test(config, listen_errors)
     flag_fails("--listen \"::1:80\": has an invalid host", "--listen", "::1:80");
     flag_fails("--listen \"[zz::1]:80\": has an invalid host", "--listen", "[zz::1]:80");
     flag_fails("--listen \"a b:80\": has an invalid host", "--listen", "a b:80");
-    flag_fails("--listen \"127.0.0.1:0\": must have a port between 1 and 65535", "--listen", "127.0.0.1:0");
-    flag_fails("--listen \"127.0.0.1:65536\": must have a port between 1 and 65535", "--listen", "127.0.0.1:65536");
-    flag_fails("--listen \"127.0.0.1:\": must have a port between 1 and 65535", "--listen", "127.0.0.1:");
-    flag_fails("--listen \"127.0.0.1:8o\": must have a port between 1 and 65535", "--listen", "127.0.0.1:8o");
+    flag_fails("--listen \"127.0.0.1:65536\": must have a port between 0 and 65535", "--listen", "127.0.0.1:65536");
+    flag_fails("--listen \"127.0.0.1:\": must have a port between 0 and 65535", "--listen", "127.0.0.1:");
+    flag_fails("--listen \"127.0.0.1:8o\": must have a port between 0 and 65535", "--listen", "127.0.0.1:8o");
 }
 
 Test(config, threads_errors)
@@ -1430,8 +1429,8 @@ Test(config, token_review_listen_syntax)
 {
     fails("--token-review-listen \"nope\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", SERVE_ARGS,
           "--enable-token-review", "--token-review-listen", "nope", NULL);
-    fails("--token-review-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS,
-          "--enable-token-review", "--token-review-listen", "127.0.0.1:0", NULL);
+    fails("--token-review-listen \"127.0.0.1:x\": must have a port between 0 and 65535", SERVE_ARGS,
+          "--enable-token-review", "--token-review-listen", "127.0.0.1:x", NULL);
     fails("--token-review-listen \"[zz]:1\": has an invalid host", SERVE_ARGS, "--enable-token-review",
           "--token-review-listen", "[zz]:1", NULL);
     /* a bad value is reported before the missing --enable-token-review */
@@ -2130,8 +2129,8 @@ Test(config, tls_rules)
 Test(config, tls_value_errors)
 {
     fails("--tls-listen \"nope\": " LISTEN_FORM, SERVE_ARGS, "--tls-listen", "nope", TLS_ARGS, NULL);
-    fails("--tls-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS, "--tls-listen",
-          "127.0.0.1:0", TLS_ARGS, NULL);
+    fails("--tls-listen \"127.0.0.1:65536\": must have a port between 0 and 65535", SERVE_ARGS, "--tls-listen",
+          "127.0.0.1:65536", TLS_ARGS, NULL);
     fails("--tls-listen \":1\": has no host", SERVE_ARGS, "--tls-listen", ":1", TLS_ARGS, NULL);
     /* a bad value is reported before the missing files */
     flag_fails("--tls-listen \"[zz]:1\": has an invalid host", "--tls-listen", "[zz]:1");
@@ -2159,7 +2158,7 @@ Test(config, admin_listen_none)
     /* spelled exactly */
     flag_fails("--admin-listen \"None\": " LISTEN_FORM, "--admin-listen", "None");
     flag_fails("--admin-listen \"\": " LISTEN_FORM, "--admin-listen", "");
-    flag_fails("--admin-listen \"127.0.0.1:99999\": must have a port between 1 and 65535", "--admin-listen",
+    flag_fails("--admin-listen \"127.0.0.1:99999\": must have a port between 0 and 65535", "--admin-listen",
                "127.0.0.1:99999");
 }
 
@@ -2197,6 +2196,39 @@ Test(config, listener_clashes)
     /* a Unix socket clashes with no TCP address */
     OK_WITH("--listen", "unix:/127.0.0.1:9090", NULL);
     cr_assert_str_eq(cfg.listens[0].unix_path, "/127.0.0.1:9090");
+}
+
+/* Port 0 asks the kernel for a free port (the server logs the one it got),
+ * on every kind of listener; two such addresses never clash, since each
+ * socket gets a port of its own. */
+Test(config, listen_port_zero)
+{
+    OK_WITH("--listen", "127.0.0.1:0", "--listen", "[::1]:0", "--tls-listen", "127.0.0.1:0", TLS_ARGS,
+            "--enable-token-review", "--token-review-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", NULL);
+    cr_assert_eq(cfg.listen_count, 2);
+    cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.listens[0].port, 0);
+    cr_assert_str_eq(cfg.listens[1].host, "::1");
+    cr_assert_eq(cfg.listens[1].port, 0);
+    cr_assert_eq(cfg.tls_listens[0].port, 0);
+    cr_assert_eq(cfg.token_review_listens[0].port, 0);
+    cr_assert_eq(cfg.admin_listens[0].port, 0);
+    /* a fixed port still clashes, with port 0 beside it */
+    fails("--admin-listen \"127.0.0.1:9\": " MUST_DIFFER, SERVE_ARGS, "--listen", "127.0.0.1:0", "--listen",
+          "127.0.0.1:9", "--admin-listen", "127.0.0.1:9", NULL);
+    ok("dev", "--listen", "127.0.0.1:0", "--service-account-issuer", "http://127.0.0.1:8080", NULL);
+    cr_assert_eq(cfg.listens[0].port, 0);
+}
+
+/* dev derives its issuer from the first --listen address, which a port the
+ * kernel picks later cannot give. */
+Test(config, dev_issuer_needs_a_fixed_port)
+{
+    fails("--listen \"127.0.0.1:0\": dev's issuer is http:// on this address, so it needs a port other than 0 (or "
+          "give --service-account-issuer)",
+          "dev", "--listen", "127.0.0.1:0", NULL);
+    ok("dev", "--listen", "unix:/run/dev.sock", "--listen", "localhost:9000", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://localhost:9000");
 }
 
 Test(config, listener_rules_come_before_clashes)
