@@ -64,9 +64,14 @@ int main(int argc, char **argv)
         return 2;
     }
     if (cmd == CONFIG_CMD_HELP || cmd == CONFIG_CMD_VERSION) {
-        fputs(cmd == CONFIG_CMD_HELP ? config_usage(cmd) : "oidc-discovery " OIDC_VERSION "\n", stdout);
+        char *help = cmd == CONFIG_CMD_HELP ? config_usage(cfg.help_topic) : NULL;
+        fputs(cmd == CONFIG_CMD_VERSION ? "oidc-discovery " OIDC_VERSION "\n"
+              : help                    ? help
+                                        : "out of memory\n",
+              cmd == CONFIG_CMD_VERSION || help ? stdout : stderr);
+        free(help);
         config_free(&cfg);
-        return 0;
+        return cmd == CONFIG_CMD_VERSION || help ? 0 : 1;
     }
     main_init_log(&cfg);
     if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN || cmd == CONFIG_CMD_EXPORT) {

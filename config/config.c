@@ -59,6 +59,7 @@ struct parser {
     struct flag *flags;
     size_t flag_count;
     const char *config_path;
+    int named;      /* the command was named in argv[1] */
     int allow_http; /* --allow-insecure-issuer, once the sources are merged */
     char *err;
     size_t errlen;
@@ -157,25 +158,63 @@ static int is_set(struct parser *p, const char *name)
     return named(p, name)->values.count > 0;
 }
 
+/* The command called name, or -1. */
+static int command_named(const char *name)
+{
+    for (int i = 0; i < CONFIG_COMMAND_COUNT; i++)
+        if (strcmp(name, config_commands[i].name) == 0)
+            return i;
+    return -1;
+}
+
+/* Refuses a command nobody knows, listing those there are. */
+static int unknown_command(struct parser *p, const char *name, const char *more)
+{
+    char names[128];
+    size_t n = 0;
+
+    for (int i = 0; i < CONFIG_COMMAND_COUNT; i++)
+        n += (size_t)snprintf(names + n, sizeof names - n, "%s, ", config_commands[i].name);
+    return fail(p, "unknown command %s (commands: %s%s)", quote(name, strlen(name)).s, names, more);
+}
+
 /* Picks the subcommand from argv[1]; the flags start after it (*first = 1)
  * or right after the program name (*first = 0). */
 static int parse_command(struct parser *p, int argc, char **argv, int *first)
 {
-    char names[128];
-    size_t n = 0;
+    int c;
 
     p->cmd = CONFIG_CMD_SERVE;
     *first = argc >= 2 && argv[1][0] != '-';
     if (!*first)
         return 0;
-    for (size_t i = 0; i < CONFIG_COMMAND_COUNT; i++) {
-        if (strcmp(argv[1], config_commands[i].name) == 0) {
-            p->cmd = (enum config_command)i;
-            return 0;
-        }
-        n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", config_commands[i].name);
+    if (strcmp(argv[1], "help") == 0) {
+        p->cmd = CONFIG_CMD_HELP;
+        return 0;
     }
-    return fail(p, "unknown command %s (commands: %s)", quote(argv[1], strlen(argv[1])).s, names);
+    if ((c = command_named(argv[1])) < 0)
+        return unknown_command(p, argv[1], "help");
+    p->cmd = (enum config_command)c;
+    return 0;
+}
+
+/* "help", "help COMMAND" or "help all": which help to print. */
+static int parse_help(struct parser *p, int argc, char **argv)
+{
+    int c;
+
+    p->cfg.help_topic = CONFIG_CMD_HELP;
+    if (argc > 3)
+        return fail(p, "unexpected argument %s", quote(argv[3], strlen(argv[3])).s);
+    if (argc < 3)
+        return 0;
+    if (strcmp(argv[2], "all") == 0)
+        p->cfg.help_topic = CONFIG_HELP_ALL;
+    else if ((c = command_named(argv[2])) >= 0)
+        p->cfg.help_topic = (enum config_command)c;
+    else
+        return unknown_command(p, argv[2], "all");
+    return 0;
 }
 
 /* Reports a flag nobody knows, by its name without any "=value". */
@@ -207,17 +246,20 @@ static const struct config_option *short_option(int c)
 }
 
 /* Acts on --help, --version and --config at once; keeps other flags for
- * merge_sources. */
+ * merge_sources. --help after a command is that command's help; alone,
+ * the overview. */
 static void take_flag(struct parser *p, const struct config_option *o)
 {
-    if (o->kind != CONFIG_KIND_ACTION)
+    if (o->kind != CONFIG_KIND_ACTION) {
         p->flags[p->flag_count++] = (struct flag){o, optarg};
-    else if (o == config_option("help"))
+    } else if (o == config_option("help")) {
+        p->cfg.help_topic = p->named ? p->cmd : CONFIG_CMD_HELP;
         p->cmd = CONFIG_CMD_HELP;
-    else if (o == config_option("version"))
+    } else if (o == config_option("version")) {
         p->cmd = CONFIG_CMD_VERSION;
-    else
+    } else {
         p->config_path = optarg;
+    }
 }
 
 /* Handles one getopt result. Long flags must be spelled out: getopt would
@@ -624,14 +666,17 @@ static void parser_free(struct parser *p)
 int config_parse(int argc, char **argv, enum config_command *cmd, struct config *out, char *err, size_t errlen)
 {
     struct parser p = {.err = err, .errlen = errlen};
-    int first, checked, rc = 0;
+    int first = 0, checked, rc = 0;
 
     memset(out, 0, sizeof *out);
     if (!(p.settings = calloc(config_option_count, sizeof *p.settings)))
         rc = fail(&p, "out of memory");
     if (rc == 0)
         rc = parse_command(&p, argc, argv, &first);
-    if (rc == 0)
+    p.named = first;
+    if (rc == 0 && p.cmd == CONFIG_CMD_HELP)
+        rc = parse_help(&p, argc, argv);
+    else if (rc == 0)
         rc = scan_flags(&p, argc - first, argv + first);
     checked = p.cmd != CONFIG_CMD_HELP && p.cmd != CONFIG_CMD_VERSION;
     if (rc == 0 && checked)

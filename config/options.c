@@ -63,7 +63,7 @@ const struct config_option config_options[] = {
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_SERVE | FOR_EXPORT,
      .why_required = " (at least one)", .dev_text = "http:// and the first --listen address", SCALAR(issuers),
      .group = CONFIG_GROUP_DOCUMENTS,
-     .help = "Issuer to publish, https; repeatable, the first is published"},
+     .help = "Issuer, https: the iss of the tokens; repeatable, the first is published"},
     {.name = "service-account-jwks-uri", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS, .def_text = "ISSUER/openid/v1/jwks",
      SCALAR(jwks_uri), .group = CONFIG_GROUP_DOCUMENTS,
@@ -107,7 +107,8 @@ const struct config_option config_options[] = {
      .commands = CONFIG_FOR_SERVING | FOR_TOKEN, .required = FOR_TOKEN,
      .why_required = " (the private key that signs the token)", SCALAR(signing_key_file),
      .group = CONFIG_GROUP_ROTATION,
-     .help = "PEM file of the key the API server signs with now (token: the private key to sign with)"},
+     .help = "PEM file of the key that signs tokens: the API server's current one, whose publication serve "
+             "watches; for token, the private key to sign with"},
 
     /* Listeners and serving */
     {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,
@@ -285,7 +286,7 @@ const struct config_option config_options[] = {
      .help = "Least severe message logged"},
     {.name = "log-format", .arg = "FORMAT", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
      .choices = log_formats, .commands = FOR_LOGGING, .def = "text", SCALAR(log_format), .group = CONFIG_GROUP_GENERAL,
-     .help = "Log lines on standard error as"},
+     .help = "Format of the log lines on standard error"},
     {.name = "help", .short_name = 'h', .kind = CONFIG_KIND_ACTION, .commands = CONFIG_FOR_EVERY, NO_FIELD,
      .group = CONFIG_GROUP_GENERAL,
      .help = "Print this help and exit"},
@@ -335,7 +336,7 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
 
 const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
     [CONFIG_GROUP_DOCUMENTS] = "Keys and published documents",
-    [CONFIG_GROUP_ROTATION] = "Key rotation",
+    [CONFIG_GROUP_ROTATION] = "Key rotation and the signing key",
     [CONFIG_GROUP_SERVING] = "Listeners",
     [CONFIG_GROUP_LIMITS] = "Limits and timeouts",
     [CONFIG_GROUP_REVIEW] = "Token verification",

@@ -41,6 +41,28 @@ class HelpVersion(H.ServerTestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("--service-account-issuer", out + err)
 
+    def test_command_help(self):
+        """Each command's help lists its own flags first; `help COMMAND`
+        prints the same, and `help all` every flag of every command."""
+        own = {"serve": "--service-account-issuer", "keys": "--output", "verify": "--token-file",
+               "token": "--issuer", "export": "--out"}
+        for command, first in own.items():
+            with self.subTest(command=command):
+                rc, out, err = H.run_once([command, "--help"])
+                self.assertEqual(rc, 0, err)
+                self.assertTrue(out.startswith("Usage: oidc-discovery"), out)
+                self.assertIn(command, out.splitlines()[0])
+                flags = re.findall(r"^  (?:-h, )?(--[a-z0-9-]+)", out, re.M)
+                self.assertEqual(flags[0], first, out)
+                rc, out2, err = H.run_once(["help", command])
+                self.assertEqual((rc, out2), (0, out), err)
+        rc, out, _ = H.run_once(["token", "--help"])
+        self.assertNotIn("--listen", out, "token's help lists only token's flags")
+        rc, out, err = H.run_once(["help", "all"])
+        self.assertEqual(rc, 0, err)
+        for flag in ("--token-file", "--issuer", "--out", "--output", "--listen", "--http2"):
+            self.assertRegex(out, r"(?m)^  %s\b" % flag)
+
     def test_version(self):
         rc, out, err = H.run_once(["--version"])
         self.assertEqual(rc, 0, err)
