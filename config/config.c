@@ -217,10 +217,30 @@ static int parse_help(struct parser *p, int argc, char **argv)
     return 0;
 }
 
+/* A suggestion for a flag the command does not take ("; did you mean
+ * --listen?"), from among the command's own flags, or "". A typo is
+ * looked for only in a name that is no flag at all: a flag of another
+ * command was not mistyped. */
+struct suggestion {
+    char s[96];
+};
+
+static struct suggestion suggest(const struct parser *p, const char *name, size_t len, int typos)
+{
+    const struct config_option *o = config_option_nearest(name, len, CMD(p->cmd), 0, typos);
+    struct suggestion out = {""};
+
+    if (o)
+        snprintf(out.s, sizeof out.s, "; did you mean --%s?", o->name);
+    return out;
+}
+
 /* Reports a flag nobody knows, by its name without any "=value". */
 static int unknown_flag(struct parser *p, const char *name, size_t len)
 {
-    return fail(p, "unknown flag %s (see --help)", quote(name, len).s);
+    size_t dashes = len > 2 && name[1] == '-' ? 2 : 1;
+
+    return fail(p, "unknown flag %s%s (see --help)", quote(name, len).s, suggest(p, name + dashes, len - dashes, 1).s);
 }
 
 /* Reports what getopt refused: an unknown flag, or a value for a flag that
@@ -390,8 +410,10 @@ static int check_command(struct parser *p, const struct config_option *o)
     if (takes & cmd)
         return 0;
     if (single && ((cmd & CONFIG_FOR_SERVING) || !(takes & CONFIG_FOR_SERVING)))
-        return fail(p, "--%s is only valid for the %s command", o->name, config_commands[__builtin_ctz(takes)].name);
-    return fail(p, "--%s is not valid for the %s command", o->name, config_commands[p->cmd].name);
+        return fail(p, "--%s is only valid for the %s command%s", o->name, config_commands[__builtin_ctz(takes)].name,
+                    suggest(p, o->name, strlen(o->name), 0).s);
+    return fail(p, "--%s is not valid for the %s command%s", o->name, config_commands[p->cmd].name,
+                suggest(p, o->name, strlen(o->name), 0).s);
 }
 
 /* Checks the command-line flags against the command. The config file is

@@ -100,13 +100,21 @@ static int put_member(struct file_read *r, const struct config_option *o, const 
     }
 }
 
-/* Refuses a key that is no row's config-file key. */
+/* Refuses a key that is no row's config-file key, saying which key was
+ * likely meant, or that a flag of that name is one only on the command
+ * line (verify's, token's and export's own). */
 static int unknown_key(struct file_read *r, const char *name)
 {
-    char quoted[KEY_SHOWN + 8];
+    const struct config_option *flag = config_option_named(name, strlen(name));
+    const struct config_option *near = config_option_nearest(name, strlen(name), CONFIG_FOR_EVERY, 1, flag == NULL);
+    char quoted[KEY_SHOWN + 8], meant[96] = "", only[96] = "";
 
-    snprintf(r->err, r->errlen, "config file %s: unknown key %s", r->path,
-             printable_quote(name, quoted, sizeof(quoted)));
+    if (near)
+        snprintf(meant, sizeof(meant), "; did you mean \"%s\"?", near->name);
+    if (flag)
+        snprintf(only, sizeof(only), " (--%s is a command-line flag only)", flag->name);
+    snprintf(r->err, r->errlen, "config file %s: unknown key %s%s%s", r->path,
+             printable_quote(name, quoted, sizeof(quoted)), meant, only);
     return -1;
 }
 

@@ -113,7 +113,7 @@ const struct config_option config_options[] = {
     /* Listeners and serving */
     {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,
      .commands = CONFIG_FOR_SERVING, .def = "127.0.0.1:8080", LISTENS(listens, listen_count),
-     .group = CONFIG_GROUP_SERVING,
+     .group = CONFIG_GROUP_SERVING, .also = "port bind bind-address address addr",
      .help = "Listen address (IPv6: [ADDR]:PORT; port 0: a free port, logged); repeatable; --listen unix:/path "
              "serves plain HTTP on a Unix socket instead"},
     {.name = "threads", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1, .max = 256,
@@ -362,6 +362,90 @@ const struct config_option *config_option(const char *name)
     if (!o)
         abort();
     return o;
+}
+
+/* Names longer than this are not compared letter by letter. */
+#define NEAR_NAME_MAX 64
+
+/* The Levenshtein distance of a[0..alen) and b (at most NEAR_NAME_MAX
+ * bytes each), with one row of the table at a time. */
+static size_t edit_distance(const char *a, size_t alen, const char *b)
+{
+    size_t blen = strlen(b), row[NEAR_NAME_MAX + 1];
+
+    for (size_t j = 0; j <= blen; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= alen; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= blen; j++) {
+            size_t above = row[j], best = diagonal + (a[i - 1] != b[j - 1]);
+            best = above + 1 < best ? above + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            diagonal = above;
+            row[j] = best;
+        }
+    }
+    return row[blen];
+}
+
+/* Whether row o lists name[0..len) among the names people try for it. */
+static int tried_for(const struct config_option *o, const char *name, size_t len)
+{
+    for (const char *w = o->also; w && *w; w += strspn(w, " ")) {
+        size_t n = strcspn(w, " ");
+        if (n == len && memcmp(w, name, len) == 0)
+            return 1;
+        w += n;
+    }
+    return 0;
+}
+
+/* How far name[0..len) is from row o's name, lower is nearer: 0 when the
+ * row lists it, 1 when it is the row's last words (key-file of
+ * service-account-key-file), 2 when it is the row's first words, else 3
+ * plus the edit distance. */
+static size_t distance(const struct config_option *o, const char *name, size_t len)
+{
+    size_t n = strlen(o->name);
+
+    if (tried_for(o, name, len))
+        return 0;
+    if (n > len && o->name[n - len - 1] == '-' && memcmp(o->name + n - len, name, len) == 0)
+        return 1;
+    if (n > len && o->name[len] == '-' && memcmp(o->name, name, len) == 0)
+        return 2;
+    return 3 + edit_distance(name, len, o->name);
+}
+
+const struct config_option *config_option_nearest(const char *name, size_t len, unsigned commands, int file_keys,
+                                                  int typos)
+{
+    const struct config_option *best = NULL;
+    size_t best_distance = (size_t)-1, ties = 0;
+
+    if (len == 0 || len > NEAR_NAME_MAX)
+        return NULL;
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *o = &config_options[i];
+        size_t d;
+        if (!(o->commands & commands) || (file_keys && !(o->flags & CONFIG_FILE_KEY)))
+            continue;
+        d = distance(o, name, len);
+        ties = d == best_distance ? ties + 1 : d < best_distance ? 0 : ties;
+        if (d < best_distance) {
+            best = o;
+            best_distance = d;
+        }
+    }
+    /* last words may fit several rows (the first in the table is meant);
+     * first words must fit one; typos are up to three edits, at most one
+     * in three letters */
+    if (best_distance == 2 && ties > 0)
+        return NULL;
+    if (best_distance >= 3 && (!typos || best_distance > 6 || (best_distance - 3) * 3 > len))
+        return NULL;
+    return best;
 }
 
 size_t config_option_index(const struct config_option *o)

@@ -92,6 +92,7 @@ struct config_option {
     size_t field, count_field; /* offsetof(struct config, ...); count_field for LISTEN only */
     enum config_group group;   /* where help lists it */
     const char *help;          /* one sentence; "%r" marks where the range goes (else at the end) */
+    const char *also;          /* other names people try for it, blank-separated ("port"), for suggestions */
 };
 
 /* The rows, and how many. */
@@ -120,6 +121,14 @@ const struct config_option *config_option_named(const char *name, size_t len);
 /* The row called name, which must exist (config/ refers to rows by name:
  * a typo aborts in the first test that reaches it). */
 const struct config_option *config_option(const char *name);
+
+/* The row a mistaken name most likely meant, among those of the commands
+ * in `commands` (and only config-file keys with file_keys): one whose name
+ * the row lists under also, one the name is the last words or the first
+ * words of (then the only one), or, with typos, one a few edits away.
+ * NULL when none is near enough to suggest. */
+const struct config_option *config_option_nearest(const char *name, size_t len, unsigned commands, int file_keys,
+                                                  int typos);
 
 /* A row's index in config_options. */
 size_t config_option_index(const struct config_option *o);

@@ -720,11 +720,80 @@ Test(config, unknown_flags)
     fails("unknown flag \"-x\" (see --help)", "-x", NULL);
     /* getopt would take an unambiguous prefix; we want the full name */
     fails("unknown flag \"--max\" (see --help)", "--max", "5", NULL);
-    fails("unknown flag \"--service-account-key\" (see --help)", "--service-account-key", "x", NULL);
+    fails("unknown flag \"--service-account-key\"; did you mean --service-account-key-file? (see --help)",
+          "--service-account-key", "x", NULL);
     /* ambiguous prefixes too */
     fails("unknown flag \"--service-acc\" (see --help)", "--service-acc", "x", NULL);
     fails("unknown flag \"--pod\" (see --help)", "token", "--pod", "x", NULL);
     fails("unknown flag \"--token\" (see --help)", "verify", "--token", "x", NULL);
+}
+
+/* A wrong flag name is answered with the flag it most likely meant, from
+ * among the command's own: one it is the last words of, a name people try
+ * (--port), or a typo a few letters away; a flag of another command names
+ * that command too. */
+static const struct suggestion_case {
+    const char *args[3];
+    const char *want;
+} suggestion_cases[] = {
+    {{"--issuer", "https://a.example"},
+     "--issuer is only valid for the token command; did you mean --service-account-issuer?"},
+    {{"--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --service-account-key-file? (see --help)"},
+    {{"token", "--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --signing-key-file? (see --help)"},
+    {{"--port", "8080"}, "unknown flag \"--port\"; did you mean --listen? (see --help)"},
+    {{"--bind", "0.0.0.0:80"}, "unknown flag \"--bind\"; did you mean --listen? (see --help)"},
+    {{"--lisen", "0.0.0.0:80"}, "unknown flag \"--lisen\"; did you mean --listen? (see --help)"},
+    {{"--threds=2"}, "unknown flag \"--threds\"; did you mean --threads? (see --help)"},
+    {{"--max-agee", "1"}, "unknown flag \"--max-agee\"; did you mean --max-age? (see --help)"},
+    {{"--key-reload-intervall", "1m"},
+     "unknown flag \"--key-reload-intervall\"; did you mean --key-reload-interval? (see --help)"},
+    {{"--helo"}, "unknown flag \"--helo\"; did you mean --help? (see --help)"},
+    {{"verify", "--tokn-file", "/t"}, "unknown flag \"--tokn-file\"; did you mean --token-file? (see --help)"},
+    {{"token", "--namespcae", "ns"}, "unknown flag \"--namespcae\"; did you mean --namespace? (see --help)"},
+    {{"keys", "--ouptut", "json"}, "unknown flag \"--ouptut\"; did you mean --output? (see --help)"},
+    /* nothing near enough, or too many alike: no guess */
+    {{"--foo"}, "unknown flag \"--foo\" (see --help)"},
+    {{"--max", "1"}, "unknown flag \"--max\" (see --help)"},
+    {{"--tls", "1"}, "unknown flag \"--tls\" (see --help)"},
+    {{"-x"}, "unknown flag \"-x\" (see --help)"},
+    /* a flag of another command is no typo: only its last words count */
+    {{"verify", "--service-account-jwks-uri", "https://a.example/j"},
+     "--service-account-jwks-uri is not valid for the verify command"},
+};
+
+ParameterizedTestParameters(config, flag_suggestions)
+{
+    TABLE_PARAMETERS(suggestion_cases);
+}
+
+ParameterizedTest(size_t *i, config, flag_suggestions)
+{
+    const struct suggestion_case *c = &suggestion_cases[*i];
+
+    fails(c->want, c->args[0], c->args[1], c->args[2], NULL);
+}
+
+/* The same for the keys of a config file, which any command may read. */
+static const struct key_suggestion {
+    const char *json, *want;
+} key_suggestions[] = {
+    {"{\"port\": \"0.0.0.0:80\"}", "unknown key \"port\"; did you mean \"listen\"?"},
+    {"{\"lisen\": \"0.0.0.0:80\"}", "unknown key \"lisen\"; did you mean \"listen\"?"},
+    {"{\"max_age\": 60}", "unknown key \"max_age\"; did you mean \"max-age\"?"},
+    {"{\"key-file\": \"/k\"}", "unknown key \"key-file\"; did you mean \"service-account-key-file\"?"},
+    {"{\"--cors\": true}", "unknown key \"--cors\"; did you mean \"cors\"?"},
+    {"{\"repeat\": 2}", "unknown key \"repeat\" (--repeat is a command-line flag only)"},
+    {"{\"foo\": 1}", "unknown key \"foo\""},
+};
+
+ParameterizedTestParameters(config, key_suggestions)
+{
+    TABLE_PARAMETERS(key_suggestions);
+}
+
+ParameterizedTest(size_t *i, config, key_suggestions)
+{
+    file_fails(key_suggestions[*i].json, key_suggestions[*i].want);
 }
 
 Test(config, missing_value)
@@ -1299,9 +1368,9 @@ Test(config, file_fifo_refused_without_blocking)
 Test(config, file_unknown_keys)
 {
     file_fails("{\"foo\": 1}", "unknown key \"foo\"");
-    file_fails("{\"config\": \"/x.json\"}", "unknown key \"config\"");
-    file_fails("{\"no-cors\": true}", "unknown key \"no-cors\"");
-    file_fails("{\"--listen\": \"1.2.3.4:80\"}", "unknown key \"--listen\"");
+    file_fails("{\"config\": \"/x.json\"}", "unknown key \"config\" (--config is a command-line flag only)");
+    file_fails("{\"no-cors\": true}", "unknown key \"no-cors\" (--no-cors is a command-line flag only)");
+    file_fails("{\"--listen\": \"1.2.3.4:80\"}", "unknown key \"--listen\"; did you mean \"listen\"?");
     file_fails("{\"a\\nb\": 1}", "unknown key \"a\\nb\"");
 }
 
@@ -1398,7 +1467,7 @@ Test(config, file_key_rotation_wrong_types)
     file_fails("{\"state-dir\": 1}", "key \"state-dir\": must be a string");
     file_fails("{\"state-dir\": [\"/s\"]}", "key \"state-dir\": must be a string");
     file_fails("{\"signing-key-file\": false}", "key \"signing-key-file\": must be a string");
-    file_fails("{\"output\": \"json\"}", "unknown key \"output\"");
+    file_fails("{\"output\": \"json\"}", "unknown key \"output\" (--output is a command-line flag only)");
 }
 
 Test(config, file_key_rotation_invalid_values)
@@ -1687,13 +1756,16 @@ Test(config, file_token_verification_errors)
     file_fails("{\"token-review-listen\": [\"x\"]}",
                "key \"token-review-listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6");
     /* verify's and token's flags are not file keys */
-    file_fails("{\"token-file\": \"/t\"}", "unknown key \"token-file\"");
-    file_fails("{\"discovery-url\": \"https://a.example\"}", "unknown key \"discovery-url\"");
-    file_fails("{\"repeat\": 2}", "unknown key \"repeat\"");
-    file_fails("{\"no-cache\": true}", "unknown key \"no-cache\"");
-    file_fails("{\"issuer\": \"https://a.example\"}", "unknown key \"issuer\"");
-    file_fails("{\"namespace\": \"x\"}", "unknown key \"namespace\"");
-    file_fails("{\"duration\": 60}", "unknown key \"duration\"");
+    file_fails("{\"token-file\": \"/t\"}", "unknown key \"token-file\" (--token-file is a command-line flag only)");
+    file_fails("{\"discovery-url\": \"https://a.example\"}",
+               "unknown key \"discovery-url\" (--discovery-url is a command-line flag only)");
+    file_fails("{\"repeat\": 2}", "unknown key \"repeat\" (--repeat is a command-line flag only)");
+    file_fails("{\"no-cache\": true}", "unknown key \"no-cache\" (--no-cache is a command-line flag only)");
+    file_fails(
+        "{\"issuer\": \"https://a.example\"}",
+        "unknown key \"issuer\"; did you mean \"service-account-issuer\"? (--issuer is a command-line flag only)");
+    file_fails("{\"namespace\": \"x\"}", "unknown key \"namespace\" (--namespace is a command-line flag only)");
+    file_fails("{\"duration\": 60}", "unknown key \"duration\" (--duration is a command-line flag only)");
 }
 
 Test(config, file_token_review_rules)
@@ -1723,6 +1795,13 @@ Test(config, file_token_review_rules)
 struct flag_case {
     const char *flag, *value;
 };
+
+/* What the refusal of flag suggests instead: token's --issuer is the
+ * only such flag whose last words name a flag the other commands take. */
+static const char *hint_for(const char *flag)
+{
+    return strcmp(flag, "--issuer") == 0 ? "; did you mean --service-account-issuer?" : "";
+}
 
 /* Serving flags, which neither verify nor token takes. */
 static const struct flag_case serving_flags[] = {
@@ -1770,7 +1849,7 @@ static void each_flag_fails(const char *const *args, size_t nargs, const struct 
     cr_assert_leq(nargs, 8);
     memcpy(a, args, nargs * sizeof *args);
     for (size_t i = 0; i < ncases; i++) {
-        snprintf(want, sizeof want, "%s%s", cases[i].flag, suffix);
+        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, suffix, hint_for(cases[i].flag));
         a[nargs] = cases[i].flag;
         a[nargs + 1] = cases[i].value; /* NULL ends the arguments early for a flag without a value */
         fails(want, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
@@ -2976,7 +3055,7 @@ Test(config, export_reads_serves_config_file)
     cr_assert_eq(cfg.key_retention, 172800);
     cr_assert_str_eq(cfg.state_dir, "/s");
     cr_assert_str_eq(cfg.export_dir, "/o");
-    file_fails("{\"out\": \"/o\"}", "unknown key \"out\"");
+    file_fails("{\"out\": \"/o\"}", "unknown key \"out\" (--out is a command-line flag only)");
 }
 
 Test(config, export_help_and_version)
