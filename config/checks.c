@@ -207,11 +207,26 @@ int config_is_unix_listen(const char *s)
     return strncmp(s, UNIX_PREFIX, strlen(UNIX_PREFIX)) == 0;
 }
 
+/* "has no host", with what was likely meant when the port is good: Go's
+ * ":8080" (every address) is 0.0.0.0:8080 here, "[]:8080" is [::]:8080. */
+static const char *no_host(const char *s, const char *port_text, int port_ok, char problem[CONFIG_PROBLEM_MAX])
+{
+    if (!port_ok)
+        return "has no host";
+    if (s[0] == '[')
+        snprintf(problem, CONFIG_PROBLEM_MAX, "has no host; did you mean [::]:%s (every IPv6 address)?", port_text);
+    else
+        snprintf(problem, CONFIG_PROBLEM_MAX,
+                 "has no host; did you mean 0.0.0.0:%s (every IPv4 address) or 127.0.0.1:%s (this host only)?",
+                 port_text, port_text);
+    return problem;
+}
+
 const char *config_split_listen(const char *s, struct config_hostport *hp, char problem[CONFIG_PROBLEM_MAX])
 {
     const char *colon;
+    int port_ok;
 
-    (void)problem;
     if (s[0] == '[') {
         const char *close = strchr(s, ']');
         if (!close || close[1] != ':')
@@ -226,14 +241,13 @@ const char *config_split_listen(const char *s, struct config_hostport *hp, char 
         hp->host = s;
         hp->hostlen = (size_t)(colon - s);
     }
+    port_ok = config_parse_decimal(colon + 1, strlen(colon + 1), MAX_PORT, &hp->port) == 0;
     if (hp->hostlen == 0)
-        return "has no host";
+        return no_host(s, colon + 1, port_ok, problem);
     if (s[0] == '[' ? !is_ipv6(hp->host, hp->hostlen)
                     : hp->hostlen > HOSTNAME_MAX || strspn(hp->host, HOST_CHARS) < hp->hostlen)
         return "has an invalid host";
-    if (config_parse_decimal(colon + 1, strlen(colon + 1), MAX_PORT, &hp->port) < 0)
-        return "must have a port between 0 and " XSTR(MAX_PORT);
-    return NULL;
+    return port_ok ? NULL : "must have a port between 0 and " XSTR(MAX_PORT);
 }
 
 const char *config_check_listen(const char *v, int unix_ok, char problem[CONFIG_PROBLEM_MAX])

@@ -132,6 +132,23 @@ class FlagErrors(H.ServerTestCase):
             with self.subTest(listen=bad):
                 self.assert_config_error(self.base(listen=False) + ["--listen", bad], "--listen")
 
+    def test_listen_without_host_suggests_one(self):
+        line = self.assert_config_error(self.base(listen=False) + ["--listen", ":%d" % self.port], "--listen")
+        self.assertIn("has no host; did you mean 0.0.0.0:%d" % self.port, line)
+
+    def test_wrong_flag_names_get_a_suggestion(self):
+        for wrong, meant in (("--issuer", "--service-account-issuer"), ("--key-file", "--service-account-key-file"),
+                             ("--port", "--listen")):
+            with self.subTest(flag=wrong):
+                line = self.assert_config_error(self.base() + [wrong, "x"], wrong)
+                self.assertIn("did you mean %s?" % meant, line)
+
+    def test_max_age_takes_a_duration(self):
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", self.key.pub,
+                                 "--max-age", "15m"], port=self.port)
+        self.check_both(srv, ISSUER, [self.key], max_age=900)
+        self.stop_ok(srv)
+
     def test_unknown_flag(self):
         rc, _, err = H.run_once(self.base() + ["--no-such-flag"])
         self.assertEqual(rc, 2, err)

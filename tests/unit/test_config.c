@@ -96,6 +96,8 @@ static void flag_fails(const char *want, const char *flag, const char *value)
         indices_[i_] = i_;                                                                                             \
     return cr_make_param_array(size_t, indices_, sizeof table / sizeof table[0])
 
+#define MAX_AGE_PROBLEM "must be a duration between 0 and 365d (like 90s, 15m, 24h, 7d or plain seconds)"
+
 /* The arguments each command needs, for tests about the other flags. */
 #define SERVE_ARGS  "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub"
 #define VERIFY_ARGS "verify", "--token-file", "/t.jwt", SERVE_ARGS
@@ -386,7 +388,7 @@ Test(config, dev_defaults_stay_with_dev)
 
 Test(config, dev_validates_like_serve)
 {
-    fails("--max-age \"x\": must be an integer between 0 and 31536000", "dev", "--max-age", "x", NULL);
+    fails("--max-age \"x\": " MAX_AGE_PROBLEM, "dev", "--max-age", "x", NULL);
     fails("--service-account-issuer \"ftp://x\": must be an https URL", "dev", "--service-account-issuer", "ftp://x",
           NULL);
     fails("--listen \"nope\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "dev", "--listen", "nope", NULL);
@@ -550,7 +552,7 @@ Test(config, overview_lists_commands_then_serve_flags)
         "--version",
         "(default 127.0.0.1:8080)",
         "(default application/jwk-set+json)",
-        "\n  --max-age SECONDS               Cache-Control max-age of both documents, 0 to 31536000 (default 3600)\n",
+        "\n  --max-age DURATION              Cache-Control max-age of both documents, 0 to 365d (default 1h)\n",
         "\nKey rotation and the signing key:\n  --key-",
         "--key-reload-interval DURATION",
         "(default 60s)",
@@ -864,8 +866,12 @@ Test(config, listen_errors)
     flag_fails("--listen \"nonsense\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "nonsense");
     flag_fails("--listen \"[::1]\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "[::1]");
     flag_fails("--listen \"[::1:80\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "[::1:80");
-    flag_fails("--listen \":80\": has no host", "--listen", ":80");
-    flag_fails("--listen \"[]:80\": has no host", "--listen", "[]:80");
+    /* Go's ":80" (every address) is written 0.0.0.0:80 here */
+    flag_fails("--listen \":80\": has no host; did you mean 0.0.0.0:80 (every IPv4 address) or 127.0.0.1:80 (this "
+               "host only)?",
+               "--listen", ":80");
+    flag_fails("--listen \"[]:80\": has no host; did you mean [::]:80 (every IPv6 address)?", "--listen", "[]:80");
+    flag_fails("--listen \":x\": has no host", "--listen", ":x");
     flag_fails("--listen \"::1:80\": has an invalid host", "--listen", "::1:80");
     flag_fails("--listen \"[zz::1]:80\": has an invalid host", "--listen", "[zz::1]:80");
     flag_fails("--listen \"a b:80\": has an invalid host", "--listen", "a b:80");
@@ -888,14 +894,36 @@ Test(config, threads_errors)
         flag_fails(want[i][1], "--threads", want[i][0]);
 }
 
+/* --max-age takes a duration like every other duration flag (it took only
+ * seconds), up to the same year. */
+Test(config, max_age_is_a_duration)
+{
+    const struct {
+        const char *value;
+        unsigned long want;
+    } good[] = {{"1h", 3600}, {"90s", 90}, {"15m", 900}, {"365d", 31536000}, {"0", 0}, {"600", 600}};
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        OK_WITH("--max-age", good[i].value, NULL);
+        cr_assert_eq(cfg.max_age, good[i].want, "%s", good[i].value);
+    }
+    flag_fails("--max-age \"366d\": " MAX_AGE_PROBLEM, "--max-age", "366d");
+    flag_fails("--max-age \"1y\": " MAX_AGE_PROBLEM, "--max-age", "1y");
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"max-age\": \"15m\"}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.max_age, 900);
+    ok("export", SERVE_ARGS, "--out", "/o", "--max-age", "2h", NULL);
+    cr_assert_eq(cfg.max_age, 7200);
+}
+
 Test(config, max_age_errors)
 {
-    flag_fails("--max-age \"12x\": must be an integer between 0 and 31536000", "--max-age", "12x");
-    flag_fails("--max-age \"-5\": must be an integer between 0 and 31536000", "--max-age", "-5");
-    flag_fails("--max-age \"31536001\": must be an integer between 0 and 31536000", "--max-age", "31536001");
-    flag_fails("--max-age \"99999999999999999999999\": must be an integer between 0 and 31536000", "--max-age",
-               "99999999999999999999999");
-    flag_fails("--max-age \"1.5\": must be an integer between 0 and 31536000", "--max-age", "1.5");
+    flag_fails("--max-age \"12x\": " MAX_AGE_PROBLEM, "--max-age", "12x");
+    flag_fails("--max-age \"-5\": " MAX_AGE_PROBLEM, "--max-age", "-5");
+    flag_fails("--max-age \"31536001\": " MAX_AGE_PROBLEM, "--max-age", "31536001");
+    flag_fails("--max-age \"99999999999999999999999\": " MAX_AGE_PROBLEM, "--max-age", "99999999999999999999999");
+    flag_fails("--max-age \"1.5\": " MAX_AGE_PROBLEM, "--max-age", "1.5");
 }
 
 Test(config, content_type_errors)
@@ -1394,7 +1422,7 @@ Test(config, file_wrong_types)
     file_fails("{\"service-account-jwks-uri\": [\"https://a.example\"]}",
                "key \"service-account-jwks-uri\": must be a string");
     file_fails("{\"jwks-content-type\": true}", "key \"jwks-content-type\": must be a string");
-    file_fails("{\"max-age\": \"3600\"}", "key \"max-age\": must be an integer between 0 and 31536000");
+    file_fails("{\"max-age\": true}", "key \"max-age\": " MAX_AGE_PROBLEM);
     file_fails("{\"threads\": [2]}", "key \"threads\": must be an integer between 1 and 256");
     file_fails("{\"cors\": \"yes\"}", "key \"cors\": must be true or false");
     file_fails("{\"allow-insecure-issuer\": 1}", "key \"allow-insecure-issuer\": must be true or false");
@@ -1404,10 +1432,10 @@ Test(config, file_wrong_types)
 
 Test(config, file_invalid_values)
 {
-    file_fails("{\"max-age\": -1}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"max-age\": 1.5}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"max-age\": 1e3}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"max-age\": 99999999999999999999999}", "key \"max-age\": must be an integer between 0 and 31536000");
+    file_fails("{\"max-age\": -1}", "key \"max-age\": " MAX_AGE_PROBLEM);
+    file_fails("{\"max-age\": 1.5}", "key \"max-age\": " MAX_AGE_PROBLEM);
+    file_fails("{\"max-age\": 1e3}", "key \"max-age\": " MAX_AGE_PROBLEM);
+    file_fails("{\"max-age\": 99999999999999999999999}", "key \"max-age\": " MAX_AGE_PROBLEM);
     file_fails("{\"threads\": 0}", "key \"threads\": must be an integer between 1 and 256");
     file_fails("{\"listen\": [\"127.0.0.1:1\", \"nope\"]}",
                "key \"listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6");
@@ -1702,7 +1730,9 @@ Test(config, token_review_listen_syntax)
     fails("--token-review-listen \"[zz]:1\": has an invalid host", SERVE_ARGS, "--enable-token-review",
           "--token-review-listen", "[zz]:1", NULL);
     /* a bad value is reported before the missing --enable-token-review */
-    flag_fails("--token-review-listen \":1\": has no host", "--token-review-listen", ":1");
+    flag_fails("--token-review-listen \":1\": has no host; did you mean 0.0.0.0:1 (every IPv4 address) or 127.0.0.1:1 "
+               "(this host only)?",
+               "--token-review-listen", ":1");
 }
 
 Test(config, file_token_verification_keys)
@@ -2409,7 +2439,9 @@ Test(config, tls_value_errors)
     fails("--tls-listen \"nope\": " LISTEN_FORM, SERVE_ARGS, "--tls-listen", "nope", TLS_ARGS, NULL);
     fails("--tls-listen \"127.0.0.1:65536\": must have a port between 0 and 65535", SERVE_ARGS, "--tls-listen",
           "127.0.0.1:65536", TLS_ARGS, NULL);
-    fails("--tls-listen \":1\": has no host", SERVE_ARGS, "--tls-listen", ":1", TLS_ARGS, NULL);
+    fails("--tls-listen \":1\": has no host; did you mean 0.0.0.0:1 (every IPv4 address) or 127.0.0.1:1 (this host "
+          "only)?",
+          SERVE_ARGS, "--tls-listen", ":1", TLS_ARGS, NULL);
     /* a bad value is reported before the missing files */
     flag_fails("--tls-listen \"[zz]:1\": has an invalid host", "--tls-listen", "[zz]:1");
     flag_fails("--tls-cert-file \"\": must not be empty", "--tls-cert-file", "");
@@ -3015,7 +3047,7 @@ Test(config, export_value_errors)
 {
     fails("--out \"\": must not be empty", EXPORT_ARGS, "--out", "", NULL);
     fails("--out: missing value", "export", SERVE_ARGS, "--out", NULL);
-    fails("--max-age \"-1\": must be an integer between 0 and 31536000", EXPORT_ARGS, "--max-age", "-1", NULL);
+    fails("--max-age \"-1\": " MAX_AGE_PROBLEM, EXPORT_ARGS, "--max-age", "-1", NULL);
     fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits "
           "http for development only)",
           "export", "--service-account-issuer", "http://a.example", "--service-account-key-file", "/k", "--out", "/o",
