@@ -74,6 +74,8 @@ int main(int argc, char **argv)
         return cmd == CONFIG_CMD_VERSION || help ? 0 : 1;
     }
     main_init_log(&cfg);
+    for (size_t i = 0; i < cfg.warnings.count; i++)
+        log_msg(LOG_WARN, "%s", cfg.warnings.items[i]);
     if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN || cmd == CONFIG_CMD_EXPORT) {
         rc = cmd == CONFIG_CMD_KEYS     ? keys_command(&cfg)
              : cmd == CONFIG_CMD_VERIFY ? verify_command(&cfg)

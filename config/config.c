@@ -70,16 +70,18 @@ struct quoted {
     char s[CONFIG_ERR_MAX];
 };
 
-/* Writes the error message; returns -1 so callers can `return fail(...)`. */
-__attribute__((format(printf, 2, 3))) static int fail(struct parser *p, const char *fmt, ...)
+/* Writes a message of at most len bytes, cut short if it must be. */
+__attribute__((format(printf, 3, 4))) static void say(char *out, size_t len, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(p->err, p->errlen, fmt, ap);
+    vsnprintf(out, len, fmt, ap);
     va_end(ap);
-    return -1;
 }
+
+/* Writes the error message; returns -1 so callers can `return fail(...)`. */
+#define fail(p, ...) (say((p)->err, (p)->errlen, __VA_ARGS__), -1)
 
 /* Quotes s[0..len) for an error message so that no value can break the
  * message's single line. */
@@ -93,14 +95,24 @@ static struct quoted quote(const char *s, size_t len)
     return q;
 }
 
-/* Reports a bad value of row o, naming where it came from: the flag and
- * the value on the command line, or the file and the key in a config file. */
+/* Writes what is said of a value of row o, naming where it came from: the
+ * flag and the value on the command line, or the file and the key in a
+ * config file. */
+static void say_value(char *out, size_t len, const char *origin, const struct config_option *o, const char *value,
+                      const char *what)
+{
+    if (origin)
+        config_file_key_error(out, len, origin, o->name, what);
+    else
+        say(out, len, "--%s %s: %s", o->name, quote(value, strlen(value)).s, what);
+}
+
+/* Reports a bad value of row o. */
 static int fail_value(struct parser *p, const char *origin, const struct config_option *o, const char *value,
                       const char *problem)
 {
-    if (origin)
-        return config_file_key_error(p->err, p->errlen, origin, o->name, problem);
-    return fail(p, "--%s %s: %s", o->name, quote(value, strlen(value)).s, problem);
+    say_value(p->err, p->errlen, origin, o, value, problem);
+    return -1;
 }
 
 /* Whether a row's values accumulate rather than replace each other. */
@@ -654,11 +666,35 @@ static int check_rules(struct parser *p)
     return p->cmd == CONFIG_CMD_VERIFY ? check_verify(p) : check_token(p);
 }
 
+/* An issuer ending in "/" is accepted, as kube-apiserver accepts it, but
+ * relying parties compare it byte for byte: the tokens' iss and what each
+ * relying party was told must end in "/" too, which is easy to miss. */
+static int warn_trailing_slash(struct parser *p, const struct config_option *o)
+{
+    const struct setting *s = setting_of(p, o);
+    char line[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; (o->commands & CMD(p->cmd)) && i < s->values.count; i++) {
+        const char *v = s->values.items[i];
+        if (v[0] == '\0' || v[strlen(v) - 1] != '/')
+            continue;
+        say_value(line, sizeof line, s->origin, o, v,
+                  "ends with \"/\"; relying parties compare the issuer byte for byte, so the iss of the tokens and "
+                  "the issuer registered with each relying party must end with \"/\" too");
+        if (config_strlist_append(&p->cfg.warnings, line, strlen(line)) < 0)
+            return fail(p, "out of memory");
+    }
+    return 0;
+}
+
 /* Everything a command needs beyond the defaults. */
 static int validate(struct parser *p)
 {
     if (check_commands(p) < 0 || check_values(p) < 0 || put_derived(p) < 0 || check_required(p) < 0 ||
         check_rules(p) < 0)
+        return -1;
+    if (warn_trailing_slash(p, config_option("service-account-issuer")) < 0 ||
+        warn_trailing_slash(p, config_option("issuer")) < 0)
         return -1;
     return 0;
 }

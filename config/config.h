@@ -126,6 +126,10 @@ struct config {
     /* CONFIG_CMD_HELP: what to print: a command's help (serve .. export),
      * the overview (CONFIG_CMD_HELP) or every flag (CONFIG_HELP_ALL). */
     enum config_command help_topic;
+
+    /* Values accepted that often surprise (an issuer ending in "/"): one
+     * line each, naming the flag or key, for the caller to log. */
+    struct config_strlist warnings;
 };
 
 /* Parses argv (argv[0] is the program name; an optional subcommand may follow)

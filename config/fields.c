@@ -153,5 +153,6 @@ void config_free(struct config *cfg)
         else if (o->kind == CONFIG_KIND_LISTEN)
             free_listens(*AT(cfg, o, struct config_listen *), *COUNT_AT(cfg, o));
     }
+    config_strlist_free(&cfg->warnings);
     memset(cfg, 0, sizeof *cfg);
 }

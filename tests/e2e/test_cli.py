@@ -169,6 +169,19 @@ class FlagErrors(H.ServerTestCase):
         self.check_both(srv, issuer, [self.key])
         self.stop_ok(srv)
 
+    def test_trailing_slash_issuer_warns(self):
+        """Accepted as kube-apiserver accepts it, and served as given, with a
+        warning that relying parties compare it byte for byte."""
+        issuer = ISSUER + "/"
+        srv = self.start_server(["--service-account-issuer", issuer, "--service-account-key-file", self.key.pub],
+                                port=self.port)
+        self.check_both(srv, issuer, [self.key])
+        warnings = [line for line in srv.stderr().splitlines() if "byte for byte" in line]
+        self.assertEqual(len(warnings), 1, srv.stderr())
+        self.assertIn("warn", warnings[0].lower())
+        self.assertIn('--service-account-issuer "%s"' % issuer, warnings[0])
+        self.stop_ok(srv)
+
     def test_port_in_use(self):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))

@@ -303,6 +303,35 @@ Test(config, jwks_uri_derivation)
     cr_assert_str_eq(cfg.jwks_uri, "https://a.example:8443/t/openid/v1/jwks");
 }
 
+/* An issuer ending in "/" is accepted (kube-apiserver accepts it) with a
+ * warning for the caller to log: relying parties compare it byte for byte. */
+#define SLASH_WARNING                                                                                                  \
+    "ends with \"/\"; relying parties compare the issuer byte for byte, so the iss of the tokens and the issuer "      \
+    "registered with each relying party must end with \"/\" too"
+
+Test(config, trailing_slash_issuer_warns)
+{
+    char want[CONFIG_ERR_MAX];
+
+    ok("--service-account-issuer", "https://a.example", "--service-account-key-file", "/k", NULL);
+    cr_assert_eq(cfg.warnings.count, 0);
+    ok("--service-account-issuer", "https://a.example/", "--service-account-issuer", "https://b.example/x/",
+       "--service-account-key-file", "/k", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example/", "accepted as given");
+    list_is(&cfg.warnings, 2, "--service-account-issuer \"https://a.example/\": " SLASH_WARNING,
+            "--service-account-issuer \"https://b.example/x/\": " SLASH_WARNING);
+    ok(TOKEN_ARGS, "--issuer", "https://t.example/", NULL);
+    list_is(&cfg.warnings, 1, "--issuer \"https://t.example/\": " SLASH_WARNING);
+    write_file("{\"service-account-issuer\": \"https://a.example/\", \"service-account-key-file\": \"/k\"}");
+    ok("export", "--config", path, "--out", "/o", NULL);
+    snprintf(want, sizeof want, "config file %s: key \"service-account-issuer\": " SLASH_WARNING, path);
+    list_is(&cfg.warnings, 1, want);
+    /* token does not read serve's issuer, so it does not warn about it */
+    ok("token", "--config", path, "--signing-key-file", "/k.key", "--issuer", "https://a.example",
+       "--service-account-uid", "u", NULL);
+    cr_assert_eq(cfg.warnings.count, 0);
+}
+
 Test(config, insecure_issuer_allowed_with_flag)
 {
     ok("--allow-insecure-issuer", "--service-account-issuer", "http://127.0.0.1:8080", "--service-account-key-file",
