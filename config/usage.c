@@ -239,10 +239,9 @@ static void put_command_help(FILE *f, enum config_command cmd)
 
     for (size_t i = 0; i < config_option_count; i++) {
         const struct config_option *o = &config_options[i];
-        int n = (int)(strlen(o->name) + strlen(o->arg) + 4);
         if (!(o->required & CONFIG_CMD_BIT(cmd)))
             continue;
-        if (used + n > WIDTH)
+        if (used + (int)(strlen(o->name) + strlen(o->arg) + 4) > WIDTH)
             used = fprintf(f, "\n%*s", (int)strlen(start), "") - 1;
         used += fprintf(f, " --%s %s", o->name, o->arg);
     }

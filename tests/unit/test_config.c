@@ -3123,6 +3123,7 @@ Test(config, table_rows_are_complete)
         cr_assert(o->commands && !(o->commands & ~EVERY_COMMAND), "--%s: commands", o->name);
         cr_assert_eq(o->required & ~o->commands, 0, "--%s: required where not taken", o->name);
         cr_assert_eq(o->required != 0, o->why_required != NULL, "--%s: why required", o->name);
+        cr_assert(!o->required || o->arg, "--%s: a required flag has a value the usage line shows", o->name);
         cr_assert_lt(o->group, CONFIG_GROUP_COUNT, "--%s", o->name);
         cr_assert_eq(o->kind == CONFIG_KIND_CHOICE, o->choices != NULL, "--%s: choices", o->name);
     }
