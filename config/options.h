@@ -36,7 +36,7 @@ enum config_kind {
     CONFIG_KIND_COMMAS,   /* struct config_strlist; repeatable comma-separated lists, joined */
     CONFIG_KIND_LISTEN,   /* struct config_listen * and a size_t count; repeatable */
     CONFIG_KIND_UINT,     /* unsigned long, a decimal integer in [min, max] */
-    CONFIG_KIND_DURATION, /* unsigned long seconds in [min, max]; a number of seconds in the config file */
+    CONFIG_KIND_DURATION, /* unsigned long seconds in [min, max]; "15m" or a number of seconds in the file */
     CONFIG_KIND_BOOL,     /* int; a switch on the command line, true or false in the config file */
     CONFIG_KIND_ACTION,   /* --config, --help, --version: act on the parse itself, fill no field */
 };
