@@ -125,7 +125,7 @@ int keys_command(const struct config *cfg)
     char *before = h ? keys_kids_before(h) : NULL;
     struct keyset *ks = NULL;
     struct keys_row *rows = NULL;
-    int rc = 2;
+    int json = strcmp(cfg->output, "json") == 0, rc = 2;
 
     if (before == NULL || publish_keyset(cfg, h, NULL, now, NULL, NULL, &ks, err, sizeof(err)) < 0 ||
         (rows = calloc(ks->count, sizeof(*rows))) == NULL) {
@@ -135,9 +135,9 @@ int keys_command(const struct config *cfg)
     for (size_t i = 0; i < ks->count; i++)
         keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid),
                       keys_was_known(before, nbefore, ks->keys[i].kid), cfg->key_retention);
-    if (!cfg->output_json)
+    if (!json)
         keys_print_table(rows, ks->count);
-    rc = cfg->output_json && keys_print_json(rows, ks->count) != 0 ? 2 : 0;
+    rc = json && keys_print_json(rows, ks->count) != 0 ? 2 : 0;
 out:
     free(rows);
     free(before);

@@ -20,32 +20,22 @@
 #include "cli/token_command.h"
 #include "cli/verify_command.h"
 
-/* Where `oidc-discovery dev` keeps its generated key pair (git-ignored). */
-#define DEV_KEYS_DIR "dev-keys"
-
-/* `dev` without key files: generate a key pair once and serve its public
- * half, so a fresh checkout runs with no cluster at hand. The path joins
- * cfg's own list, which config_free releases. */
-static int main_dev_keys(struct config *cfg)
+/* `dev` serving its own key pair (config's default key file for dev):
+ * generate the pair once, so that a fresh checkout runs with no cluster at
+ * hand. Other key files are read as they are. */
+static int main_dev_keys(const struct config *cfg)
 {
     char err[1024], pub_path[4096];
-    char **items;
     int rc;
 
-    if ((rc = devkeys_ensure(DEV_KEYS_DIR, pub_path, sizeof(pub_path), err, sizeof(err))) < 0) {
+    if (cfg->key_files.count != 1 || strcmp(cfg->key_files.items[0], CONFIG_DEV_KEY_FILE) != 0)
+        return 0;
+    if ((rc = devkeys_ensure(CONFIG_DEV_KEYS_DIR, pub_path, sizeof(pub_path), err, sizeof(err))) < 0) {
         log_msg(LOG_ERROR, "%s", err);
         return -1;
     }
-    if ((items = malloc(sizeof(*items))) == NULL || (items[0] = strdup(pub_path)) == NULL) {
-        free(items);
-        log_msg(LOG_ERROR, "out of memory");
-        return -1;
-    }
-    free(cfg->key_files.items);
-    cfg->key_files.items = items;
-    cfg->key_files.count = 1;
     log_msg(LOG_INFO, "%s development key pair in %s/ (sa.key, sa.pub)", rc ? "generated a" : "using the",
-            DEV_KEYS_DIR);
+            CONFIG_DEV_KEYS_DIR);
     return 0;
 }
 
@@ -74,11 +64,18 @@ int main(int argc, char **argv)
         return 2;
     }
     if (cmd == CONFIG_CMD_HELP || cmd == CONFIG_CMD_VERSION) {
-        fputs(cmd == CONFIG_CMD_HELP ? config_usage(cmd) : "oidc-discovery " OIDC_VERSION "\n", stdout);
+        char *help = cmd == CONFIG_CMD_HELP ? config_usage(cfg.help_topic) : NULL;
+        fputs(cmd == CONFIG_CMD_VERSION ? "oidc-discovery " OIDC_VERSION "\n"
+              : help                    ? help
+                                        : "out of memory\n",
+              cmd == CONFIG_CMD_VERSION || help ? stdout : stderr);
+        free(help);
         config_free(&cfg);
-        return 0;
+        return cmd == CONFIG_CMD_VERSION || help ? 0 : 1;
     }
     main_init_log(&cfg);
+    for (size_t i = 0; i < cfg.warnings.count; i++)
+        log_msg(LOG_WARN, "%s", cfg.warnings.items[i]);
     if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN || cmd == CONFIG_CMD_EXPORT) {
         rc = cmd == CONFIG_CMD_KEYS     ? keys_command(&cfg)
              : cmd == CONFIG_CMD_VERIFY ? verify_command(&cfg)
@@ -87,7 +84,7 @@ int main(int argc, char **argv)
         goto out;
     }
     log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);
-    if (cmd == CONFIG_CMD_DEV && cfg.key_files.count == 0 && main_dev_keys(&cfg) != 0) {
+    if (cmd == CONFIG_CMD_DEV && main_dev_keys(&cfg) != 0) {
         rc = 1;
         goto out;
     }

@@ -17,90 +17,24 @@
 
 #define CONFIG_ERR_MAX 512
 
+/* Where `dev` keeps its development key pair (git-ignored), and the key
+ * file dev serves unless given others: main generates the pair there when
+ * it is missing. */
+#define CONFIG_DEV_KEYS_DIR "dev-keys"
+#define CONFIG_DEV_KEY_FILE CONFIG_DEV_KEYS_DIR "/sa.pub"
+
 /* One listen address. host is a numeric IPv4/IPv6 address or a name;
  * IPv6 is written "[::1]:8080" on the command line and stored without
  * brackets. */
 struct config_listen {
-    char *host;          /* NULL for a Unix socket */
+    char *host; /* NULL for a Unix socket */
     unsigned short port;
-    char *unix_path;     /* "--listen unix:/run/x.sock" (only --listen accepts it), else NULL */
+    char *unix_path; /* "--listen unix:/run/x.sock" (only --listen accepts it), else NULL */
 };
 
 struct config_strlist {
     char **items;
     size_t count;
-};
-
-struct config {
-    struct config_strlist issuers;   /* --service-account-issuer, >= 1 */
-    char *jwks_uri;                  /* --service-account-jwks-uri, or derived */
-    struct config_strlist key_files; /* --service-account-key-file, >= 1 */
-    struct config_listen *listens;   /* --listen, >= 1 */
-    size_t listen_count;
-    unsigned threads;          /* --threads, >= 1 (default: online CPUs) */
-    unsigned long max_age;     /* --max-age seconds (default 3600) */
-    char *jwks_content_type;   /* --jwks-content-type */
-    int cors;                  /* --cors / --no-cors (default 1) */
-    int allow_insecure_issuer; /* --allow-insecure-issuer */
-
-    /* Key rotation. Durations are in seconds. */
-    unsigned long key_reload_interval; /* --key-reload-interval (default 60) */
-    unsigned long key_retention;       /* --key-retention (default 0 = off) */
-    char *state_dir;                   /* --state-dir, NULL when unset */
-    char *signing_key_file;            /* --signing-key-file, NULL when unset */
-
-    int output_json;  /* keys --output json (default table) */
-    char *export_dir; /* export --out DIR (required there, valid nowhere else) */
-
-    /* Token verification (serve's TokenReview endpoint and `verify`). */
-    struct config_strlist api_audiences; /* --api-audiences (comma list); empty = the issuers */
-    unsigned long token_leeway;          /* --token-leeway seconds (default 60) */
-    unsigned long max_token_size;        /* --max-token-size bytes (default 16384) */
-    int accept_legacy_tokens;            /* --accept-legacy-tokens */
-    int enable_token_review;             /* --enable-token-review */
-    struct config_listen *token_review_listens; /* --token-review-listen, >= 1 when enabled */
-    size_t token_review_listen_count;
-
-    /* `verify` */
-    char *token_file;     /* --token-file PATH or "-" (required) */
-    char *discovery_url;  /* --discovery-url URL (instead of key files) */
-    char *ca_file;        /* --ca-file PATH for --discovery-url */
-    unsigned long repeat; /* --repeat N (default 1) */
-    int no_cache;         /* --no-cache */
-
-    /* `token` */
-    char *mint_issuer;                /* --issuer (required) */
-    struct config_strlist audiences;  /* --audience, repeatable (default: the issuer) */
-    char *mint_namespace;             /* --namespace (default "default") */
-    char *service_account;            /* --service-account (default "default") */
-    char *service_account_uid;        /* --service-account-uid (default: a fresh UUID is NOT generated here; required) */
-    char *pod_name, *pod_uid;         /* optional, together */
-    char *node_name, *node_uid;       /* optional, together */
-    unsigned long duration;           /* --duration (default 3600) */
-
-    /* Production serving (serve and dev). */
-    struct config_listen *tls_listens; /* --tls-listen HOST:PORT, repeatable */
-    size_t tls_listen_count;
-    char *tls_cert_file;               /* --tls-cert-file (PEM chain), required with --tls-listen */
-    char *tls_key_file;                /* --tls-private-key-file, required with --tls-listen */
-    char *path_prefix;                 /* --path-prefix "/p" (no trailing slash), NULL when unset */
-    struct config_strlist allowed_hosts; /* --allowed-hosts a,b (comma list); empty = any */
-    struct config_listen *admin_listens; /* --admin-listen (default 127.0.0.1:9090) */
-    size_t admin_listen_count;
-    int no_admin;                        /* --admin-listen none */
-    char *log_level;                   /* --log-level error|warn|info|debug (default info) */
-    char *log_format;                  /* --log-format text|json (default text) */
-    char *access_log;                  /* --access-log PATH or "-" (stdout), NULL = off */
-    unsigned long max_header_size;     /* --max-request-header-size bytes (default 8192) */
-    unsigned long request_timeout;     /* --request-timeout seconds (default 10): HTTP/1.1 idle + whole request */
-    unsigned long idle_timeout;        /* --http2-idle-timeout seconds (default 60) */
-    unsigned long write_timeout;       /* --write-timeout seconds (default 10): a pending response stalls */
-    unsigned long max_connections;     /* --max-connections: the public listeners, per process (default 10000) */
-    unsigned long token_review_max_connections; /* --token-review-max-connections (default 1000) */
-    unsigned long admin_max_connections;        /* --admin-max-connections (default 64) */
-    unsigned long http2_max_streams;   /* --http2-max-concurrent-streams (default 100) */
-    int http2;                         /* --http2: HTTP/2 on the public listeners (default off) */
-    unsigned long shutdown_grace;      /* --shutdown-grace seconds (default 5) */
 };
 
 enum config_command {
@@ -110,8 +44,92 @@ enum config_command {
     CONFIG_CMD_VERIFY,  /* "verify": verify one token, print a TokenReview-style result */
     CONFIG_CMD_TOKEN,   /* "token": mint a kube-shaped token for tests and demos */
     CONFIG_CMD_EXPORT,  /* "export": write both documents into a directory, for static hosting */
-    CONFIG_CMD_HELP,    /* --help was asked for: print config_usage() */
+    CONFIG_CMD_HELP,    /* --help, -h or "help": print config_usage(cfg.help_topic) */
     CONFIG_CMD_VERSION, /* --version */
+    CONFIG_HELP_ALL,    /* no command: the help topic of "help all", every flag once */
+};
+
+/* The flags' values. Which flag fills which field, with its default and
+ * range, is in the option table (config/options.c); durations are in
+ * seconds. A field of a flag the command does not take holds its default. */
+struct config {
+    struct config_strlist issuers;   /* --service-account-issuer; the first is published */
+    char *jwks_uri;                  /* --service-account-jwks-uri, or derived from the first issuer */
+    struct config_strlist key_files; /* --service-account-key-file */
+    struct config_listen *listens;   /* --listen */
+    size_t listen_count;
+    unsigned long threads;     /* --threads */
+    unsigned long max_age;     /* --max-age */
+    char *jwks_content_type;   /* --jwks-content-type */
+    int cors;                  /* --cors / --no-cors */
+    int allow_insecure_issuer; /* --allow-insecure-issuer */
+
+    /* Key rotation. */
+    unsigned long key_reload_interval; /* --key-reload-interval */
+    unsigned long key_retention;       /* --key-retention; 0: off */
+    char *state_dir;                   /* --state-dir, or NULL */
+    char *signing_key_file;            /* --signing-key-file, or NULL */
+
+    char *output;     /* keys --output: "table" or "json" */
+    char *export_dir; /* export --out */
+
+    /* Token verification (serve's TokenReview endpoint and `verify`). */
+    struct config_strlist api_audiences;        /* --api-audiences, split at commas; empty: the issuers */
+    unsigned long token_leeway;                 /* --token-leeway */
+    unsigned long max_token_size;               /* --max-token-size, bytes */
+    int accept_legacy_tokens;                   /* --accept-legacy-tokens */
+    int enable_token_review;                    /* --enable-token-review */
+    struct config_listen *token_review_listens; /* --token-review-listen, when enabled */
+    size_t token_review_listen_count;
+
+    /* `verify` */
+    char *token_file;     /* --token-file: a path, or "-" */
+    char *discovery_url;  /* --discovery-url, instead of key files */
+    char *ca_file;        /* --ca-file, for --discovery-url */
+    unsigned long repeat; /* --repeat */
+    int no_cache;         /* --no-cache */
+
+    /* `token` */
+    char *mint_issuer;               /* --issuer */
+    struct config_strlist audiences; /* --audience, or the issuer */
+    char *mint_namespace;            /* --namespace */
+    char *service_account;           /* --service-account */
+    char *service_account_uid;       /* --service-account-uid */
+    char *pod_name, *pod_uid;        /* --pod-name, --pod-uid: both or neither */
+    char *node_name, *node_uid;      /* --node-name, --node-uid: both or neither */
+    unsigned long duration;          /* --duration */
+
+    /* Production serving (serve and dev). */
+    struct config_listen *tls_listens; /* --tls-listen */
+    size_t tls_listen_count;
+    char *tls_cert_file;                 /* --tls-cert-file (PEM chain), with --tls-listen */
+    char *tls_key_file;                  /* --tls-private-key-file, with --tls-listen */
+    char *path_prefix;                   /* --path-prefix ("/p", no trailing slash), or NULL */
+    struct config_strlist allowed_hosts; /* --allowed-hosts, split at commas, lowercased; empty: any */
+    struct config_listen *admin_listens; /* --admin-listen */
+    size_t admin_listen_count;
+    int no_admin;                               /* --admin-listen none */
+    char *log_level;                            /* --log-level: error, warn, info or debug */
+    char *log_format;                           /* --log-format: text or json */
+    char *access_log;                           /* --access-log: a path, "-" (stdout), or NULL: off */
+    unsigned long max_header_size;              /* --max-request-header-size, bytes */
+    unsigned long request_timeout;              /* --request-timeout: HTTP/1.1 idle and whole request */
+    unsigned long idle_timeout;                 /* --http2-idle-timeout */
+    unsigned long write_timeout;                /* --write-timeout: a pending response stalls */
+    unsigned long max_connections;              /* --max-connections: the public listeners, per process */
+    unsigned long token_review_max_connections; /* --token-review-max-connections */
+    unsigned long admin_max_connections;        /* --admin-max-connections */
+    unsigned long http2_max_streams;            /* --http2-max-concurrent-streams */
+    int http2;                                  /* --http2: HTTP/2 on the public listeners */
+    unsigned long shutdown_grace;               /* --shutdown-grace */
+
+    /* CONFIG_CMD_HELP: what to print: a command's help (serve .. export),
+     * the overview (CONFIG_CMD_HELP) or every flag (CONFIG_HELP_ALL). */
+    enum config_command help_topic;
+
+    /* Values accepted that often surprise (an issuer ending in "/"): one
+     * line each, naming the flag or key, for the caller to log. */
+    struct config_strlist warnings;
 };
 
 /* Parses argv (argv[0] is the program name; an optional subcommand may follow)
@@ -121,20 +139,11 @@ enum config_command {
  * CONFIG_CMD_VERSION *out holds defaults only and is not validated. */
 int config_parse(int argc, char **argv, enum config_command *cmd, struct config *out, char *err, size_t errlen);
 
-/* Parses a duration: "90s", "15m", "24h", "7d" or plain seconds ("300").
- * Returns 0 and the seconds in *out, or -1. */
-int config_parse_duration(const char *s, unsigned long *out);
-
-/* Usage text for the subcommand (every flag with its default). */
-const char *config_usage(enum config_command cmd);
+/* The help text of topic (see help_topic), written from the option table;
+ * the caller frees it. NULL when out of memory. */
+char *config_usage(enum config_command topic);
 
 /* Frees everything config_parse allocated; safe on a zeroed struct. */
 void config_free(struct config *cfg);
-
-/* Validates an issuer or jwks URL: https (or http when allow_http), a host,
- * no query, no fragment, no characters outside RFC 3986. Returns NULL when
- * valid or a static string saying what is wrong. Exposed for tests and for
- * the `dev` command. */
-const char *config_check_url(const char *url, int allow_http);
 
 #endif

@@ -53,7 +53,7 @@ char *keyfile_read(const char *path, size_t max, size_t *len, struct stat *st, c
     if (fd < 0 || fstat(fd, st) != 0) {
         snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     } else if (!S_ISREG(st->st_mode)) {
-        snprintf(err, errlen, "%s: cannot read: it is %s, not a regular file; put the PEM file itself there", path,
+        snprintf(err, errlen, "%s: cannot read: it is %s, not a regular file; put the file itself there", path,
                  keyfile_kind(st->st_mode));
     } else if ((size_t)st->st_size > max) {
         snprintf(err, errlen, "%s: cannot read: larger than %zu bytes", path, max);

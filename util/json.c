@@ -23,14 +23,18 @@
  */
 #include "util/json.h"
 
+#include "util/printable.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define JSON_INVALID   "invalid JSON"
-#define JSON_DUPLICATE "duplicate member in a JSON object"
+#define JSON_INVALID "invalid JSON"
+/* A duplicate member is named (quoted, cut at this many bytes), so that a
+ * file's author can find it. */
+#define JSON_NAME_SHOWN 64
 
 /* The memory of one tree: its values and strings are carved from chunks
  * that are freed all at once, so that a parse costs a malloc or two rather
@@ -56,6 +60,7 @@ struct json_parser {
     const unsigned char *s, *end;
     struct json_chunk *first, *last;
     const char *error;
+    char message[JSON_NAME_SHOWN + 64]; /* where a formatted error is written */
 };
 
 static struct json_chunk *json_chunk_new(size_t size)
@@ -86,6 +91,18 @@ static int json_fail(struct json_parser *p, const char *why)
     if (p->error == NULL)
         p->error = why;
     return -1;
+}
+
+/* Fails on the member name given twice in one object. */
+static int json_fail_duplicate(struct json_parser *p, const char *name)
+{
+    char quoted[JSON_NAME_SHOWN + 8];
+
+    if (p->error != NULL)
+        return -1;
+    snprintf(p->message, sizeof(p->message), "duplicate member %s in a JSON object",
+             printable_quote(name, quoted, sizeof(quoted)));
+    return json_fail(p, p->message);
 }
 
 /* size bytes from the parse's chunks, aligned for any value, or NULL (with
@@ -375,8 +392,9 @@ static int json_small_integer(const unsigned char *s, size_t len, double *num)
 
 /* Reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. Its text
  * goes to strtod, which yields +-inf for what a double cannot hold (the
- * claim readers refuse that) and never overflows on the way. */
-static int json_number(struct json_parser *p, double *num)
+ * claim readers refuse that) and never overflows on the way; v keeps the
+ * text, unless the number is a small integer that num holds exactly. */
+static int json_number(struct json_parser *p, struct json_value *v)
 {
     const unsigned char *start = p->s, *s = p->s, *end = p->end, *digits;
     size_t len;
@@ -404,14 +422,15 @@ static int json_number(struct json_parser *p, double *num)
     }
     p->s = s;
     len = (size_t)(s - start);
-    if (json_small_integer(start, len, num))
+    if (json_small_integer(start, len, &v->num))
         return 0;
     /* strtod needs the text NUL-terminated. */
     if ((text = json_alloc(p, len + 1)) == NULL)
         return -1;
     memcpy(text, start, len);
     text[len] = '\0';
-    *num = strtod(text, NULL);
+    v->num = strtod(text, NULL);
+    v->str = text;
     return 0;
 }
 
@@ -473,7 +492,7 @@ static int json_check_names(struct json_parser *p, const struct json_value *v, s
     qsort(names, n, sizeof(*names), json_name_cmp);
     for (i = 1; i < n && rc == 0; i++)
         if (strcmp(names[i - 1], names[i]) == 0)
-            rc = json_fail(p, JSON_DUPLICATE);
+            rc = json_fail_duplicate(p, names[i]);
     free(names);
     return rc;
 }
@@ -501,7 +520,7 @@ static int json_object(struct json_parser *p, struct json_value *v, int depth)
         /* Two parsers that keep the first or the last of a name given
          * twice would see different tokens. */
         if (n < JSON_LINEAR_MEMBERS && json_get(v, name) != NULL)
-            return json_fail(p, JSON_DUPLICATE);
+            return json_fail_duplicate(p, name);
         if (json_expect(p, ':') != 0 || (member = json_append(p, v, name)) == NULL)
             return -1;
         n++;
@@ -575,11 +594,11 @@ static int json_value_at(struct json_parser *p, struct json_value *v, int depth)
         return json_literal(p, "null");
     default:
         v->type = JSON_NUMBER;
-        return json_number(p, &v->num);
+        return json_number(p, v);
     }
 }
 
-struct json_value *json_parse(const unsigned char *json, size_t len, char *err, size_t errlen)
+struct json_value *json_parse_at(const unsigned char *json, size_t len, size_t *stop, char *err, size_t errlen)
 {
     struct json_parser p = {.s = json, .end = len ? json + len : json};
     struct json_value *root = NULL;
@@ -601,8 +620,15 @@ struct json_value *json_parse(const unsigned char *json, size_t len, char *err, 
     if (p.error == NULL)
         return root;
     snprintf(err, errlen, "%s", p.error);
+    if (stop != NULL)
+        *stop = (size_t)(p.s - json);
     json_chunks_free(p.first);
     return NULL;
+}
+
+struct json_value *json_parse(const unsigned char *json, size_t len, char *err, size_t errlen)
+{
+    return json_parse_at(json, len, NULL, err, errlen);
 }
 
 void json_free(struct json_value *root)

@@ -21,7 +21,8 @@ enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSO
 struct json_value {
     enum json_type type;
     char *name;                      /* member name when the parent is an object, else NULL */
-    char *str;                       /* JSON_STRING: NUL-terminated, no embedded NUL */
+    char *str;                       /* JSON_STRING: NUL-terminated, no embedded NUL; JSON_NUMBER: its text,
+                                        or NULL for an integer of at most 15 digits (num is exact) */
     double num;                      /* JSON_NUMBER (may be +-inf when out of range) */
     int boolean;                     /* JSON_BOOL */
     struct json_value *child, *last; /* containers: first and last child */
@@ -31,6 +32,11 @@ struct json_value {
 /* Parses len bytes of JSON into a tree, all of it in memory owned by the
  * root. Returns the root (an object), or NULL with the reason in err. */
 struct json_value *json_parse(const unsigned char *json, size_t len, char *err, size_t errlen);
+
+/* json_parse, which on failure also writes to *stop the offset of the
+ * byte where the parse stopped (the end of the input when it ended early),
+ * for messages that point into a file. */
+struct json_value *json_parse_at(const unsigned char *json, size_t len, size_t *stop, char *err, size_t errlen);
 
 /* The member called name of object obj, or NULL (also when obj is NULL or
  * not an object), so that lookups can be chained. */

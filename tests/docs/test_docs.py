@@ -350,6 +350,34 @@ class DocsTest(unittest.TestCase):
         if problems:
             self.fail("\n".join(problems))
 
+    def test_flags_named_are_the_binarys(self):
+        """The flags of the README's tables and of every oidc-discovery
+        command line in the README and the guides are flags the binary
+        knows (`help all` lists them all), so a renamed flag cannot linger."""
+        r = subprocess.run([BIN, "help", "all"], capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        known = set(re.findall(r"(?m)^  (?:-h, )?--([a-z0-9-]+)(?:, --([a-z0-9-]+))?", r.stdout))
+        known = {name for pair in known for name in pair if name}
+        self.assertIn("service-account-issuer", known)
+        problems = []
+        for path in [os.path.join(REPO, "README.md")] + [os.path.join(DOCS, n) for n in pages()]:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().split("\n")
+            command = False
+            for no, line in enumerate(lines, 1):
+                named = []
+                if line.startswith("| `--"):
+                    named = re.findall(r"`--([a-z0-9-]+)", line.split("|")[1])
+                if OURS_RE.search(line.split("#", 1)[0]) and not line.lstrip().startswith("|"):
+                    command = True
+                if command:
+                    named += re.findall(r"(?<![\w-])--([a-z][a-z0-9-]*)", line.split("#", 1)[0])
+                    command = line.rstrip().endswith("\\")
+                problems += [f"{os.path.relpath(path, REPO)}:{no}: --{n} is no flag of oidc-discovery"
+                             for n in named if n not in known]
+        if problems:
+            self.fail("\n".join(problems))
+
     def test_runnable_blocks(self):
         if not in_private_netns():
             print("test_docs: no private network namespace; using the host's loopback", file=sys.stderr)

@@ -41,6 +41,28 @@ class HelpVersion(H.ServerTestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("--service-account-issuer", out + err)
 
+    def test_command_help(self):
+        """Each command's help lists its own flags first; `help COMMAND`
+        prints the same, and `help all` every flag of every command."""
+        own = {"serve": "--service-account-issuer", "keys": "--output", "verify": "--token-file",
+               "token": "--issuer", "export": "--out"}
+        for command, first in own.items():
+            with self.subTest(command=command):
+                rc, out, err = H.run_once([command, "--help"])
+                self.assertEqual(rc, 0, err)
+                self.assertTrue(out.startswith("Usage: oidc-discovery"), out)
+                self.assertIn(command, out.splitlines()[0])
+                flags = re.findall(r"^  (?:-h, )?(--[a-z0-9-]+)", out, re.M)
+                self.assertEqual(flags[0], first, out)
+                rc, out2, err = H.run_once(["help", command])
+                self.assertEqual((rc, out2), (0, out), err)
+        rc, out, _ = H.run_once(["token", "--help"])
+        self.assertNotIn("--listen", out, "token's help lists only token's flags")
+        rc, out, err = H.run_once(["help", "all"])
+        self.assertEqual(rc, 0, err)
+        for flag in ("--token-file", "--issuer", "--out", "--output", "--listen", "--http2"):
+            self.assertRegex(out, r"(?m)^  %s\b" % flag)
+
     def test_version(self):
         rc, out, err = H.run_once(["--version"])
         self.assertEqual(rc, 0, err)
@@ -110,6 +132,23 @@ class FlagErrors(H.ServerTestCase):
             with self.subTest(listen=bad):
                 self.assert_config_error(self.base(listen=False) + ["--listen", bad], "--listen")
 
+    def test_listen_without_host_suggests_one(self):
+        line = self.assert_config_error(self.base(listen=False) + ["--listen", ":%d" % self.port], "--listen")
+        self.assertIn("has no host; did you mean 0.0.0.0:%d" % self.port, line)
+
+    def test_wrong_flag_names_get_a_suggestion(self):
+        for wrong, meant in (("--issuer", "--service-account-issuer"), ("--key-file", "--service-account-key-file"),
+                             ("--port", "--listen")):
+            with self.subTest(flag=wrong):
+                line = self.assert_config_error(self.base() + [wrong, "x"], wrong)
+                self.assertIn("did you mean %s?" % meant, line)
+
+    def test_max_age_takes_a_duration(self):
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", self.key.pub,
+                                 "--max-age", "15m"], port=self.port)
+        self.check_both(srv, ISSUER, [self.key], max_age=900)
+        self.stop_ok(srv)
+
     def test_unknown_flag(self):
         rc, _, err = H.run_once(self.base() + ["--no-such-flag"])
         self.assertEqual(rc, 2, err)
@@ -128,6 +167,19 @@ class FlagErrors(H.ServerTestCase):
                                  "--allow-insecure-issuer"], port=port)
         self.assertIn("warn", srv.stderr().lower(), "no warning for an http issuer:\n" + srv.stderr())
         self.check_both(srv, issuer, [self.key])
+        self.stop_ok(srv)
+
+    def test_trailing_slash_issuer_warns(self):
+        """Accepted as kube-apiserver accepts it, and served as given, with a
+        warning that relying parties compare it byte for byte."""
+        issuer = ISSUER + "/"
+        srv = self.start_server(["--service-account-issuer", issuer, "--service-account-key-file", self.key.pub],
+                                port=self.port)
+        self.check_both(srv, issuer, [self.key])
+        warnings = [line for line in srv.stderr().splitlines() if "byte for byte" in line]
+        self.assertEqual(len(warnings), 1, srv.stderr())
+        self.assertIn("warn", warnings[0].lower())
+        self.assertIn('--service-account-issuer "%s"' % issuer, warnings[0])
         self.stop_ok(srv)
 
     def test_port_in_use(self):
@@ -302,6 +354,49 @@ class Lifecycle(H.ServerTestCase):
             self.skipTest("IPv6 loopback not available")
         srv = self.start_server(self.args, host="::1")
         self.check_both(srv, ISSUER, [self.key])
+        self.stop_ok(srv)
+
+
+class Dev(H.ServerTestCase):
+    """`dev` (the README's first command): a key pair generated into
+    ./dev-keys on the first start and reused after, an http issuer on the
+    listen address, both documents served."""
+
+    def start_dev(self, work):
+        port = H.free_port()
+        srv = H.Server([], command="dev", port=port)
+        # run in work, where dev-keys/ goes: a wrapper the harness keeps
+        srv.argv[0] = os.path.abspath(srv.argv[0])
+        srv.argv[:0] = ["sh", "-c", 'cd "$0" && exec "$@"', work]
+        self._servers.append(srv)
+        srv.start()
+        return srv
+
+    def served_kid(self, srv):
+        issuer = "http://127.0.0.1:%d" % srv.port
+        st, _, body = srv.get(DISCOVERY)
+        self.assertEqual(st, 200)
+        doc = json.loads(body)
+        self.assertEqual(doc["issuer"], issuer)
+        self.assertEqual(doc["jwks_uri"], issuer + JWKS)
+        st, _, body = srv.get(JWKS)
+        self.assertEqual(st, 200)
+        keys = json.loads(body)["keys"]
+        self.assertEqual([(k["kty"], k["alg"]) for k in keys], [("RSA", "RS256")])
+        return keys[0]["kid"]
+
+    def test_dev_generates_then_reuses_its_key_pair(self):
+        work = os.path.join(self.tmp, "checkout")
+        os.mkdir(work)
+        srv = self.start_dev(work)
+        kid = self.served_kid(srv)
+        self.assertIn("generated a development key pair in dev-keys/", srv.stderr())
+        self.assertEqual(os.stat(os.path.join(work, "dev-keys", "sa.key")).st_mode & 0o777, 0o600)
+        self.assertTrue(os.path.isfile(os.path.join(work, "dev-keys", "sa.pub")))
+        self.stop_ok(srv)
+        srv = self.start_dev(work)
+        self.assertEqual(self.served_kid(srv), kid, "the second start serves the same key")
+        self.assertIn("using the development key pair in dev-keys/", srv.stderr())
         self.stop_ok(srv)
 
 

@@ -160,13 +160,26 @@ class Install(unittest.TestCase):
     def test_man_page(self):
         page = H.read_bytes(self.path("share", "man", "man1", "oidc-discovery.1")).decode()
         self.assertTrue(page.startswith(".TH OIDC\\-DISCOVERY 1 "), page[:80])
-        for section in (".SH NAME", ".SH SYNOPSIS", ".nf", ".fi", ".SH EXIT STATUS", ".SH SEE ALSO"):
+        for section in (".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH OPTIONS", ".SH EXIT STATUS",
+                        ".SH SEE ALSO"):
             self.assertIn("\n" + section + "\n", page)
         # flags are minus signs, so they survive copy and paste from man
         for flag in ("service-account-issuer", "key-retention", "out DIR"):
             self.assertIn("\\-\\-" + flag.replace("-", "\\-"), page)
         for line in page.splitlines():
             self.assertFalse(line.startswith("'"), "a line read as a roff request: %r" % line)
+        # every flag `help all` lists is an entry of the page, once
+        r = subprocess.run([self.path("bin", "oidc-discovery"), "help", "all"], capture_output=True, text=True,
+                           timeout=H.RUN_TIMEOUT)
+        flags = re.findall(r"^  (?:-h, )?--([a-z0-9-]+)", r.stdout, re.M)
+        self.assertGreater(len(flags), 40, r.stdout)
+        for flag in flags:
+            tag = re.escape("\\-\\-" + flag.replace("-", "\\-"))
+            self.assertEqual(len(re.findall(r"(?m)^\\fB(?:\\-h, )?" + tag + r"(?=\\fR| |,)", page)), 1, flag)
+        if shutil.which("groff"):
+            r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=page, capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), "groff warns about the page")
 
     def test_unit_installed(self):
         self.assertEqual(H.read_bytes(self.path("lib", "systemd", "system", "oidc-discovery.service")),

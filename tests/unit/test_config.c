@@ -3,25 +3,33 @@
  * message, asserted word for word since operators read them.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/checks.h"
 #include "config/config.h"
+#include "config/file.h"
+#include "config/options.h"
 
 #define MAX_ARGS 48
 
 static struct config cfg;
 static enum config_command cmd;
 static char err[CONFIG_ERR_MAX];
-static char path[64]; /* the config file written by write_file() */
+static char path[64];  /* the config file written by write_file() */
+static char *help_raw; /* the text help() last read */
 
 static void teardown(void)
 {
     config_free(&cfg);
+    free(help_raw);
+    help_raw = NULL;
     if (path[0])
         unlink(path);
 }
@@ -79,6 +87,18 @@ static void flag_fails(const char *want, const char *flag, const char *value)
           NULL);
 }
 
+/* The body of a ParameterizedTestParameters over the rows of a static
+ * table: each test gets an index. (Criterion runs a parameterized test in a
+ * new process, where a pointer in a parameter would point nowhere, so a
+ * table of strings cannot be the parameters themselves.) */
+#define TABLE_PARAMETERS(table)                                                                                        \
+    static size_t indices_[sizeof table / sizeof table[0]];                                                            \
+    for (size_t i_ = 0; i_ < sizeof table / sizeof table[0]; i_++)                                                     \
+        indices_[i_] = i_;                                                                                             \
+    return cr_make_param_array(size_t, indices_, sizeof table / sizeof table[0])
+
+#define MAX_AGE_PROBLEM "must be a duration between 0 and 365d (like 90s, 15m, 24h, 7d or plain seconds)"
+
 /* The arguments each command needs, for tests about the other flags. */
 #define SERVE_ARGS  "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub"
 #define VERIFY_ARGS "verify", "--token-file", "/t.jwt", SERVE_ARGS
@@ -114,6 +134,18 @@ static void file_fails(const char *content, const char *want)
     fails(full, "--config", path, NULL);
 }
 
+/* Requires the list to hold exactly the n strings that follow. */
+static void list_is(const struct config_strlist *l, size_t n, ...)
+{
+    va_list ap;
+
+    cr_assert_eq(l->count, n, "%zu items, wanted %zu", l->count, n);
+    va_start(ap, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_str_eq(l->items[i], va_arg(ap, const char *), "item %zu", i);
+    va_end(ap);
+}
+
 static unsigned expected_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -143,7 +175,7 @@ Test(config, defaults)
     cr_assert_eq(cfg.key_retention, 0);
     cr_assert_null(cfg.state_dir);
     cr_assert_null(cfg.signing_key_file);
-    cr_assert_eq(cfg.output_json, 0);
+    cr_assert_str_eq(cfg.output, "table");
     /* token verification */
     cr_assert_eq(cfg.api_audiences.count, 0);
     cr_assert_null(cfg.api_audiences.items);
@@ -272,6 +304,35 @@ Test(config, jwks_uri_derivation)
     cr_assert_str_eq(cfg.jwks_uri, "https://a.example:8443/t/openid/v1/jwks");
 }
 
+/* An issuer ending in "/" is accepted (kube-apiserver accepts it) with a
+ * warning for the caller to log: relying parties compare it byte for byte. */
+#define SLASH_WARNING                                                                                                  \
+    "ends with \"/\"; relying parties compare the issuer byte for byte, so the iss of the tokens and the issuer "      \
+    "registered with each relying party must end with \"/\" too"
+
+Test(config, trailing_slash_issuer_warns)
+{
+    char want[CONFIG_ERR_MAX];
+
+    ok("--service-account-issuer", "https://a.example", "--service-account-key-file", "/k", NULL);
+    cr_assert_eq(cfg.warnings.count, 0);
+    ok("--service-account-issuer", "https://a.example/", "--service-account-issuer", "https://b.example/x/",
+       "--service-account-key-file", "/k", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "https://a.example/", "accepted as given");
+    list_is(&cfg.warnings, 2, "--service-account-issuer \"https://a.example/\": " SLASH_WARNING,
+            "--service-account-issuer \"https://b.example/x/\": " SLASH_WARNING);
+    ok(TOKEN_ARGS, "--issuer", "https://t.example/", NULL);
+    list_is(&cfg.warnings, 1, "--issuer \"https://t.example/\": " SLASH_WARNING);
+    write_file("{\"service-account-issuer\": \"https://a.example/\", \"service-account-key-file\": \"/k\"}");
+    ok("export", "--config", path, "--out", "/o", NULL);
+    snprintf(want, sizeof want, "config file %s: key \"service-account-issuer\": " SLASH_WARNING, path);
+    list_is(&cfg.warnings, 1, want);
+    /* token does not read serve's issuer, so it does not warn about it */
+    ok("token", "--config", path, "--signing-key-file", "/k.key", "--issuer", "https://a.example",
+       "--service-account-uid", "u", NULL);
+    cr_assert_eq(cfg.warnings.count, 0);
+}
+
 Test(config, insecure_issuer_allowed_with_flag)
 {
     ok("--allow-insecure-issuer", "--service-account-issuer", "http://127.0.0.1:8080", "--service-account-key-file",
@@ -314,7 +375,9 @@ Test(config, dev_defaults)
     cr_assert_eq(cfg.issuers.count, 1);
     cr_assert_str_eq(cfg.issuers.items[0], "http://127.0.0.1:8080");
     cr_assert_str_eq(cfg.jwks_uri, "http://127.0.0.1:8080/openid/v1/jwks");
-    cr_assert_eq(cfg.key_files.count, 0);
+    /* the whole dev config comes from here: main only generates the pair */
+    list_is(&cfg.key_files, 1, "dev-keys/sa.pub");
+    cr_assert_str_eq(CONFIG_DEV_KEY_FILE, "dev-keys/sa.pub");
     cr_assert_eq(cfg.allow_insecure_issuer, 1);
     cr_assert_eq(cfg.listen_count, 1);
     cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
@@ -336,12 +399,26 @@ Test(config, dev_with_issuer_and_keys)
     ok("dev", "--service-account-issuer", "http://x.example", "--service-account-key-file", "/k", NULL);
     cr_assert_eq(cmd, CONFIG_CMD_DEV);
     cr_assert_str_eq(cfg.issuers.items[0], "http://x.example");
-    cr_assert_eq(cfg.key_files.count, 1);
+    list_is(&cfg.key_files, 1, "/k");
+}
+
+/* dev's defaults are dev's only: serve still requires its key files, and
+ * keeps https unless told otherwise. */
+Test(config, dev_defaults_stay_with_dev)
+{
+    fails("--service-account-key-file is required (at least one)", "--service-account-issuer", "https://a.example",
+          NULL);
+    fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http "
+          "for development only)",
+          "export", "--service-account-issuer", "http://a.example", "--out", "/o", NULL);
+    write_file("{\"service-account-key-file\": \"/file.pub\"}");
+    ok("dev", "--config", path, NULL);
+    list_is(&cfg.key_files, 1, "/file.pub");
 }
 
 Test(config, dev_validates_like_serve)
 {
-    fails("--max-age \"x\": must be an integer between 0 and 31536000", "dev", "--max-age", "x", NULL);
+    fails("--max-age \"x\": " MAX_AGE_PROBLEM, "dev", "--max-age", "x", NULL);
     fails("--service-account-issuer \"ftp://x\": must be an https URL", "dev", "--service-account-issuer", "ftp://x",
           NULL);
     fails("--listen \"nope\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "dev", "--listen", "nope", NULL);
@@ -359,6 +436,49 @@ Test(config, help)
     cr_assert_eq(cmd, CONFIG_CMD_HELP);
     ok("serve", "--help", NULL);
     cr_assert_eq(cmd, CONFIG_CMD_HELP);
+}
+
+/* Which help each way of asking prints: a command's own (COMMAND --help,
+ * help COMMAND), the overview (--help alone, help), or every flag. */
+static const struct help_case {
+    const char *args[3];
+    enum config_command topic;
+} help_cases[] = {
+    {{"--help"}, CONFIG_CMD_HELP},
+    {{"-h"}, CONFIG_CMD_HELP},
+    {{"help"}, CONFIG_CMD_HELP},
+    {{"serve", "--help"}, CONFIG_CMD_SERVE},
+    {{"dev", "-h"}, CONFIG_CMD_DEV},
+    {{"keys", "--help"}, CONFIG_CMD_KEYS},
+    {{"verify", "--help"}, CONFIG_CMD_VERIFY},
+    {{"token", "--help"}, CONFIG_CMD_TOKEN},
+    {{"export", "--help"}, CONFIG_CMD_EXPORT},
+    {{"help", "verify"}, CONFIG_CMD_VERIFY},
+    {{"help", "serve"}, CONFIG_CMD_SERVE},
+    {{"help", "all"}, CONFIG_HELP_ALL},
+    {{"--threads", "0", "--help"}, CONFIG_CMD_HELP},
+};
+
+ParameterizedTestParameters(config, help_topics)
+{
+    TABLE_PARAMETERS(help_cases);
+}
+
+ParameterizedTest(size_t *i, config, help_topics)
+{
+    const struct help_case *c = &help_cases[*i];
+
+    ok(c->args[0], c->args[1], c->args[2], NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_HELP);
+    cr_assert_eq(cfg.help_topic, c->topic, "%s %s", c->args[0], c->args[1] ? c->args[1] : "");
+}
+
+Test(config, help_errors)
+{
+    fails("unknown command \"bogus\" (commands: serve, dev, keys, verify, token, export, all)", "help", "bogus", NULL);
+    fails("unknown command \"--listen\" (commands: serve, dev, keys, verify, token, export, all)", "help", "--listen",
+          NULL);
+    fails("unexpected argument \"x\"", "help", "serve", "x", NULL);
 }
 
 Test(config, help_ignores_everything_else)
@@ -387,101 +507,242 @@ Test(config, version)
     cr_assert_eq(cmd, CONFIG_CMD_VERSION);
 }
 
-Test(config, usage_lists_commands_and_flags)
+/* The help of topic, read into help_raw; returned with each description
+ * on one line (a line break and the indent of a continued line read as one
+ * blank), so that phrases are found however the text is wrapped. */
+static const char *help(enum config_command topic)
 {
-    const char *u = config_usage(CONFIG_CMD_HELP);
+    static char joined[65536];
+    size_t o = 0;
 
-    cr_assert_eq(strncmp(u, "Usage: oidc-discovery [serve|dev|keys|verify|token|export] [flags]\n", 67), 0);
-    cr_assert_not_null(strstr(u, "\n  dev "));
-    cr_assert_not_null(strstr(u, "\n  export "));
-    cr_assert_not_null(strstr(u, "\nexport ("));
-    cr_assert_not_null(strstr(u, "\n  --out DIR "));
-    cr_assert_not_null(strstr(u, "\n  keys                            Print the key set that would be published (kid, "
-                                 "alg, size, source,\n                                  first seen, retained until)"));
-    cr_assert_not_null(strstr(u, "\nKey rotation (DURATION: 90s, 15m, 24h, 7d or plain seconds):\n  --key-"));
-    cr_assert_not_null(strstr(u, "http://127.0.0.1:8080"));
-    cr_assert_not_null(
-        strstr(u, "\n  --max-age SECONDS               Cache-Control max-age of both documents (default 3600)\n"));
-    const char *flags[] = {"--service-account-issuer URL",
-                           "--service-account-jwks-uri URL",
-                           "--service-account-key-file PATH",
-                           "--listen HOST:PORT",
-                           "--threads N",
-                           "--jwks-content-type TYPE",
-                           "--cors, --no-cors",
-                           "--allow-insecure-issuer",
-                           "--config FILE",
-                           "--help",
-                           "--version",
-                           "default 127.0.0.1:8080",
-                           "default application/jwk-set+json",
-                           "--output table|json",
-                           "(default table)",
-                           "--key-reload-interval DURATION",
-                           "(default 60s)",
-                           "--key-retention DURATION",
-                           "(default 0: off; needs --state-dir)",
-                           "--state-dir PATH",
-                           "owned by this user or root, not",
-                           "writable by group or others (default none)",
-                           "--signing-key-file PATH",
-                           "\n  verify                          Verify one token",
-                           "\n  token                           Mint a Kubernetes-shaped service-account token",
-                           "\nToken verification (",
-                           "--api-audiences LIST",
-                           "comma-separated; repeatable",
-                           "(default: the issuers)",
-                           "--token-leeway DURATION",
-                           "0 to 1h (default 60s)",
-                           "--max-token-size BYTES",
-                           "256 to 1048576 (default 16384)",
-                           "--accept-legacy-tokens",
-                           "never expire and cannot be",
-                           "without aud, good for the API audiences",
-                           "--enable-token-review",
-                           "--token-review-listen HOST:PORT",
-                           "\nverify (",
-                           "are not config-file keys",
-                           "--token-file PATH",
-                           "- for standard input (required)",
-                           "--discovery-url URL",
-                           "--ca-file PATH",
-                           "--repeat N",
-                           "1 to 100000000, to measure speed (default 1)",
-                           "--no-cache",
-                           "\ntoken (",
-                           "--issuer URL",
-                           "--audience AUD",
-                           "(default: the issuer)",
-                           "--namespace NS",
-                           "--service-account NAME",
-                           "(default default)",
-                           "--service-account-uid UID",
-                           "--pod-name NAME",
-                           "--pod-uid UID",
-                           "--node-name NAME",
-                           "--node-uid UID",
-                           "--duration DURATION",
-                           "1s to 365d (default 1h)"};
-    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        cr_assert_not_null(strstr(u, flags[i]), "usage lacks %s", flags[i]);
-    cr_assert_str_eq(config_usage(CONFIG_CMD_DEV), u);
-    cr_assert_str_eq(config_usage(CONFIG_CMD_VERIFY), u);
-    cr_assert_str_eq(config_usage(CONFIG_CMD_TOKEN), u);
-    cr_assert_str_eq(config_usage(CONFIG_CMD_EXPORT), u);
-    for (const char *line = u; *line; line += strcspn(line, "\n") + 1)
-        cr_assert_leq(strcspn(line, "\n"), 110, "usage line too long: %.*s", (int)strcspn(line, "\n"), line);
+    free(help_raw);
+    help_raw = config_usage(topic);
+    cr_assert_not_null(help_raw);
+    cr_assert_lt(strlen(help_raw), sizeof joined);
+    for (const char *c = help_raw; *c; c++) {
+        size_t blanks = c[0] == '\n' ? strspn(c + 1, " ") : 0;
+        if (blanks >= 20) {
+            joined[o++] = ' ';
+            c += blanks;
+        } else {
+            joined[o++] = *c;
+        }
+    }
+    joined[o] = '\0';
+    return joined;
+}
+
+/* Requires each of the NULL-terminated phrases in the help of topic. */
+static void help_has(enum config_command topic, const char *const *phrases)
+{
+    const char *h = help(topic);
+
+    for (; *phrases; phrases++)
+        cr_assert_not_null(strstr(h, *phrases), "help %d lacks \"%s\":\n%s", topic, *phrases, h);
+}
+
+/* Where the row of flag name starts in help text h, or NULL. */
+static const char *row_of(const char *h, const char *name)
+{
+    char row[96];
+    const char *at;
+
+    snprintf(row, sizeof row, "--%s", name);
+    for (at = strstr(h, row); at; at = strstr(at + 1, row)) {
+        size_t n = strlen(row);
+        int starts = at - h >= 3 && (strncmp(at - 3, "\n  ", 3) == 0 || strncmp(at - 2, ", ", 2) == 0);
+        if (starts && (at[n] == ' ' || at[n] == '\n' || at[n] == ','))
+            return at;
+    }
+    return NULL;
+}
+
+Test(config, overview_lists_commands_then_serve_flags)
+{
+    static const char *const want[] = {
+        "Usage: oidc-discovery [COMMAND] [flags]\n\nCommands:\n",
+        "\n  dev ",
+        "\n  export ",
+        "\n  keys                            Print the key set that would be published (kid, alg, size, source, first "
+        "seen, retained until)",
+        "\n  verify                          Verify one token",
+        "\n  token                           Mint a Kubernetes-shaped service-account token",
+        "\n  help [COMMAND|all] ",
+        "\"oidc-discovery help COMMAND\" lists the flags of a command",
+        "--service-account-issuer URL",
+        "--service-account-jwks-uri URL",
+        "--service-account-key-file PATH",
+        "--listen HOST:PORT",
+        "--threads N",
+        "--jwks-content-type TYPE",
+        "--cors, --no-cors",
+        "--allow-insecure-issuer",
+        "--config FILE",
+        "-h, --help",
+        "--version",
+        "(default 127.0.0.1:8080)",
+        "(default application/jwk-set+json)",
+        "\n  --max-age DURATION              Cache-Control max-age of both documents, 0 to 365d (default 1h)\n",
+        "\nKey rotation and the signing key:\n  --key-",
+        "--key-reload-interval DURATION",
+        "(default 60s)",
+        "--key-retention DURATION",
+        "(default 0: off; needs --state-dir)",
+        "--state-dir PATH",
+        "owned by this user or root, not writable by group or others (default none)",
+        "--signing-key-file PATH",
+        "\nToken verification:\n",
+        "--api-audiences LIST",
+        "comma-separated; repeatable",
+        "(default: the issuers)",
+        "--token-leeway DURATION",
+        "0 to 1h (default 60s)",
+        "--max-token-size BYTES",
+        "256 to 1048576 (default 16384)",
+        "--accept-legacy-tokens",
+        "never expire and cannot be revoked",
+        "without aud, good for the API audiences",
+        "--enable-token-review",
+        "--token-review-listen HOST:PORT",
+        "\nDURATION: 90s, 15m, 24h, 7d or plain seconds.\n",
+        NULL,
+    };
+
+    help_has(CONFIG_CMD_HELP, want);
+    cr_assert_null(row_of(help(CONFIG_CMD_HELP), "token-file"), "verify's flags are verify's help");
+}
+
+Test(config, verify_help)
+{
+    static const char *const want[] = {
+        "Usage: oidc-discovery verify --token-file PATH [flags]\n\nVerify one token",
+        "--service-account-issuer is required unless --discovery-url is given.",
+        "\nThe token to verify (not config-file keys):\n  --token-file PATH ",
+        "- for standard input (required)",
+        "--discovery-url URL",
+        "--ca-file PATH",
+        "(default: the system's)",
+        "--repeat N",
+        "1 to 100000000, to measure speed (default 1)",
+        "--no-cache",
+        "--api-audiences LIST",
+        "--service-account-key-file PATH",
+        "--log-level LEVEL",
+        NULL,
+    };
+
+    help_has(CONFIG_CMD_VERIFY, want);
+}
+
+Test(config, token_help)
+{
+    static const char *const want[] = {
+        "Usage: oidc-discovery token --signing-key-file PATH --issuer URL",
+        "\nThe token to mint (not config-file keys):\n  --issuer URL ",
+        "iss claim, https (required)",
+        "--audience AUD",
+        "(default: the issuer)",
+        "--namespace NS",
+        "--service-account NAME",
+        "(default default)",
+        "--service-account-uid UID",
+        "--pod-name NAME",
+        "--pod-uid UID",
+        "--node-name NAME",
+        "--node-uid UID",
+        "--duration DURATION",
+        "1s to 365d (default 1h)",
+        "the private key to sign with (required)",
+        NULL,
+    };
+
+    help_has(CONFIG_CMD_TOKEN, want);
+}
+
+Test(config, export_keys_and_dev_help)
+{
+    static const char *const export[] = {"Usage: oidc-discovery export --service-account-issuer URL",
+                                         "\nWhere to export (not config-file keys):\n  --out DIR ", NULL};
+    static const char *const keys[] = {"Usage: oidc-discovery keys --service-account-key-file PATH [flags]",
+                                       "\nWhat to print (not config-file keys):\n  --output table|json ",
+                                       "table or json (default table)", NULL};
+    static const char *const dev[] = {"Usage: oidc-discovery dev [flags]",
+                                      "(default: http:// and the first --listen address)",
+                                      "repeatable (default dev-keys/sa.pub)", "for development (default on)", NULL};
+
+    help_has(CONFIG_CMD_EXPORT, export);
+    help_has(CONFIG_CMD_KEYS, keys);
+    help_has(CONFIG_CMD_DEV, dev);
+}
+
+/* Each command's help starts with its own flags. */
+static const struct first_flag {
+    enum config_command cmd;
+    const char *flag;
+} first_flags[] = {
+    {CONFIG_CMD_SERVE, "--service-account-issuer"},
+    {CONFIG_CMD_DEV, "--service-account-issuer"},
+    {CONFIG_CMD_KEYS, "--output"},
+    {CONFIG_CMD_VERIFY, "--token-file"},
+    {CONFIG_CMD_TOKEN, "--issuer"},
+    {CONFIG_CMD_EXPORT, "--out"},
+};
+
+ParameterizedTestParameters(config, help_own_flags_first)
+{
+    TABLE_PARAMETERS(first_flags);
+}
+
+ParameterizedTest(size_t *i, config, help_own_flags_first)
+{
+    const struct first_flag *c = &first_flags[*i];
+    const char *h = help(c->cmd), *first = strstr(h, "\n  -");
+
+    cr_assert_not_null(first);
+    cr_assert_eq(strncmp(first + 3, c->flag, strlen(c->flag)), 0, "%s's first flag: %.40s", c->flag, first + 3);
+    cr_assert_eq(first[3 + strlen(c->flag)], ' ');
+}
+
+/* A help lists every flag its command takes and no other (every flag is
+ * reachable from the help of each command that takes it); help all lists
+ * them all. */
+Test(config, help_lists_exactly_the_flags_a_command_takes)
+{
+    for (int c = CONFIG_CMD_SERVE; c <= CONFIG_CMD_EXPORT; c++) {
+        const char *h = help((enum config_command)c);
+        for (size_t i = 0; i < config_option_count; i++) {
+            const struct config_option *o = &config_options[i];
+            int takes = (o->commands & CONFIG_CMD_BIT(c)) != 0;
+            cr_assert_eq(row_of(h, o->name) != NULL, takes, "help of %s and --%s", config_commands[c].name, o->name);
+        }
+    }
+    const char *all = help(CONFIG_HELP_ALL);
+    for (size_t i = 0; i < config_option_count; i++)
+        cr_assert_not_null(row_of(all, config_options[i].name), "help all lacks --%s", config_options[i].name);
+}
+
+Test(config, help_lines_fit_80_columns)
+{
+    const enum config_command topics[] = {CONFIG_CMD_SERVE, CONFIG_CMD_DEV,    CONFIG_CMD_KEYS, CONFIG_CMD_VERIFY,
+                                          CONFIG_CMD_TOKEN, CONFIG_CMD_EXPORT, CONFIG_CMD_HELP, CONFIG_HELP_ALL};
+
+    for (size_t t = 0; t < sizeof topics / sizeof topics[0]; t++) {
+        help(topics[t]);
+        for (const char *line = help_raw; *line; line += strcspn(line, "\n") + 1)
+            cr_assert_leq(strcspn(line, "\n"), 80, "help line too long: %.*s", (int)strcspn(line, "\n"), line);
+    }
 }
 
 /* ---- command-line errors ---- */
 
 Test(config, unknown_command)
 {
-    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export)", "x", NULL);
-    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export)", "servee", "--help", NULL);
-    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export)", "key", NULL);
-    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export)", "tokens", NULL);
-    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export)", "Verify", NULL);
+    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, help)", "x", NULL);
+    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, help)", "servee", "--help",
+          NULL);
+    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, help)", "key", NULL);
+    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, help)", "tokens", NULL);
+    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, help)", "Verify", NULL);
 }
 
 Test(config, unknown_flags)
@@ -491,11 +752,80 @@ Test(config, unknown_flags)
     fails("unknown flag \"-x\" (see --help)", "-x", NULL);
     /* getopt would take an unambiguous prefix; we want the full name */
     fails("unknown flag \"--max\" (see --help)", "--max", "5", NULL);
-    fails("unknown flag \"--service-account-key\" (see --help)", "--service-account-key", "x", NULL);
+    fails("unknown flag \"--service-account-key\"; did you mean --service-account-key-file? (see --help)",
+          "--service-account-key", "x", NULL);
     /* ambiguous prefixes too */
     fails("unknown flag \"--service-acc\" (see --help)", "--service-acc", "x", NULL);
     fails("unknown flag \"--pod\" (see --help)", "token", "--pod", "x", NULL);
     fails("unknown flag \"--token\" (see --help)", "verify", "--token", "x", NULL);
+}
+
+/* A wrong flag name is answered with the flag it most likely meant, from
+ * among the command's own: one it is the last words of, a name people try
+ * (--port), or a typo a few letters away; a flag of another command names
+ * that command too. */
+static const struct suggestion_case {
+    const char *args[3];
+    const char *want;
+} suggestion_cases[] = {
+    {{"--issuer", "https://a.example"},
+     "--issuer is only valid for the token command; did you mean --service-account-issuer?"},
+    {{"--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --service-account-key-file? (see --help)"},
+    {{"token", "--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --signing-key-file? (see --help)"},
+    {{"--port", "8080"}, "unknown flag \"--port\"; did you mean --listen? (see --help)"},
+    {{"--bind", "0.0.0.0:80"}, "unknown flag \"--bind\"; did you mean --listen? (see --help)"},
+    {{"--lisen", "0.0.0.0:80"}, "unknown flag \"--lisen\"; did you mean --listen? (see --help)"},
+    {{"--threds=2"}, "unknown flag \"--threds\"; did you mean --threads? (see --help)"},
+    {{"--max-agee", "1"}, "unknown flag \"--max-agee\"; did you mean --max-age? (see --help)"},
+    {{"--key-reload-intervall", "1m"},
+     "unknown flag \"--key-reload-intervall\"; did you mean --key-reload-interval? (see --help)"},
+    {{"--helo"}, "unknown flag \"--helo\"; did you mean --help? (see --help)"},
+    {{"verify", "--tokn-file", "/t"}, "unknown flag \"--tokn-file\"; did you mean --token-file? (see --help)"},
+    {{"token", "--namespcae", "ns"}, "unknown flag \"--namespcae\"; did you mean --namespace? (see --help)"},
+    {{"keys", "--ouptut", "json"}, "unknown flag \"--ouptut\"; did you mean --output? (see --help)"},
+    /* nothing near enough, or too many alike: no guess */
+    {{"--foo"}, "unknown flag \"--foo\" (see --help)"},
+    {{"--max", "1"}, "unknown flag \"--max\" (see --help)"},
+    {{"--tls", "1"}, "unknown flag \"--tls\" (see --help)"},
+    {{"-x"}, "unknown flag \"-x\" (see --help)"},
+    /* a flag of another command is no typo: only its last words count */
+    {{"verify", "--service-account-jwks-uri", "https://a.example/j"},
+     "--service-account-jwks-uri is not valid for the verify command"},
+};
+
+ParameterizedTestParameters(config, flag_suggestions)
+{
+    TABLE_PARAMETERS(suggestion_cases);
+}
+
+ParameterizedTest(size_t *i, config, flag_suggestions)
+{
+    const struct suggestion_case *c = &suggestion_cases[*i];
+
+    fails(c->want, c->args[0], c->args[1], c->args[2], NULL);
+}
+
+/* The same for the keys of a config file, which any command may read. */
+static const struct key_suggestion {
+    const char *json, *want;
+} key_suggestions[] = {
+    {"{\"port\": \"0.0.0.0:80\"}", "unknown key \"port\"; did you mean \"listen\"?"},
+    {"{\"lisen\": \"0.0.0.0:80\"}", "unknown key \"lisen\"; did you mean \"listen\"?"},
+    {"{\"max_age\": 60}", "unknown key \"max_age\"; did you mean \"max-age\"?"},
+    {"{\"key-file\": \"/k\"}", "unknown key \"key-file\"; did you mean \"service-account-key-file\"?"},
+    {"{\"--cors\": true}", "unknown key \"--cors\"; did you mean \"cors\"?"},
+    {"{\"repeat\": 2}", "unknown key \"repeat\" (--repeat is a command-line flag only)"},
+    {"{\"foo\": 1}", "unknown key \"foo\""},
+};
+
+ParameterizedTestParameters(config, key_suggestions)
+{
+    TABLE_PARAMETERS(key_suggestions);
+}
+
+ParameterizedTest(size_t *i, config, key_suggestions)
+{
+    file_fails(key_suggestions[*i].json, key_suggestions[*i].want);
 }
 
 Test(config, missing_value)
@@ -561,44 +891,27 @@ Test(config, key_file_errors)
     flag_fails("--service-account-key-file \"\": must not be empty", "--service-account-key-file", "");
 }
 
-Test(config, listen_errors)
+/* --max-age takes a duration like every other duration flag (it took only
+ * seconds), up to the same year. */
+Test(config, max_age_is_a_duration)
 {
-    flag_fails("--listen \"nonsense\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "nonsense");
-    flag_fails("--listen \"[::1]\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "[::1]");
-    flag_fails("--listen \"[::1:80\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", "--listen", "[::1:80");
-    flag_fails("--listen \":80\": has no host", "--listen", ":80");
-    flag_fails("--listen \"[]:80\": has no host", "--listen", "[]:80");
-    flag_fails("--listen \"::1:80\": has an invalid host", "--listen", "::1:80");
-    flag_fails("--listen \"[zz::1]:80\": has an invalid host", "--listen", "[zz::1]:80");
-    flag_fails("--listen \"a b:80\": has an invalid host", "--listen", "a b:80");
-    flag_fails("--listen \"127.0.0.1:0\": must have a port between 1 and 65535", "--listen", "127.0.0.1:0");
-    flag_fails("--listen \"127.0.0.1:65536\": must have a port between 1 and 65535", "--listen", "127.0.0.1:65536");
-    flag_fails("--listen \"127.0.0.1:\": must have a port between 1 and 65535", "--listen", "127.0.0.1:");
-    flag_fails("--listen \"127.0.0.1:8o\": must have a port between 1 and 65535", "--listen", "127.0.0.1:8o");
-}
+    const struct {
+        const char *value;
+        unsigned long want;
+    } good[] = {{"1h", 3600}, {"90s", 90}, {"15m", 900}, {"365d", 31536000}, {"0", 0}, {"600", 600}};
 
-Test(config, threads_errors)
-{
-    const char *want[][2] = {{"0", "--threads \"0\": must be an integer between 1 and 256"},
-                             {"257", "--threads \"257\": must be an integer between 1 and 256"},
-                             {"abc", "--threads \"abc\": must be an integer between 1 and 256"},
-                             {"-1", "--threads \"-1\": must be an integer between 1 and 256"},
-                             {"+4", "--threads \"+4\": must be an integer between 1 and 256"},
-                             {" 4", "--threads \" 4\": must be an integer between 1 and 256"},
-                             {"0x4", "--threads \"0x4\": must be an integer between 1 and 256"},
-                             {"", "--threads \"\": must be an integer between 1 and 256"}};
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        flag_fails(want[i][1], "--threads", want[i][0]);
-}
-
-Test(config, max_age_errors)
-{
-    flag_fails("--max-age \"12x\": must be an integer between 0 and 31536000", "--max-age", "12x");
-    flag_fails("--max-age \"-5\": must be an integer between 0 and 31536000", "--max-age", "-5");
-    flag_fails("--max-age \"31536001\": must be an integer between 0 and 31536000", "--max-age", "31536001");
-    flag_fails("--max-age \"99999999999999999999999\": must be an integer between 0 and 31536000", "--max-age",
-               "99999999999999999999999");
-    flag_fails("--max-age \"1.5\": must be an integer between 0 and 31536000", "--max-age", "1.5");
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        OK_WITH("--max-age", good[i].value, NULL);
+        cr_assert_eq(cfg.max_age, good[i].want, "%s", good[i].value);
+    }
+    flag_fails("--max-age \"366d\": " MAX_AGE_PROBLEM, "--max-age", "366d");
+    flag_fails("--max-age \"1y\": " MAX_AGE_PROBLEM, "--max-age", "1y");
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
+               " \"max-age\": \"15m\"}");
+    ok("--config", path, NULL);
+    cr_assert_eq(cfg.max_age, 900);
+    ok("export", SERVE_ARGS, "--out", "/o", "--max-age", "2h", NULL);
+    cr_assert_eq(cfg.max_age, 7200);
 }
 
 Test(config, content_type_errors)
@@ -612,7 +925,7 @@ Test(config, content_type_errors)
                             {"application/", "\"application/\""},
                             {"/json", "\"/json\""},
                             {"application/json x", "\"application/json x\""},
-                            {"application/json\r\nX-Evil: 1", "\"application/json\\x0d\\x0aX-Evil: 1\""},
+                            {"application/json\r\nX-Evil: 1", "\"application/json\\r\\nX-Evil: 1\""},
                             {"text/pl\xc3\xa4in", "\"text/pl\\xc3\\xa4in\""}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(want, sizeof want, "--jwks-content-type %s: %s", bad[i][1], problem);
@@ -730,27 +1043,6 @@ Test(config, key_reload_interval_limits)
     cr_assert_eq(cfg.key_reload_interval, 86400);
 }
 
-Test(config, key_reload_interval_errors)
-{
-    const char *bad[][2] = {{"x", "\"x\""},
-                            {"0", "\"0\""},
-                            {"0s", "\"0s\""},
-                            {"86401", "\"86401\""},
-                            {"25h", "\"25h\""},
-                            {"2d", "\"2d\""},
-                            {"", "\"\""},
-                            {"1h30m", "\"1h30m\""},
-                            {"-5", "\"-5\""},
-                            {"1.5h", "\"1.5h\""},
-                            {"99999999999999999999", "\"99999999999999999999\""}};
-    char want[CONFIG_ERR_MAX];
-
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(want, sizeof want, "--key-reload-interval %s: %s", bad[i][1], RELOAD_PROBLEM);
-        flag_fails(want, "--key-reload-interval", bad[i][0]);
-    }
-}
-
 Test(config, key_retention_limits)
 {
     OK_WITH("--key-retention", "3650d", "--state-dir", "/s", NULL);
@@ -759,16 +1051,6 @@ Test(config, key_retention_limits)
     cr_assert_eq(cfg.key_retention, 1);
     OK_WITH("--key-retention", "0s", NULL);
     cr_assert_eq(cfg.key_retention, 0);
-}
-
-Test(config, key_retention_errors)
-{
-    flag_fails("--key-retention \"x\": " RETENTION_PROBLEM, "--key-retention", "x");
-    flag_fails("--key-retention \"3651d\": " RETENTION_PROBLEM, "--key-retention", "3651d");
-    flag_fails("--key-retention \"315360001\": " RETENTION_PROBLEM, "--key-retention", "315360001");
-    flag_fails("--key-retention \"36501d\": " RETENTION_PROBLEM, "--key-retention", "36501d");
-    flag_fails("--key-retention \"-1d\": " RETENTION_PROBLEM, "--key-retention", "-1d");
-    flag_fails("--key-retention \"7d \": " RETENTION_PROBLEM, "--key-retention", "7d ");
 }
 
 Test(config, key_retention_needs_state_dir)
@@ -807,7 +1089,7 @@ Test(config, keys_defaults)
     cr_assert_null(cfg.jwks_uri);
     cr_assert_eq(cfg.key_files.count, 1);
     cr_assert_str_eq(cfg.key_files.items[0], "/k.pub");
-    cr_assert_eq(cfg.output_json, 0);
+    cr_assert_str_eq(cfg.output, "table");
     cr_assert_eq(cfg.key_reload_interval, 60);
     cr_assert_eq(cfg.key_retention, 0);
     cr_assert_null(cfg.state_dir);
@@ -825,28 +1107,29 @@ Test(config, keys_takes_serve_flags)
     cr_assert_eq(cfg.key_retention, 2592000);
     cr_assert_str_eq(cfg.state_dir, "/s");
     cr_assert_str_eq(cfg.signing_key_file, "/k1");
-    cr_assert_eq(cfg.output_json, 0);
+    cr_assert_str_eq(cfg.output, "table");
 }
 
 Test(config, keys_output_json)
 {
     ok("keys", "--output", "json", "--service-account-key-file", "/k", NULL);
-    cr_assert_eq(cfg.output_json, 1);
+    cr_assert_str_eq(cfg.output, "json");
     ok("keys", "--output=table", "--service-account-key-file", "/k", "--output=json", NULL);
-    cr_assert_eq(cfg.output_json, 1, "the last --output wins");
+    cr_assert_str_eq(cfg.output, "json", "the last --output wins");
     ok("keys", "--output", "json", "--service-account-key-file", "/k", "--output", "table", NULL);
-    cr_assert_eq(cfg.output_json, 0);
+    cr_assert_str_eq(cfg.output, "table");
 }
 
 Test(config, keys_errors)
 {
     fails("--service-account-key-file is required (at least one)", "keys", NULL);
     fails("--service-account-key-file is required (at least one)", "keys", "--output", "json", NULL);
-    fails("--output \"yaml\": must be table or json", "keys", "--service-account-key-file", "/k", "--output", "yaml",
+    fails("--output \"yaml\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
+          "yaml", NULL);
+    fails("--output \"JSON\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
+          "JSON", NULL);
+    fails("--output \"\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output", "",
           NULL);
-    fails("--output \"JSON\": must be table or json", "keys", "--service-account-key-file", "/k", "--output", "JSON",
-          NULL);
-    fails("--output \"\": must be table or json", "keys", "--service-account-key-file", "/k", "--output", "", NULL);
     fails("--output: missing value", "keys", "--output", NULL);
     /* an issuer given to keys is still checked */
     fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits "
@@ -878,7 +1161,7 @@ Test(config, keys_from_config_file)
     cr_assert_eq(cfg.key_files.count, 2);
     cr_assert_eq(cfg.key_retention, 1209600);
     cr_assert_str_eq(cfg.state_dir, "/s");
-    cr_assert_eq(cfg.output_json, 1);
+    cr_assert_str_eq(cfg.output, "json");
 }
 
 /* ---- config_check_url ---- */
@@ -1046,64 +1329,42 @@ Test(config, file_empty_list_means_none)
 
 Test(config, file_unreadable)
 {
-    fails("--config \"/nonexistent/c.json\": cannot read: No such file or directory", "--config", "/nonexistent/c.json",
+    fails("--config /nonexistent/c.json: cannot read: No such file or directory", "--config", "/nonexistent/c.json",
           NULL);
-    fails("--config \"/tmp\": cannot read: Is a directory", "--config", "/tmp", NULL);
+    /* opened without blocking, and refused unless a regular file */
+    fails("--config /tmp: cannot read: it is a directory, not a regular file; put the file itself there", "--config",
+          "/tmp", NULL);
+}
+
+Test(config, file_fifo_refused_without_blocking)
+{
+    char fifo[64], want[CONFIG_ERR_MAX];
+
+    snprintf(fifo, sizeof fifo, "/tmp/test_config_fifo_%d", (int)getpid());
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    snprintf(want, sizeof want, "--config %s: cannot read: it is a FIFO, not a regular file; put the file itself there",
+             fifo);
+    /* a blocking open would wait here for a writer forever */
+    fails(want, "--config", fifo, NULL);
+    unlink(fifo);
 }
 
 Test(config, file_unknown_keys)
 {
     file_fails("{\"foo\": 1}", "unknown key \"foo\"");
-    file_fails("{\"config\": \"/x.json\"}", "unknown key \"config\"");
-    file_fails("{\"no-cors\": true}", "unknown key \"no-cors\"");
-    file_fails("{\"--listen\": \"1.2.3.4:80\"}", "unknown key \"--listen\"");
-    file_fails("{\"a\\nb\": 1}", "unknown key \"a\\x0ab\"");
+    file_fails("{\"config\": \"/x.json\"}", "unknown key \"config\" (--config is a command-line flag only)");
+    file_fails("{\"no-cors\": true}", "unknown key \"no-cors\" (--no-cors is a command-line flag only)");
+    file_fails("{\"--listen\": \"1.2.3.4:80\"}", "unknown key \"--listen\"; did you mean \"listen\"?");
+    file_fails("{\"a\\nb\": 1}", "unknown key \"a\\nb\"");
 }
 
 Test(config, file_duplicate_key)
 {
-    file_fails("{\"listen\": \"127.0.0.1:1\", \"listen\": \"127.0.0.1:2\"}", "duplicate key \"listen\"");
-    file_fails("{\"cors\": true, \"max-age\": 1, \"cors\": false}", "duplicate key \"cors\"");
-}
-
-Test(config, file_wrong_types)
-{
-    file_fails("{\"listen\": 80}", "key \"listen\": must be a string or an array of strings");
-    file_fails("{\"listen\": [\"127.0.0.1:1\", 2]}", "key \"listen\": must be a string or an array of strings");
-    file_fails("{\"listen\": [[\"127.0.0.1:1\"]]}", "key \"listen\": must be a string or an array of strings");
-    file_fails("{\"service-account-issuer\": {\"url\": \"https://a.example\"}}",
-               "key \"service-account-issuer\": must be a string or an array of strings");
-    file_fails("{\"service-account-key-file\": null}",
-               "key \"service-account-key-file\": must be a string or an array of strings");
-    file_fails("{\"service-account-jwks-uri\": [\"https://a.example\"]}",
-               "key \"service-account-jwks-uri\": must be a string");
-    file_fails("{\"jwks-content-type\": true}", "key \"jwks-content-type\": must be a string");
-    file_fails("{\"max-age\": \"3600\"}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"threads\": [2]}", "key \"threads\": must be an integer between 1 and 256");
-    file_fails("{\"cors\": \"yes\"}", "key \"cors\": must be true or false");
-    file_fails("{\"allow-insecure-issuer\": 1}", "key \"allow-insecure-issuer\": must be true or false");
-    file_fails("{\"cors\": {}}", "key \"cors\": must be true or false");
-    file_fails("{\"listen\": \"127.0.0.1:\\u00001\"}", "key \"listen\": must not contain a NUL character");
-}
-
-Test(config, file_invalid_values)
-{
-    file_fails("{\"max-age\": -1}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"max-age\": 1.5}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"max-age\": 1e3}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"max-age\": 99999999999999999999999}", "key \"max-age\": must be an integer between 0 and 31536000");
-    file_fails("{\"threads\": 0}", "key \"threads\": must be an integer between 1 and 256");
-    file_fails("{\"listen\": [\"127.0.0.1:1\", \"nope\"]}",
-               "key \"listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6");
-    file_fails("{\"service-account-key-file\": \"\"}", "key \"service-account-key-file\": must not be empty");
-    file_fails("{\"jwks-content-type\": \"json\"}",
-               "key \"jwks-content-type\": must be a media type such as application/json (type/subtype, optionally "
-               ";parameters, printable ASCII, at most 100 characters)");
-    file_fails("{\"service-account-issuer\": \"http://insecure.example\"}",
-               "key \"service-account-issuer\": must be an https URL (--allow-insecure-issuer permits http for "
-               "development only)");
-    file_fails("{\"service-account-jwks-uri\": \"https://a.example/#x\"}",
-               "key \"service-account-jwks-uri\": must not have a fragment");
+    file_fails("{\"listen\": \"127.0.0.1:1\", \"listen\": \"127.0.0.1:2\"}",
+               "duplicate member \"listen\" in a JSON object (line 1, column 35)");
+    file_fails("{\"cors\": true, \"max-age\": 1, \"cors\": false}",
+               "duplicate member \"cors\" in a JSON object (line 1, column 36)");
 }
 
 Test(config, file_key_rotation_strings)
@@ -1142,31 +1403,6 @@ Test(config, file_key_rotation_replaced_by_flags)
     cr_assert_str_eq(cfg.state_dir, "/flag");
 }
 
-Test(config, file_key_rotation_wrong_types)
-{
-    file_fails("{\"key-reload-interval\": true}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
-    file_fails("{\"key-reload-interval\": [\"15m\"]}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
-    file_fails("{\"key-retention\": null}", "key \"key-retention\": " RETENTION_PROBLEM);
-    file_fails("{\"key-retention\": {}}", "key \"key-retention\": " RETENTION_PROBLEM);
-    file_fails("{\"state-dir\": 1}", "key \"state-dir\": must be a string");
-    file_fails("{\"state-dir\": [\"/s\"]}", "key \"state-dir\": must be a string");
-    file_fails("{\"signing-key-file\": false}", "key \"signing-key-file\": must be a string");
-    file_fails("{\"output\": \"json\"}", "unknown key \"output\"");
-}
-
-Test(config, file_key_rotation_invalid_values)
-{
-    file_fails("{\"key-reload-interval\": 0}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
-    file_fails("{\"key-reload-interval\": -5}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
-    file_fails("{\"key-reload-interval\": 1.5}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
-    file_fails("{\"key-reload-interval\": 1e3}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
-    file_fails("{\"key-reload-interval\": \"2d\"}", "key \"key-reload-interval\": " RELOAD_PROBLEM);
-    file_fails("{\"key-retention\": \"1h30m\"}", "key \"key-retention\": " RETENTION_PROBLEM);
-    file_fails("{\"key-retention\": 99999999999999999999}", "key \"key-retention\": " RETENTION_PROBLEM);
-    file_fails("{\"state-dir\": \"\"}", "key \"state-dir\": must not be empty");
-    file_fails("{\"signing-key-file\": \"\"}", "key \"signing-key-file\": must not be empty");
-}
-
 Test(config, file_key_retention_needs_state_dir)
 {
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
@@ -1187,21 +1423,24 @@ Test(config, file_value_replaced_by_flag_is_not_checked)
 
 Test(config, file_invalid_json)
 {
-    file_fails("{\"service-account-issuer\": [\"https://a.example\"],", "invalid JSON: parse error: premature EOF");
-    file_fails("", "invalid JSON: parse error: premature EOF");
-    file_fails("{\"listen\": \"127.0.0.1:1\",}", "invalid JSON: parse error: invalid object key (must be a string)");
-    file_fails("{\"cors\": tru}", "invalid JSON: lexical error: invalid string in json text.");
-    file_fails("{} {}", "invalid JSON: parse error: trailing garbage");
-    file_fails("{// comment\n}",
-               "invalid JSON: lexical error: probable comment found in input text, comments are not enabled.");
+    /* the strict reader says where it stopped, as an editor counts */
+    file_fails("{\"service-account-issuer\": [\"https://a.example\"],", "invalid JSON (line 1, column 50)");
+    file_fails("", "the top level is not a JSON object (line 1, column 1)");
+    file_fails("{\"listen\": \"127.0.0.1:1\",}", "invalid JSON (line 1, column 26)");
+    file_fails("{\"cors\": tru}", "invalid JSON (line 1, column 10)");
+    file_fails("{} {}", "invalid JSON (line 1, column 4)");
+    file_fails("{// comment\n}", "invalid JSON (line 1, column 2)");
+    file_fails("{\n  \"cors\": true\n  \"listen\": \"127.0.0.1:1\"\n}", "invalid JSON (line 3, column 3)");
+    file_fails("{\"a\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+               "JSON nested too deeply (line 1, column 38)");
 }
 
 Test(config, file_not_an_object)
 {
-    file_fails("[\"https://a.example\"]", "must contain a JSON object");
-    file_fails("\"https://a.example\"", "must contain a JSON object");
-    file_fails("42", "must contain a JSON object");
-    file_fails("null", "must contain a JSON object");
+    file_fails("[\"https://a.example\"]", "the top level is not a JSON object (line 1, column 1)");
+    file_fails("\"https://a.example\"", "the top level is not a JSON object (line 1, column 1)");
+    file_fails("42", "the top level is not a JSON object (line 1, column 1)");
+    file_fails("null", "the top level is not a JSON object (line 1, column 1)");
 }
 
 /* A JSON object of exactly size bytes: braces around blanks. */
@@ -1219,7 +1458,7 @@ static char *blank_object(size_t size)
 
 Test(config, file_size_limit)
 {
-    char *big = blank_object(1024 * 1024);
+    char *big = blank_object(1024 * 1024), want[CONFIG_ERR_MAX];
 
     write_file(big);
     free(big);
@@ -1227,7 +1466,9 @@ Test(config, file_size_limit)
     cr_assert_eq(cmd, CONFIG_CMD_DEV);
 
     big = blank_object(1024 * 1024 + 1);
-    file_fails(big, "larger than 1 MiB");
+    write_file(big);
+    snprintf(want, sizeof want, "--config %s: cannot read: larger than 1048576 bytes", path);
+    fails(want, "--config", path, NULL);
     free(big);
 }
 
@@ -1255,18 +1496,6 @@ Test(config, free_is_safe_on_zeroed_and_twice)
 #define LISTEN_NEEDS_REVIEW "--token-review-listen needs --enable-token-review"
 #define MUST_DIFFER         "must differ from every --listen address"
 
-/* Requires the list to hold exactly the n strings that follow. */
-static void list_is(const struct config_strlist *l, size_t n, ...)
-{
-    va_list ap;
-
-    cr_assert_eq(l->count, n, "%zu items, wanted %zu", l->count, n);
-    va_start(ap, n);
-    for (size_t i = 0; i < n; i++)
-        cr_assert_str_eq(l->items[i], va_arg(ap, const char *), "item %zu", i);
-    va_end(ap);
-}
-
 Test(config, api_audiences_comma_list)
 {
     OK_WITH("--api-audiences", "vault,https://kubernetes.default.svc", NULL);
@@ -1286,14 +1515,6 @@ Test(config, api_audiences_repeated_flags_concatenate)
 
 Test(config, api_audiences_errors)
 {
-    const char *bad[][2] = {{"a,,b", "\"a,,b\""}, {",a", "\",a\""}, {"a,", "\"a,\""},
-                            {",", "\",\""},       {"", "\"\""},     {"a,b,,", "\"a,b,,\""}};
-    char want[CONFIG_ERR_MAX];
-
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(want, sizeof want, "--api-audiences %s: " AUDIENCES_PROBLEM, bad[i][1]);
-        flag_fails(want, "--api-audiences", bad[i][0]);
-    }
     /* a later good value does not hide an earlier bad one */
     fails("--api-audiences \"a,,b\": " AUDIENCES_PROBLEM, SERVE_ARGS, "--api-audiences", "a,,b", "--api-audiences", "c",
           NULL);
@@ -1310,12 +1531,6 @@ Test(config, token_leeway)
         OK_WITH("--token-leeway", good[i].value, NULL);
         cr_assert_eq(cfg.token_leeway, good[i].want, "%s", good[i].value);
     }
-    flag_fails("--token-leeway \"3601\": " LEEWAY_PROBLEM, "--token-leeway", "3601");
-    flag_fails("--token-leeway \"2h\": " LEEWAY_PROBLEM, "--token-leeway", "2h");
-    flag_fails("--token-leeway \"1d\": " LEEWAY_PROBLEM, "--token-leeway", "1d");
-    flag_fails("--token-leeway \"-1\": " LEEWAY_PROBLEM, "--token-leeway", "-1");
-    flag_fails("--token-leeway \"x\": " LEEWAY_PROBLEM, "--token-leeway", "x");
-    flag_fails("--token-leeway \"\": " LEEWAY_PROBLEM, "--token-leeway", "");
 }
 
 Test(config, max_token_size)
@@ -1324,11 +1539,6 @@ Test(config, max_token_size)
     cr_assert_eq(cfg.max_token_size, 256);
     OK_WITH("--max-token-size", "1048576", NULL);
     cr_assert_eq(cfg.max_token_size, 1048576);
-    flag_fails("--max-token-size \"255\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "255");
-    flag_fails("--max-token-size \"1048577\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "1048577");
-    flag_fails("--max-token-size \"0\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "0");
-    flag_fails("--max-token-size \"16k\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "16k");
-    flag_fails("--max-token-size \"-300\": " TOKEN_SIZE_PROBLEM, "--max-token-size", "-300");
 }
 
 Test(config, accept_legacy_tokens)
@@ -1388,12 +1598,14 @@ Test(config, token_review_listen_syntax)
 {
     fails("--token-review-listen \"nope\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", SERVE_ARGS,
           "--enable-token-review", "--token-review-listen", "nope", NULL);
-    fails("--token-review-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS,
-          "--enable-token-review", "--token-review-listen", "127.0.0.1:0", NULL);
+    fails("--token-review-listen \"127.0.0.1:x\": must have a port between 0 and 65535", SERVE_ARGS,
+          "--enable-token-review", "--token-review-listen", "127.0.0.1:x", NULL);
     fails("--token-review-listen \"[zz]:1\": has an invalid host", SERVE_ARGS, "--enable-token-review",
           "--token-review-listen", "[zz]:1", NULL);
     /* a bad value is reported before the missing --enable-token-review */
-    flag_fails("--token-review-listen \":1\": has no host", "--token-review-listen", ":1");
+    flag_fails("--token-review-listen \":1\": has no host; did you mean 0.0.0.0:1 (every IPv4 address) or 127.0.0.1:1 "
+               "(this host only)?",
+               "--token-review-listen", ":1");
 }
 
 Test(config, file_token_verification_keys)
@@ -1431,31 +1643,6 @@ Test(config, file_token_verification_scalars)
     cr_assert_str_eq(cfg.token_review_listens[0].host, "::1");
 }
 
-Test(config, file_token_verification_errors)
-{
-    file_fails("{\"api-audiences\": 1}", "key \"api-audiences\": must be a string or an array of strings");
-    file_fails("{\"api-audiences\": [\"a\", \"\"]}", "key \"api-audiences\": " AUDIENCES_PROBLEM);
-    file_fails("{\"api-audiences\": \"a,,b\"}", "key \"api-audiences\": " AUDIENCES_PROBLEM);
-    file_fails("{\"token-leeway\": true}", "key \"token-leeway\": " LEEWAY_PROBLEM);
-    file_fails("{\"token-leeway\": 3601}", "key \"token-leeway\": " LEEWAY_PROBLEM);
-    file_fails("{\"max-token-size\": \"4096\"}", "key \"max-token-size\": " TOKEN_SIZE_PROBLEM);
-    file_fails("{\"max-token-size\": 100}", "key \"max-token-size\": " TOKEN_SIZE_PROBLEM);
-    file_fails("{\"accept-legacy-tokens\": \"yes\"}", "key \"accept-legacy-tokens\": must be true or false");
-    file_fails("{\"enable-token-review\": 1}", "key \"enable-token-review\": must be true or false");
-    file_fails("{\"token-review-listen\": 8443}",
-               "key \"token-review-listen\": must be a string or an array of strings");
-    file_fails("{\"token-review-listen\": [\"x\"]}",
-               "key \"token-review-listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6");
-    /* verify's and token's flags are not file keys */
-    file_fails("{\"token-file\": \"/t\"}", "unknown key \"token-file\"");
-    file_fails("{\"discovery-url\": \"https://a.example\"}", "unknown key \"discovery-url\"");
-    file_fails("{\"repeat\": 2}", "unknown key \"repeat\"");
-    file_fails("{\"no-cache\": true}", "unknown key \"no-cache\"");
-    file_fails("{\"issuer\": \"https://a.example\"}", "unknown key \"issuer\"");
-    file_fails("{\"namespace\": \"x\"}", "unknown key \"namespace\"");
-    file_fails("{\"duration\": 60}", "unknown key \"duration\"");
-}
-
 Test(config, file_token_review_rules)
 {
     char want[CONFIG_ERR_MAX];
@@ -1483,6 +1670,13 @@ Test(config, file_token_review_rules)
 struct flag_case {
     const char *flag, *value;
 };
+
+/* What the refusal of flag suggests instead: token's --issuer is the
+ * only such flag whose last words name a flag the other commands take. */
+static const char *hint_for(const char *flag)
+{
+    return strcmp(flag, "--issuer") == 0 ? "; did you mean --service-account-issuer?" : "";
+}
 
 /* Serving flags, which neither verify nor token takes. */
 static const struct flag_case serving_flags[] = {
@@ -1530,7 +1724,7 @@ static void each_flag_fails(const char *const *args, size_t nargs, const struct 
     cr_assert_leq(nargs, 8);
     memcpy(a, args, nargs * sizeof *args);
     for (size_t i = 0; i < ncases; i++) {
-        snprintf(want, sizeof want, "%s%s", cases[i].flag, suffix);
+        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, suffix, hint_for(cases[i].flag));
         a[nargs] = cases[i].flag;
         a[nargs + 1] = cases[i].value; /* NULL ends the arguments early for a flag without a value */
         fails(want, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
@@ -2088,9 +2282,11 @@ Test(config, tls_rules)
 Test(config, tls_value_errors)
 {
     fails("--tls-listen \"nope\": " LISTEN_FORM, SERVE_ARGS, "--tls-listen", "nope", TLS_ARGS, NULL);
-    fails("--tls-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS, "--tls-listen",
-          "127.0.0.1:0", TLS_ARGS, NULL);
-    fails("--tls-listen \":1\": has no host", SERVE_ARGS, "--tls-listen", ":1", TLS_ARGS, NULL);
+    fails("--tls-listen \"127.0.0.1:65536\": must have a port between 0 and 65535", SERVE_ARGS, "--tls-listen",
+          "127.0.0.1:65536", TLS_ARGS, NULL);
+    fails("--tls-listen \":1\": has no host; did you mean 0.0.0.0:1 (every IPv4 address) or 127.0.0.1:1 (this host "
+          "only)?",
+          SERVE_ARGS, "--tls-listen", ":1", TLS_ARGS, NULL);
     /* a bad value is reported before the missing files */
     flag_fails("--tls-listen \"[zz]:1\": has an invalid host", "--tls-listen", "[zz]:1");
     flag_fails("--tls-cert-file \"\": must not be empty", "--tls-cert-file", "");
@@ -2117,7 +2313,7 @@ Test(config, admin_listen_none)
     /* spelled exactly */
     flag_fails("--admin-listen \"None\": " LISTEN_FORM, "--admin-listen", "None");
     flag_fails("--admin-listen \"\": " LISTEN_FORM, "--admin-listen", "");
-    flag_fails("--admin-listen \"127.0.0.1:99999\": must have a port between 1 and 65535", "--admin-listen",
+    flag_fails("--admin-listen \"127.0.0.1:99999\": must have a port between 0 and 65535", "--admin-listen",
                "127.0.0.1:99999");
 }
 
@@ -2155,6 +2351,39 @@ Test(config, listener_clashes)
     /* a Unix socket clashes with no TCP address */
     OK_WITH("--listen", "unix:/127.0.0.1:9090", NULL);
     cr_assert_str_eq(cfg.listens[0].unix_path, "/127.0.0.1:9090");
+}
+
+/* Port 0 asks the kernel for a free port (the server logs the one it got),
+ * on every kind of listener; two such addresses never clash, since each
+ * socket gets a port of its own. */
+Test(config, listen_port_zero)
+{
+    OK_WITH("--listen", "127.0.0.1:0", "--listen", "[::1]:0", "--tls-listen", "127.0.0.1:0", TLS_ARGS,
+            "--enable-token-review", "--token-review-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", NULL);
+    cr_assert_eq(cfg.listen_count, 2);
+    cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
+    cr_assert_eq(cfg.listens[0].port, 0);
+    cr_assert_str_eq(cfg.listens[1].host, "::1");
+    cr_assert_eq(cfg.listens[1].port, 0);
+    cr_assert_eq(cfg.tls_listens[0].port, 0);
+    cr_assert_eq(cfg.token_review_listens[0].port, 0);
+    cr_assert_eq(cfg.admin_listens[0].port, 0);
+    /* a fixed port still clashes, with port 0 beside it */
+    fails("--admin-listen \"127.0.0.1:9\": " MUST_DIFFER, SERVE_ARGS, "--listen", "127.0.0.1:0", "--listen",
+          "127.0.0.1:9", "--admin-listen", "127.0.0.1:9", NULL);
+    ok("dev", "--listen", "127.0.0.1:0", "--service-account-issuer", "http://127.0.0.1:8080", NULL);
+    cr_assert_eq(cfg.listens[0].port, 0);
+}
+
+/* dev derives its issuer from the first --listen address, which a port the
+ * kernel picks later cannot give. */
+Test(config, dev_issuer_needs_a_fixed_port)
+{
+    fails("--listen \"127.0.0.1:0\": dev's issuer is http:// on this address, so it needs a port other than 0 (or "
+          "give --service-account-issuer)",
+          "dev", "--listen", "127.0.0.1:0", NULL);
+    ok("dev", "--listen", "unix:/run/dev.sock", "--listen", "localhost:9000", NULL);
+    cr_assert_str_eq(cfg.issuers.items[0], "http://localhost:9000");
 }
 
 Test(config, listener_rules_come_before_clashes)
@@ -2292,13 +2521,6 @@ Test(config, log_level_and_format)
     cr_assert_str_eq(cfg.log_format, "json");
     OK_WITH("--log-format", "text", NULL);
     cr_assert_str_eq(cfg.log_format, "text");
-    flag_fails("--log-level \"x\": " LOG_LEVEL_PROBLEM, "--log-level", "x");
-    flag_fails("--log-level \"INFO\": " LOG_LEVEL_PROBLEM, "--log-level", "INFO");
-    flag_fails("--log-level \"warning\": " LOG_LEVEL_PROBLEM, "--log-level", "warning");
-    flag_fails("--log-level \"\": " LOG_LEVEL_PROBLEM, "--log-level", "");
-    flag_fails("--log-format \"yaml\": " LOG_FORMAT_PROBLEM, "--log-format", "yaml");
-    flag_fails("--log-format \"JSON\": " LOG_FORMAT_PROBLEM, "--log-format", "JSON");
-    flag_fails("--log-format \"\": " LOG_FORMAT_PROBLEM, "--log-format", "");
 }
 
 Test(config, logging_flags_for_verify_and_keys)
@@ -2364,48 +2586,6 @@ Test(config, production_number_limits)
     cr_assert_eq(cfg.request_timeout, 300);
     cr_assert_eq(cfg.idle_timeout, 3600);
     cr_assert_eq(cfg.shutdown_grace, 300);
-}
-
-Test(config, production_number_errors)
-{
-    const char *bad[][3] = {
-        {"--max-request-header-size", "1023", HEADER_PROBLEM},
-        {"--max-request-header-size", "65537", HEADER_PROBLEM},
-        {"--max-request-header-size", "8k", HEADER_PROBLEM},
-        {"--max-request-header-size", "", HEADER_PROBLEM},
-        {"--max-connections", "0", CONN_PROBLEM},
-        {"--max-connections", "1000001", CONN_PROBLEM},
-        {"--max-connections", "-1", CONN_PROBLEM},
-        {"--token-review-max-connections", "0", CONN_PROBLEM},
-        {"--token-review-max-connections", "1000001", CONN_PROBLEM},
-        {"--admin-max-connections", "0", CONN_PROBLEM},
-        {"--admin-max-connections", "64k", CONN_PROBLEM},
-        {"--write-timeout", "0", REQ_TIMEOUT_PROBLEM},
-        {"--write-timeout", "301", REQ_TIMEOUT_PROBLEM},
-        {"--write-timeout", "1h", REQ_TIMEOUT_PROBLEM},
-        {"--write-timeout", "-1s", REQ_TIMEOUT_PROBLEM},
-        {"--http2-max-concurrent-streams", "0", STREAMS_PROBLEM},
-        {"--http2-max-concurrent-streams", "1001", STREAMS_PROBLEM},
-        {"--http2-max-concurrent-streams", "1e2", STREAMS_PROBLEM},
-        {"--request-timeout", "0", REQ_TIMEOUT_PROBLEM},
-        {"--request-timeout", "301", REQ_TIMEOUT_PROBLEM},
-        {"--request-timeout", "6m", REQ_TIMEOUT_PROBLEM},
-        {"--request-timeout", "1h", REQ_TIMEOUT_PROBLEM},
-        {"--request-timeout", "10 s", REQ_TIMEOUT_PROBLEM},
-        {"--http2-idle-timeout", "0s", IDLE_PROBLEM},
-        {"--http2-idle-timeout", "3601", IDLE_PROBLEM},
-        {"--http2-idle-timeout", "2h", IDLE_PROBLEM},
-        {"--shutdown-grace", "301", GRACE_PROBLEM},
-        {"--shutdown-grace", "6m", GRACE_PROBLEM},
-        {"--shutdown-grace", "-1", GRACE_PROBLEM},
-        {"--shutdown-grace", "x", GRACE_PROBLEM},
-    };
-    char want[CONFIG_ERR_MAX];
-
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(want, sizeof want, "%s \"%s\": %s", bad[i][0], bad[i][1], bad[i][2]);
-        flag_fails(want, bad[i][0], bad[i][1]);
-    }
 }
 
 /* ---- production serving in the config file ---- */
@@ -2495,46 +2675,6 @@ Test(config, file_production_rules)
     fails(want, "dev", "--config", path, NULL);
 }
 
-Test(config, file_production_errors)
-{
-    file_fails("{\"tls-listen\": 8443}", "key \"tls-listen\": must be a string or an array of strings");
-    file_fails("{\"tls-listen\": \"unix:/x\"}", "key \"tls-listen\": " LISTEN_FORM);
-    file_fails("{\"listen\": \"unix:x.sock\"}", "key \"listen\": " UNIX_PROBLEM);
-    file_fails("{\"tls-cert-file\": true}", "key \"tls-cert-file\": must be a string");
-    file_fails("{\"tls-private-key-file\": [\"/k\"]}", "key \"tls-private-key-file\": must be a string");
-    file_fails("{\"tls-cert-file\": \"\"}", "key \"tls-cert-file\": must not be empty");
-    file_fails("{\"admin-listen\": false}", "key \"admin-listen\": must be a string or an array of strings");
-    file_fails("{\"admin-listen\": [\"x\"]}", "key \"admin-listen\": " LISTEN_FORM);
-    file_fails("{\"path-prefix\": 1}", "key \"path-prefix\": must be a string");
-    file_fails("{\"path-prefix\": \"/\"}", "key \"path-prefix\": " PREFIX_PROBLEM);
-    file_fails("{\"allowed-hosts\": {}}", "key \"allowed-hosts\": must be a string or an array of strings");
-    file_fails("{\"allowed-hosts\": [\"a\", \"a b\"]}", "key \"allowed-hosts\": " HOSTS_PROBLEM);
-    file_fails("{\"log-level\": 1}", "key \"log-level\": " LOG_LEVEL_PROBLEM);
-    file_fails("{\"log-level\": \"trace\"}", "key \"log-level\": " LOG_LEVEL_PROBLEM);
-    file_fails("{\"log-format\": null}", "key \"log-format\": " LOG_FORMAT_PROBLEM);
-    file_fails("{\"log-format\": \"xml\"}", "key \"log-format\": " LOG_FORMAT_PROBLEM);
-    file_fails("{\"access-log\": false}", "key \"access-log\": must be a string");
-    file_fails("{\"access-log\": \"\"}", "key \"access-log\": must not be empty");
-    file_fails("{\"max-request-header-size\": \"8192\"}", "key \"max-request-header-size\": " HEADER_PROBLEM);
-    file_fails("{\"max-request-header-size\": 100}", "key \"max-request-header-size\": " HEADER_PROBLEM);
-    file_fails("{\"request-timeout\": true}", "key \"request-timeout\": " REQ_TIMEOUT_PROBLEM);
-    file_fails("{\"request-timeout\": 0}", "key \"request-timeout\": " REQ_TIMEOUT_PROBLEM);
-    file_fails("{\"http2-idle-timeout\": \"2h\"}", "key \"http2-idle-timeout\": " IDLE_PROBLEM);
-    file_fails("{\"shutdown-grace\": 301}", "key \"shutdown-grace\": " GRACE_PROBLEM);
-    file_fails("{\"max-connections\": 0}", "key \"max-connections\": " CONN_PROBLEM);
-    file_fails("{\"token-review-max-connections\": \"9\"}", "key \"token-review-max-connections\": " CONN_PROBLEM);
-    file_fails("{\"admin-max-connections\": 0}", "key \"admin-max-connections\": " CONN_PROBLEM);
-    file_fails("{\"write-timeout\": \"6m\"}", "key \"write-timeout\": " REQ_TIMEOUT_PROBLEM);
-    file_fails("{\"http2-max-concurrent-streams\": 1.5}", "key \"http2-max-concurrent-streams\": " STREAMS_PROBLEM);
-    file_fails("{\"http2\": \"yes\"}", "key \"http2\": must be true or false");
-    file_fails("{\"http2\": 1}", "key \"http2\": must be true or false");
-    file_fails("{\"log-level\": \"info\", \"log-level\": \"debug\"}", "duplicate key \"log-level\"");
-    /* the last keys still fit the duplicate-key bitmask */
-    file_fails("{\"http2-max-concurrent-streams\": 1, \"http2-max-concurrent-streams\": 2}",
-               "duplicate key \"http2-max-concurrent-streams\"");
-    file_fails("{\"http2\": true, \"http2\": false}", "duplicate key \"http2\"");
-}
-
 Test(config, verify_shares_the_production_config_file)
 {
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
@@ -2546,45 +2686,45 @@ Test(config, verify_shares_the_production_config_file)
 
 Test(config, usage_lists_production_serving)
 {
-    const char *u = config_usage(CONFIG_CMD_SERVE);
-    const char *want[] = {"\nProduction serving (serve and dev",
-                          "--listen unix:/path",
-                          "--tls-listen HOST:PORT",
-                          "--tls-cert-file PATH",
-                          "--tls-private-key-file PATH",
-                          "--admin-listen HOST:PORT|none",
-                          "default 127.0.0.1:9090; none: no admin listener",
-                          "--path-prefix /PATH",
-                          "--allowed-hosts LIST",
-                          "(default: any host)",
-                          "--log-level LEVEL",
-                          "error, warn, info or debug (default info)",
-                          "--log-format FORMAT",
-                          "text or json (default text)",
-                          "--access-log PATH",
-                          "--max-request-header-size BYTES",
-                          "1024 to 65536 (default 8192)",
-                          "--request-timeout DURATION",
-                          "1s to 5m (default 10s)",
-                          "--http2-idle-timeout DURATION",
-                          "1s to 1h (default 60s)",
-                          "--shutdown-grace DURATION",
-                          "0 to 5m (default 5s)",
-                          "--max-connections N",
-                          "1 to 1000000; more are closed at once (default 10000)",
-                          "--token-review-max-connections N",
-                          "1000000; more are closed at once (default 1000)",
-                          "--admin-max-connections N",
-                          "closed at once (default 64)",
-                          "--write-timeout DURATION",
-                          "response for this long, 1s to 5m (default 10s)",
-                          "--http2-max-concurrent-streams N",
-                          "1 to 1000 (default 100)",
-                          "--http2 ",
-                          "(default off: HTTP/1.1 only)"};
+    static const char *const want[] = {"\nListeners:\n",
+                                       "--listen unix:/path",
+                                       "--tls-listen HOST:PORT",
+                                       "--tls-cert-file PATH",
+                                       "--tls-private-key-file PATH",
+                                       "--admin-listen HOST:PORT|none",
+                                       "default 127.0.0.1:9090; none: no admin listener",
+                                       "--path-prefix /PATH",
+                                       "--allowed-hosts LIST",
+                                       "(default: any host)",
+                                       "--log-level LEVEL",
+                                       "error, warn, info or debug (default info)",
+                                       "--log-format FORMAT",
+                                       "text or json (default text)",
+                                       "--access-log PATH",
+                                       "\nLimits and timeouts:\n",
+                                       "--max-request-header-size BYTES",
+                                       "1024 to 65536 (default 8192)",
+                                       "--request-timeout DURATION",
+                                       "1s to 5m (default 10s)",
+                                       "--http2-idle-timeout DURATION",
+                                       "1s to 1h (default 60s)",
+                                       "--shutdown-grace DURATION",
+                                       "0 to 5m (default 5s)",
+                                       "--max-connections N",
+                                       "1 to 1000000; more are closed at once (default 10000)",
+                                       "--token-review-max-connections N",
+                                       "1000000; more are closed at once (default 1000)",
+                                       "--admin-max-connections N",
+                                       "closed at once (default 64)",
+                                       "--write-timeout DURATION",
+                                       "response for this long, 1s to 5m (default 10s)",
+                                       "--http2-max-concurrent-streams N",
+                                       "1 to 1000 (default 100)",
+                                       "--http2 ",
+                                       "(default off: HTTP/1.1 only)",
+                                       NULL};
 
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        cr_assert_not_null(strstr(u, want[i]), "usage lacks %s", want[i]);
+    help_has(CONFIG_CMD_SERVE, want);
 }
 
 /* ---- export ---- */
@@ -2662,7 +2802,7 @@ Test(config, export_value_errors)
 {
     fails("--out \"\": must not be empty", EXPORT_ARGS, "--out", "", NULL);
     fails("--out: missing value", "export", SERVE_ARGS, "--out", NULL);
-    fails("--max-age \"-1\": must be an integer between 0 and 31536000", EXPORT_ARGS, "--max-age", "-1", NULL);
+    fails("--max-age \"-1\": " MAX_AGE_PROBLEM, EXPORT_ARGS, "--max-age", "-1", NULL);
     fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits "
           "http for development only)",
           "export", "--service-account-issuer", "http://a.example", "--service-account-key-file", "/k", "--out", "/o",
@@ -2702,7 +2842,7 @@ Test(config, export_reads_serves_config_file)
     cr_assert_eq(cfg.key_retention, 172800);
     cr_assert_str_eq(cfg.state_dir, "/s");
     cr_assert_str_eq(cfg.export_dir, "/o");
-    file_fails("{\"out\": \"/o\"}", "unknown key \"out\"");
+    file_fails("{\"out\": \"/o\"}", "unknown key \"out\" (--out is a command-line flag only)");
 }
 
 Test(config, export_help_and_version)
@@ -2712,4 +2852,399 @@ Test(config, export_help_and_version)
     ok("export", "--listen", "x", "--version", NULL);
     cr_assert_eq(cmd, CONFIG_CMD_VERSION);
     cr_assert_null(cfg.export_dir, "defaults only");
+}
+
+/* ---- values refused, flag by flag and key by key ---- */
+
+/* A bad value of a flag is refused naming the flag and the value. */
+static const struct flag_refusal {
+    const char *flag, *value, *problem;
+} flag_refusals[] = {
+    {"--threads", "0", "must be an integer between 1 and 256"},
+    {"--threads", "257", "must be an integer between 1 and 256"},
+    {"--threads", "abc", "must be an integer between 1 and 256"},
+    {"--threads", "-1", "must be an integer between 1 and 256"},
+    {"--threads", "+4", "must be an integer between 1 and 256"},
+    {"--threads", " 4", "must be an integer between 1 and 256"},
+    {"--threads", "0x4", "must be an integer between 1 and 256"},
+    {"--threads", "", "must be an integer between 1 and 256"},
+    {"--max-age", "12x", MAX_AGE_PROBLEM},
+    {"--max-age", "-5", MAX_AGE_PROBLEM},
+    {"--max-age", "31536001", MAX_AGE_PROBLEM},
+    {"--max-age", "99999999999999999999999", MAX_AGE_PROBLEM},
+    {"--max-age", "1.5", MAX_AGE_PROBLEM},
+    {"--key-reload-interval", "x", RELOAD_PROBLEM},
+    {"--key-reload-interval", "0", RELOAD_PROBLEM},
+    {"--key-reload-interval", "0s", RELOAD_PROBLEM},
+    {"--key-reload-interval", "86401", RELOAD_PROBLEM},
+    {"--key-reload-interval", "25h", RELOAD_PROBLEM},
+    {"--key-reload-interval", "2d", RELOAD_PROBLEM},
+    {"--key-reload-interval", "", RELOAD_PROBLEM},
+    {"--key-reload-interval", "1h30m", RELOAD_PROBLEM},
+    {"--key-reload-interval", "-5", RELOAD_PROBLEM},
+    {"--key-reload-interval", "1.5h", RELOAD_PROBLEM},
+    {"--key-reload-interval", "99999999999999999999", RELOAD_PROBLEM},
+    {"--key-retention", "x", RETENTION_PROBLEM},
+    {"--key-retention", "3651d", RETENTION_PROBLEM},
+    {"--key-retention", "315360001", RETENTION_PROBLEM},
+    {"--key-retention", "36501d", RETENTION_PROBLEM},
+    {"--key-retention", "-1d", RETENTION_PROBLEM},
+    {"--key-retention", "7d ", RETENTION_PROBLEM},
+    {"--api-audiences", "a,,b", AUDIENCES_PROBLEM},
+    {"--api-audiences", ",a", AUDIENCES_PROBLEM},
+    {"--api-audiences", "a,", AUDIENCES_PROBLEM},
+    {"--api-audiences", ",", AUDIENCES_PROBLEM},
+    {"--api-audiences", "", AUDIENCES_PROBLEM},
+    {"--api-audiences", "a,b,,", AUDIENCES_PROBLEM},
+    {"--token-leeway", "3601", LEEWAY_PROBLEM},
+    {"--token-leeway", "2h", LEEWAY_PROBLEM},
+    {"--token-leeway", "1d", LEEWAY_PROBLEM},
+    {"--token-leeway", "-1", LEEWAY_PROBLEM},
+    {"--token-leeway", "x", LEEWAY_PROBLEM},
+    {"--token-leeway", "", LEEWAY_PROBLEM},
+    {"--max-token-size", "255", TOKEN_SIZE_PROBLEM},
+    {"--max-token-size", "1048577", TOKEN_SIZE_PROBLEM},
+    {"--max-token-size", "0", TOKEN_SIZE_PROBLEM},
+    {"--max-token-size", "16k", TOKEN_SIZE_PROBLEM},
+    {"--max-token-size", "-300", TOKEN_SIZE_PROBLEM},
+    {"--log-level", "x", LOG_LEVEL_PROBLEM},
+    {"--log-level", "INFO", LOG_LEVEL_PROBLEM},
+    {"--log-level", "warning", LOG_LEVEL_PROBLEM},
+    {"--log-level", "", LOG_LEVEL_PROBLEM},
+    {"--log-format", "yaml", LOG_FORMAT_PROBLEM},
+    {"--log-format", "JSON", LOG_FORMAT_PROBLEM},
+    {"--log-format", "", LOG_FORMAT_PROBLEM},
+    /* listen addresses */
+    {"--listen", "nonsense", "must be HOST:PORT, or [ADDRESS]:PORT for IPv6"},
+    {"--listen", "[::1]", "must be HOST:PORT, or [ADDRESS]:PORT for IPv6"},
+    {"--listen", "[::1:80", "must be HOST:PORT, or [ADDRESS]:PORT for IPv6"},
+    /* Go's ":80" (every address) is written 0.0.0.0:80 here */
+    {"--listen", ":80",
+     "has no host; did you mean 0.0.0.0:80 (every IPv4 address) or 127.0.0.1:80 (this "
+     "host only)?"},
+    {"--listen", "[]:80", "has no host; did you mean [::]:80 (every IPv6 address)?"},
+    {"--listen", ":x", "has no host"},
+    {"--listen", "::1:80", "has an invalid host"},
+    {"--listen", "[zz::1]:80", "has an invalid host"},
+    {"--listen", "a b:80", "has an invalid host"},
+    {"--listen", "127.0.0.1:65536", "must have a port between 0 and 65535"},
+    {"--listen", "127.0.0.1:", "must have a port between 0 and 65535"},
+    {"--listen", "127.0.0.1:8o", "must have a port between 0 and 65535"},
+    /* limits and timeouts */
+    {"--max-request-header-size", "1023", HEADER_PROBLEM},
+    {"--max-request-header-size", "65537", HEADER_PROBLEM},
+    {"--max-request-header-size", "8k", HEADER_PROBLEM},
+    {"--max-request-header-size", "", HEADER_PROBLEM},
+    {"--max-connections", "0", CONN_PROBLEM},
+    {"--max-connections", "1000001", CONN_PROBLEM},
+    {"--max-connections", "-1", CONN_PROBLEM},
+    {"--token-review-max-connections", "0", CONN_PROBLEM},
+    {"--token-review-max-connections", "1000001", CONN_PROBLEM},
+    {"--admin-max-connections", "0", CONN_PROBLEM},
+    {"--admin-max-connections", "64k", CONN_PROBLEM},
+    {"--write-timeout", "0", REQ_TIMEOUT_PROBLEM},
+    {"--write-timeout", "301", REQ_TIMEOUT_PROBLEM},
+    {"--write-timeout", "1h", REQ_TIMEOUT_PROBLEM},
+    {"--write-timeout", "-1s", REQ_TIMEOUT_PROBLEM},
+    {"--http2-max-concurrent-streams", "0", STREAMS_PROBLEM},
+    {"--http2-max-concurrent-streams", "1001", STREAMS_PROBLEM},
+    {"--http2-max-concurrent-streams", "1e2", STREAMS_PROBLEM},
+    {"--request-timeout", "0", REQ_TIMEOUT_PROBLEM},
+    {"--request-timeout", "301", REQ_TIMEOUT_PROBLEM},
+    {"--request-timeout", "6m", REQ_TIMEOUT_PROBLEM},
+    {"--request-timeout", "1h", REQ_TIMEOUT_PROBLEM},
+    {"--request-timeout", "10 s", REQ_TIMEOUT_PROBLEM},
+    {"--http2-idle-timeout", "0s", IDLE_PROBLEM},
+    {"--http2-idle-timeout", "3601", IDLE_PROBLEM},
+    {"--http2-idle-timeout", "2h", IDLE_PROBLEM},
+    {"--shutdown-grace", "301", GRACE_PROBLEM},
+    {"--shutdown-grace", "6m", GRACE_PROBLEM},
+    {"--shutdown-grace", "-1", GRACE_PROBLEM},
+    {"--shutdown-grace", "x", GRACE_PROBLEM},
+};
+
+ParameterizedTestParameters(config, flag_refusals)
+{
+    TABLE_PARAMETERS(flag_refusals);
+}
+
+ParameterizedTest(size_t *i, config, flag_refusals)
+{
+    const struct flag_refusal *r = &flag_refusals[*i];
+    char want[CONFIG_ERR_MAX];
+
+    snprintf(want, sizeof want, "%s \"%s\": %s", r->flag, r->value, r->problem);
+    flag_fails(want, r->flag, r->value);
+}
+
+/* A config file with a value of the wrong type or a bad value, or a key
+ * that is none, is refused naming the file and the key. */
+static const struct file_refusal {
+    const char *json, *want;
+} file_refusals[] = {
+    /* a value of the wrong JSON type */
+    {"{\"listen\": 80}", "key \"listen\": must be a string or an array of strings"},
+    {"{\"listen\": [\"127.0.0.1:1\", 2]}", "key \"listen\": must be a string or an array of strings"},
+    {"{\"listen\": [[\"127.0.0.1:1\"]]}", "key \"listen\": must be a string or an array of strings"},
+    {"{\"service-account-issuer\": {\"url\": \"https://a.example\"}}",
+     "key \"service-account-issuer\": must be a string or an array of strings"},
+    {"{\"service-account-key-file\": null}",
+     "key \"service-account-key-file\": must be a string or an array of strings"},
+    {"{\"service-account-jwks-uri\": [\"https://a.example\"]}", "key \"service-account-jwks-uri\": must be a string"},
+    {"{\"jwks-content-type\": true}", "key \"jwks-content-type\": must be a string"},
+    {"{\"max-age\": true}", "key \"max-age\": " MAX_AGE_PROBLEM},
+    {"{\"threads\": [2]}", "key \"threads\": must be an integer between 1 and 256"},
+    {"{\"cors\": \"yes\"}", "key \"cors\": must be true or false"},
+    {"{\"allow-insecure-issuer\": 1}", "key \"allow-insecure-issuer\": must be true or false"},
+    {"{\"cors\": {}}", "key \"cors\": must be true or false"},
+    {"{\"listen\": \"127.0.0.1:\\u00001\"}", "JSON string holds U+0000 (line 1, column 31)"},
+    /* a bad value */
+    {"{\"max-age\": -1}", "key \"max-age\": " MAX_AGE_PROBLEM},
+    {"{\"max-age\": 1.5}", "key \"max-age\": " MAX_AGE_PROBLEM},
+    {"{\"max-age\": 1e3}", "key \"max-age\": " MAX_AGE_PROBLEM},
+    {"{\"max-age\": 99999999999999999999999}", "key \"max-age\": " MAX_AGE_PROBLEM},
+    {"{\"threads\": 0}", "key \"threads\": must be an integer between 1 and 256"},
+    {"{\"listen\": [\"127.0.0.1:1\", \"nope\"]}", "key \"listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6"},
+    {"{\"service-account-key-file\": \"\"}", "key \"service-account-key-file\": must not be empty"},
+    {"{\"jwks-content-type\": \"json\"}",
+     "key \"jwks-content-type\": must be a media type such as application/json (type/subtype, optionally "
+     ";parameters, printable ASCII, at most 100 characters)"},
+    {"{\"service-account-issuer\": \"http://insecure.example\"}",
+     "key \"service-account-issuer\": must be an https URL (--allow-insecure-issuer permits http for "
+     "development only)"},
+    {"{\"service-account-jwks-uri\": \"https://a.example/#x\"}",
+     "key \"service-account-jwks-uri\": must not have a fragment"},
+    /* key rotation */
+    {"{\"key-reload-interval\": true}", "key \"key-reload-interval\": " RELOAD_PROBLEM},
+    {"{\"key-reload-interval\": [\"15m\"]}", "key \"key-reload-interval\": " RELOAD_PROBLEM},
+    {"{\"key-retention\": null}", "key \"key-retention\": " RETENTION_PROBLEM},
+    {"{\"key-retention\": {}}", "key \"key-retention\": " RETENTION_PROBLEM},
+    {"{\"state-dir\": 1}", "key \"state-dir\": must be a string"},
+    {"{\"state-dir\": [\"/s\"]}", "key \"state-dir\": must be a string"},
+    {"{\"signing-key-file\": false}", "key \"signing-key-file\": must be a string"},
+    {"{\"output\": \"json\"}", "unknown key \"output\" (--output is a command-line flag only)"},
+    {"{\"key-reload-interval\": 0}", "key \"key-reload-interval\": " RELOAD_PROBLEM},
+    {"{\"key-reload-interval\": -5}", "key \"key-reload-interval\": " RELOAD_PROBLEM},
+    {"{\"key-reload-interval\": 1.5}", "key \"key-reload-interval\": " RELOAD_PROBLEM},
+    {"{\"key-reload-interval\": 1e3}", "key \"key-reload-interval\": " RELOAD_PROBLEM},
+    {"{\"key-reload-interval\": \"2d\"}", "key \"key-reload-interval\": " RELOAD_PROBLEM},
+    {"{\"key-retention\": \"1h30m\"}", "key \"key-retention\": " RETENTION_PROBLEM},
+    {"{\"key-retention\": 99999999999999999999}", "key \"key-retention\": " RETENTION_PROBLEM},
+    {"{\"state-dir\": \"\"}", "key \"state-dir\": must not be empty"},
+    {"{\"signing-key-file\": \"\"}", "key \"signing-key-file\": must not be empty"},
+    /* token verification */
+    {"{\"api-audiences\": 1}", "key \"api-audiences\": must be a string or an array of strings"},
+    {"{\"api-audiences\": [\"a\", \"\"]}", "key \"api-audiences\": " AUDIENCES_PROBLEM},
+    {"{\"api-audiences\": \"a,,b\"}", "key \"api-audiences\": " AUDIENCES_PROBLEM},
+    {"{\"token-leeway\": true}", "key \"token-leeway\": " LEEWAY_PROBLEM},
+    {"{\"token-leeway\": 3601}", "key \"token-leeway\": " LEEWAY_PROBLEM},
+    {"{\"max-token-size\": \"4096\"}", "key \"max-token-size\": " TOKEN_SIZE_PROBLEM},
+    {"{\"max-token-size\": 100}", "key \"max-token-size\": " TOKEN_SIZE_PROBLEM},
+    {"{\"accept-legacy-tokens\": \"yes\"}", "key \"accept-legacy-tokens\": must be true or false"},
+    {"{\"enable-token-review\": 1}", "key \"enable-token-review\": must be true or false"},
+    {"{\"token-review-listen\": 8443}", "key \"token-review-listen\": must be a string or an array of strings"},
+    {"{\"token-review-listen\": [\"x\"]}",
+     "key \"token-review-listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6"},
+    /* verify's and token's flags are not file keys */
+    {"{\"token-file\": \"/t\"}", "unknown key \"token-file\" (--token-file is a command-line flag only)"},
+    {"{\"discovery-url\": \"https://a.example\"}",
+     "unknown key \"discovery-url\" (--discovery-url is a command-line flag only)"},
+    {"{\"repeat\": 2}", "unknown key \"repeat\" (--repeat is a command-line flag only)"},
+    {"{\"no-cache\": true}", "unknown key \"no-cache\" (--no-cache is a command-line flag only)"},
+    {"{\"issuer\": \"https://a.example\"}",
+     "unknown key \"issuer\"; did you mean \"service-account-issuer\"? (--issuer is a command-line flag only)"},
+    {"{\"namespace\": \"x\"}", "unknown key \"namespace\" (--namespace is a command-line flag only)"},
+    {"{\"duration\": 60}", "unknown key \"duration\" (--duration is a command-line flag only)"},
+    /* production serving */
+    {"{\"tls-listen\": 8443}", "key \"tls-listen\": must be a string or an array of strings"},
+    {"{\"tls-listen\": \"unix:/x\"}", "key \"tls-listen\": " LISTEN_FORM},
+    {"{\"listen\": \"unix:x.sock\"}", "key \"listen\": " UNIX_PROBLEM},
+    {"{\"tls-cert-file\": true}", "key \"tls-cert-file\": must be a string"},
+    {"{\"tls-private-key-file\": [\"/k\"]}", "key \"tls-private-key-file\": must be a string"},
+    {"{\"tls-cert-file\": \"\"}", "key \"tls-cert-file\": must not be empty"},
+    {"{\"admin-listen\": false}", "key \"admin-listen\": must be a string or an array of strings"},
+    {"{\"admin-listen\": [\"x\"]}", "key \"admin-listen\": " LISTEN_FORM},
+    {"{\"path-prefix\": 1}", "key \"path-prefix\": must be a string"},
+    {"{\"path-prefix\": \"/\"}", "key \"path-prefix\": " PREFIX_PROBLEM},
+    {"{\"allowed-hosts\": {}}", "key \"allowed-hosts\": must be a string or an array of strings"},
+    {"{\"allowed-hosts\": [\"a\", \"a b\"]}", "key \"allowed-hosts\": " HOSTS_PROBLEM},
+    {"{\"log-level\": 1}", "key \"log-level\": " LOG_LEVEL_PROBLEM},
+    {"{\"log-level\": \"trace\"}", "key \"log-level\": " LOG_LEVEL_PROBLEM},
+    {"{\"log-format\": null}", "key \"log-format\": " LOG_FORMAT_PROBLEM},
+    {"{\"log-format\": \"xml\"}", "key \"log-format\": " LOG_FORMAT_PROBLEM},
+    {"{\"access-log\": false}", "key \"access-log\": must be a string"},
+    {"{\"access-log\": \"\"}", "key \"access-log\": must not be empty"},
+    {"{\"max-request-header-size\": \"8192\"}", "key \"max-request-header-size\": " HEADER_PROBLEM},
+    {"{\"max-request-header-size\": 100}", "key \"max-request-header-size\": " HEADER_PROBLEM},
+    {"{\"request-timeout\": true}", "key \"request-timeout\": " REQ_TIMEOUT_PROBLEM},
+    {"{\"request-timeout\": 0}", "key \"request-timeout\": " REQ_TIMEOUT_PROBLEM},
+    {"{\"http2-idle-timeout\": \"2h\"}", "key \"http2-idle-timeout\": " IDLE_PROBLEM},
+    {"{\"shutdown-grace\": 301}", "key \"shutdown-grace\": " GRACE_PROBLEM},
+    {"{\"max-connections\": 0}", "key \"max-connections\": " CONN_PROBLEM},
+    {"{\"token-review-max-connections\": \"9\"}", "key \"token-review-max-connections\": " CONN_PROBLEM},
+    {"{\"admin-max-connections\": 0}", "key \"admin-max-connections\": " CONN_PROBLEM},
+    {"{\"write-timeout\": \"6m\"}", "key \"write-timeout\": " REQ_TIMEOUT_PROBLEM},
+    {"{\"http2-max-concurrent-streams\": 1.5}", "key \"http2-max-concurrent-streams\": " STREAMS_PROBLEM},
+    {"{\"http2\": \"yes\"}", "key \"http2\": must be true or false"},
+    {"{\"http2\": 1}", "key \"http2\": must be true or false"},
+    {"{\"log-level\": \"info\", \"log-level\": \"debug\"}",
+     "duplicate member \"log-level\" in a JSON object (line 1, column 34)"},
+    {"{\"http2-max-concurrent-streams\": 1, \"http2-max-concurrent-streams\": 2}",
+     "duplicate member \"http2-max-concurrent-streams\" in a JSON object (line 1, column 67)"},
+    {"{\"http2\": true, \"http2\": false}", "duplicate member \"http2\" in a JSON object (line 1, column 24)"},
+};
+
+ParameterizedTestParameters(config, file_refusals)
+{
+    TABLE_PARAMETERS(file_refusals);
+}
+
+ParameterizedTest(size_t *i, config, file_refusals)
+{
+    file_fails(file_refusals[*i].json, file_refusals[*i].want);
+}
+
+/* ---- the option table ---- */
+
+#define EVERY_COMMAND (CONFIG_FOR_EVERY)
+
+/* Each row names itself plainly, says what it is for, takes a value
+ * exactly when help shows one, belongs to a command and a group. */
+Test(config, table_rows_are_complete)
+{
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *o = &config_options[i];
+        size_t n = strlen(o->name);
+        int takes_value = o->kind != CONFIG_KIND_BOOL && !(o->kind == CONFIG_KIND_ACTION && !o->arg);
+        cr_assert(n > 0 && n <= 64 && strspn(o->name, "abcdefghijklmnopqrstuvwxyz0123456789-") == n, "%s", o->name);
+        cr_assert(o->name[0] != '-' && o->name[n - 1] != '-' && !strstr(o->name, "--"), "%s", o->name);
+        cr_assert(o->help && o->help[0] && o->help[strlen(o->help) - 1] != '.', "--%s: help", o->name);
+        cr_assert_eq(o->arg != NULL, takes_value, "--%s: arg", o->name);
+        cr_assert(o->commands && !(o->commands & ~EVERY_COMMAND), "--%s: commands", o->name);
+        cr_assert_eq(o->required & ~o->commands, 0, "--%s: required where not taken", o->name);
+        cr_assert_eq(o->required != 0, o->why_required != NULL, "--%s: why required", o->name);
+        cr_assert(!o->required || o->arg, "--%s: a required flag has a value the usage line shows", o->name);
+        cr_assert_lt(o->group, CONFIG_GROUP_COUNT, "--%s", o->name);
+        cr_assert_eq(o->kind == CONFIG_KIND_CHOICE, o->choices != NULL, "--%s: choices", o->name);
+    }
+}
+
+/* Numbers have a range that holds something and that help and messages
+ * can show; other kinds have none. */
+Test(config, table_ranges_are_sane)
+{
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *o = &config_options[i];
+        int numeric = o->kind == CONFIG_KIND_UINT || o->kind == CONFIG_KIND_DURATION;
+        if (!numeric) {
+            cr_assert(o->min == 0 && o->max == 0, "--%s has a range", o->name);
+            cr_assert_null(strstr(o->help, "%r"), "--%s", o->name);
+            continue;
+        }
+        cr_assert_lt(o->min, o->max, "--%s", o->name);
+        cr_assert_leq(o->max, CONFIG_DURATION_MAX, "--%s", o->name);
+    }
+}
+
+/* A default, dev's default and one computed at run time each pass the
+ * row's own check, as the flag would, https only. */
+Test(config, table_defaults_pass_their_check)
+{
+    char problem[CONFIG_PROBLEM_MAX], computed[32];
+
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *o = &config_options[i];
+        const char *values[] = {o->def, o->dev_def, NULL};
+        if (o->def_fn) {
+            o->def_fn(o, computed, sizeof computed);
+            values[2] = computed;
+        }
+        for (size_t v = 0; v < 3; v++)
+            if (values[v])
+                cr_assert_null(config_option_check(o, values[v], 0, problem), "--%s %s: %s", o->name, values[v],
+                               config_option_check(o, values[v], 0, problem));
+        cr_assert(!(o->def && o->def_fn), "--%s: two defaults", o->name);
+    }
+}
+
+/* Names are unique (so are short names); each negating switch negates
+ * exactly one switch; each field is filled by one row. */
+Test(config, table_names_and_fields_are_unique)
+{
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *a = &config_options[i];
+        size_t negated = 0;
+        cr_assert_eq(a->kind == CONFIG_KIND_LISTEN, a->count_field != CONFIG_NO_FIELD, "--%s: count", a->name);
+        cr_assert_eq(a->kind == CONFIG_KIND_ACTION, a->field == CONFIG_NO_FIELD, "--%s: field", a->name);
+        for (size_t j = 0; j < config_option_count; j++) {
+            const struct config_option *b = &config_options[j];
+            if (i == j)
+                continue;
+            cr_assert_str_neq(a->name, b->name);
+            cr_assert(!a->short_name || a->short_name != b->short_name, "-%c twice", a->short_name);
+            if (a->field != CONFIG_NO_FIELD && a->field == b->field)
+                negated += (a->flags & CONFIG_NEGATES) && b->kind == CONFIG_KIND_BOOL && !(b->flags & CONFIG_NEGATES);
+            else
+                continue;
+            cr_assert((a->flags | b->flags) & CONFIG_NEGATES, "--%s and --%s fill one field", a->name, b->name);
+        }
+        cr_assert_eq(negated, (a->flags & CONFIG_NEGATES) ? 1 : 0, "--%s negates %zu switches", a->name, negated);
+    }
+}
+
+/* What config_file_read hands over from a file of one key. */
+static const struct config_option *read_key;
+static int read_values;
+
+static int record_key(void *ctx, const struct config_option *o, const char *value)
+{
+    (void)ctx;
+    (void)value;
+    read_key = o;
+    read_values++;
+    return 0;
+}
+
+/* A value row o takes, as a config file writes it. */
+static void json_value_for(const struct config_option *o, char *out, size_t len)
+{
+    static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true"};
+    char problem[CONFIG_PROBLEM_MAX];
+    const char *v = o->def;
+
+    for (size_t i = 0; !v && i < sizeof samples / sizeof samples[0]; i++)
+        if (!config_option_check(o, samples[i], 0, problem))
+            v = samples[i];
+    cr_assert_not_null(v, "--%s: no sample", o->name);
+    if (o->kind == CONFIG_KIND_BOOL || (o->kind == CONFIG_KIND_UINT && strspn(v, "0123456789") == strlen(v)))
+        snprintf(out, len, "%s", v);
+    else
+        snprintf(out, len, "\"%s\"", v);
+}
+
+/* The config file's keys are the long names of the rows marked so, and
+ * no other name. */
+Test(config, table_file_keys_are_long_names)
+{
+    char json[256], value[128], want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *o = &config_options[i];
+        json_value_for(o, value, sizeof value);
+        snprintf(json, sizeof json, "{\"%s\": %s}", o->name, value);
+        write_file(json);
+        read_key = NULL;
+        read_values = 0;
+        err[0] = '\0';
+        int rc = config_file_read(path, record_key, NULL, err, sizeof err);
+        if (o->flags & CONFIG_FILE_KEY) {
+            cr_assert_eq(rc, 0, "%s: %s", json, err);
+            cr_assert_eq(read_key, o, "%s", json);
+            cr_assert_eq(read_values, 1);
+        } else {
+            snprintf(want, sizeof want, "config file %s: unknown key \"%s\"", path, o->name);
+            cr_assert_eq(rc, -1, "%s read", json);
+            cr_assert_eq(strncmp(err, want, strlen(want)), 0, "%s", err);
+        }
+    }
 }

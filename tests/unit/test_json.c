@@ -278,6 +278,66 @@ Test(json_parse, duplicate_members_of_a_large_object)
     }
 }
 
+/* The refusal names the member given twice (quoted, so that no name can
+ * break a log line), in small objects and in large ones alike. */
+Test(json_parse, duplicate_member_named)
+{
+    char *json = wide_object(40, 30, 7, 0);
+
+    expect_refused("{\"a\":1,\"b\":{\"c\":1,\"c\":2}}", "duplicate member \"c\" in a JSON object");
+    expect_refused("{\"x\\ny\":1,\"x\\ny\":2}", "duplicate member \"x\\ny\" in a JSON object");
+    expect_refused(json, "duplicate member \"m7\" in a JSON object");
+    free(json);
+}
+
+/* json_parse_at says where the parse stopped, for messages pointing into a
+ * file; a tree it accepts is json_parse's. */
+Test(json_parse, stop_offset)
+{
+    const struct {
+        const char *json;
+        size_t stop;
+    } cases[] = {{"{\"a\":1,}", 7}, {"{} {}", 3}, {"{\"a\":", 5}, {"[1]", 0}, {"{\"a\":1,\"a\":2}", 10}};
+    char err[128];
+    size_t stop;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        stop = 999;
+        cr_expect_null(
+            json_parse_at((const unsigned char *)cases[i].json, strlen(cases[i].json), &stop, err, sizeof(err)), "%s",
+            cases[i].json);
+        cr_expect_eq(stop, cases[i].stop, "%s: stopped at %zu", cases[i].json, stop);
+    }
+    stop = 999;
+    struct json_value *root = json_parse_at((const unsigned char *)"{\"a\":1}", 7, &stop, err, sizeof(err));
+    cr_assert_not_null(root);
+    cr_expect_eq(stop, 999, "set on success");
+    json_free(root);
+}
+
+/* A number keeps its text unless it is a plain integer of at most 15
+ * digits, which num holds exactly: readers that want an integer as it was
+ * written (the config file refuses 1e3 and 1.0) can tell. */
+Test(json_parse, number_text)
+{
+    char err[128];
+    struct json_value *root =
+        json_parse((const unsigned char *)"{\"a\":[123,-5,1e3,1.0,1234567890123456,-0.5]}", 44, err, sizeof(err));
+    const char *want[] = {NULL, NULL, "1e3", "1.0", "1234567890123456", "-0.5"};
+    const struct json_value *e;
+    size_t i = 0;
+
+    cr_assert_not_null(root, "%s", err);
+    for (e = json_get(root, "a")->child; e != NULL; e = e->next, i++) {
+        if (want[i] == NULL)
+            cr_expect_null(e->str, "element %zu", i);
+        else
+            cr_expect_str_eq(e->str, want[i], "element %zu", i);
+    }
+    cr_expect_eq(i, 6);
+    json_free(root);
+}
+
 /* A document of depth nested containers: the top-level object, then
  * arrays and objects by turns, the innermost one empty. */
 static const char *nested(int depth)

@@ -1,0 +1,551 @@
+/*
+ * options.c: the table of flags (see options.h), one row per flag, and the
+ * few functions that read a row: lookups, the check of a value by its
+ * kind, and what a wrong value is told.
+ *
+ * The rows are in the order of the help: the published documents, key
+ * rotation, serving, limits, token verification, then each command's own
+ * flags and the general ones. The order also decides which missing
+ * required flag is named first.
+ */
+#include "config/options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FOR_KEYS    CONFIG_CMD_BIT(CONFIG_CMD_KEYS)
+#define FOR_VERIFY  CONFIG_CMD_BIT(CONFIG_CMD_VERIFY)
+#define FOR_TOKEN   CONFIG_CMD_BIT(CONFIG_CMD_TOKEN)
+#define FOR_EXPORT  CONFIG_CMD_BIT(CONFIG_CMD_EXPORT)
+#define FOR_SERVE   CONFIG_CMD_BIT(CONFIG_CMD_SERVE)
+#define FOR_LOGGING (CONFIG_FOR_DOCUMENTS | FOR_VERIFY)
+
+#define FIELD(member)        offsetof(struct config, member)
+#define LISTENS(list, count) .field = FIELD(list), .count_field = FIELD(count)
+#define SCALAR(member)       .field = FIELD(member), .count_field = CONFIG_NO_FIELD
+#define NO_FIELD             .field = CONFIG_NO_FIELD, .count_field = CONFIG_NO_FIELD
+#define MAX_CONNECTIONS      1000000
+
+/* The checks of checks.c that do not care about --allow-insecure-issuer,
+ * in the shape of a row's check. */
+#define IGNORING_HTTP(check)                                                                                           \
+    static const char *check##_row(const char *value, int allow_http)                                                  \
+    {                                                                                                                  \
+        (void)allow_http;                                                                                              \
+        return check(value);                                                                                           \
+    }
+IGNORING_HTTP(config_check_media_type)
+IGNORING_HTTP(config_check_audiences)
+IGNORING_HTTP(config_check_hosts)
+IGNORING_HTTP(config_check_path_prefix)
+IGNORING_HTTP(config_check_dns_name)
+
+/* One worker per online CPU, within the row's range. */
+static void online_cpus(const struct config_option *o, char *out, size_t len)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned long cpus = n < (long)o->min ? o->min : (unsigned long)n > o->max ? o->max : (unsigned long)n;
+
+    snprintf(out, len, "%lu", cpus);
+}
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
+static const char *const outputs[] = {"table", "json", NULL};
+
+/* One row per flag, laid out by hand as a table. */
+/* clang-format off */
+const struct config_option config_options[] = {
+    /* Published documents */
+    {.name = "service-account-issuer", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+     .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_SERVE | FOR_EXPORT,
+     .why_required = " (at least one)", .dev_text = "http:// and the first --listen address", SCALAR(issuers),
+     .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Issuer, https: the iss of the tokens; repeatable, the first is published"},
+    {.name = "service-account-jwks-uri", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS, .def_text = "ISSUER/openid/v1/jwks",
+     SCALAR(jwks_uri), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "jwks_uri to publish, https"},
+    {.name = "service-account-key-file", .arg = "PATH", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_SERVE | FOR_KEYS | FOR_EXPORT,
+     .why_required = " (at least one)", .dev_def = CONFIG_DEV_KEY_FILE, SCALAR(key_files),
+     .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "PEM file of public or private keys, or a directory of them (never a PKI directory or a CA); repeatable"},
+    {.name = "max-age", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .max = 365 * CONFIG_DAY, .commands = CONFIG_FOR_DOCUMENTS, .def = "1h", SCALAR(max_age),
+     .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Cache-Control max-age of both documents"},
+    {.name = "jwks-content-type", .arg = "TYPE", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_media_type_row, .commands = CONFIG_FOR_DOCUMENTS, .def = "application/jwk-set+json",
+     SCALAR(jwks_content_type), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Content-Type of the JWKS"},
+    {.name = "cors", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY, .commands = CONFIG_FOR_SERVING, .def = "true",
+     SCALAR(cors), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Send Access-Control-Allow-Origin: *"},
+    {.name = "no-cors", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_NEGATES, .commands = CONFIG_FOR_SERVING,
+     SCALAR(cors), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Do not send Access-Control-Allow-Origin"},
+    {.name = "allow-insecure-issuer", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY, .commands = CONFIG_FOR_EVERY,
+     .def = "false", .dev_def = "true", SCALAR(allow_insecure_issuer), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Allow http issuer and jwks URLs, for development"},
+
+    /* Key rotation */
+    {.name = "key-reload-interval", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "60s", SCALAR(key_reload_interval),
+     .group = CONFIG_GROUP_ROTATION,
+     .help = "How often to re-read the key files"},
+    {.name = "key-retention", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .max = 3650 * CONFIG_DAY, .commands = CONFIG_FOR_DOCUMENTS, .def = "0", .def_note = ": off; needs --state-dir",
+     SCALAR(key_retention), .group = CONFIG_GROUP_ROTATION,
+     .help = "Keep publishing a key this long after its file drops it"},
+    {.name = "state-dir", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_DOCUMENTS, SCALAR(state_dir), .group = CONFIG_GROUP_ROTATION,
+     .help = "Directory that remembers when each key was first seen and until when it is retained, across restarts; "
+             "owned by this user or root, not writable by group or others"},
+    {.name = "signing-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVING | FOR_TOKEN, .required = FOR_TOKEN,
+     .why_required = " (the private key that signs the token)", SCALAR(signing_key_file),
+     .group = CONFIG_GROUP_ROTATION,
+     .help = "PEM file of the key that signs tokens: the API server's current one, whose publication serve "
+             "watches; for token, the private key to sign with"},
+
+    /* Listeners and serving */
+    {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,
+     .commands = CONFIG_FOR_SERVING, .def = "127.0.0.1:8080", LISTENS(listens, listen_count),
+     .group = CONFIG_GROUP_SERVING, .also = "port bind bind-address address addr",
+     .help = "Listen address (IPv6: [ADDR]:PORT; port 0: a free port, logged); repeatable; --listen unix:/path "
+             "serves plain HTTP on a Unix socket instead"},
+    {.name = "threads", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1, .max = 256,
+     .commands = CONFIG_FOR_SERVING, .def_fn = online_cpus, .def_text = "the number of online CPUs", SCALAR(threads),
+     .group = CONFIG_GROUP_SERVING,
+     .help = "Worker threads"},
+    {.name = "tls-listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def_note = "; needs --tls-cert-file and --tls-private-key-file",
+     LISTENS(tls_listens, tls_listen_count), .group = CONFIG_GROUP_SERVING,
+     .help = "HTTPS listen address; repeatable"},
+    {.name = "tls-cert-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, SCALAR(tls_cert_file), .group = CONFIG_GROUP_SERVING,
+     .help = "PEM certificate chain for --tls-listen"},
+    {.name = "tls-private-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, SCALAR(tls_key_file), .group = CONFIG_GROUP_SERVING,
+     .help = "PEM private key of that certificate"},
+    {.name = "admin-listen", .arg = "HOST:PORT|none", .kind = CONFIG_KIND_LISTEN,
+     .flags = CONFIG_FILE_KEY | CONFIG_NONE_OK, .commands = CONFIG_FOR_SERVERS, .def = "127.0.0.1:9090",
+     .def_note = "; none: no admin listener", LISTENS(admin_listens, admin_listen_count),
+     .group = CONFIG_GROUP_SERVING,
+     .help = "Listen address of /livez, /readyz and /metrics, never a public one; repeatable"},
+    {.name = "path-prefix", .arg = "/PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_path_prefix_row, .commands = CONFIG_FOR_SERVERS,
+     .def_note = ": omit the flag to serve at /", SCALAR(path_prefix), .group = CONFIG_GROUP_SERVING,
+     .help = "Serve every endpoint under this path, like /oidc: leading slash, no trailing slash"},
+    {.name = "allowed-hosts", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY | CONFIG_LOWER,
+     .check = config_check_hosts_row, .commands = CONFIG_FOR_SERVERS, .def_text = "any host", SCALAR(allowed_hosts),
+     .group = CONFIG_GROUP_SERVING,
+     .help = "Host header values to answer, comma-separated host or host:port; repeatable, the lists are joined"},
+    {.name = "access-log", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def_note = ": off", SCALAR(access_log), .group = CONFIG_GROUP_SERVING,
+     .help = "Write an access log to PATH, - for standard output"},
+    {.name = "http2", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY, .commands = CONFIG_FOR_SERVERS,
+     .def = "false", .def_note = ": HTTP/1.1 only", SCALAR(http2), .group = CONFIG_GROUP_SERVING,
+     .help = "Also speak HTTP/2: h2c on --listen, ALPN h2 on --tls-listen. h2o 2.2.5 lets one HTTP/2 client exhaust "
+             "memory (docs/http2.md): for trusted clients only"},
+
+    /* Limits and timeouts */
+    {.name = "max-request-header-size", .arg = "BYTES", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY,
+     .min = 1024, .max = 65536, .commands = CONFIG_FOR_SERVERS, .def = "8192", SCALAR(max_header_size),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Largest request header block"},
+    {.name = "request-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "10s", SCALAR(request_timeout),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Time to read a whole request and HTTP/1.1 keep-alive idle time"},
+    {.name = "write-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "10s", SCALAR(write_timeout),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Close a connection whose client has taken nothing of a pending response for this long"},
+    {.name = "http2-idle-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = CONFIG_HOUR, .commands = CONFIG_FOR_SERVERS, .def = "60s", SCALAR(idle_timeout),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Close an idle HTTP/2 connection after this"},
+    {.name = "http2-max-concurrent-streams", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 1000, .commands = CONFIG_FOR_SERVERS, .def = "100", SCALAR(http2_max_streams),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Streams processed at once per HTTP/2 connection"},
+    {.name = "shutdown-grace", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "5s", SCALAR(shutdown_grace),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Time to finish requests on SIGTERM"},
+    {.name = "max-connections", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "10000", SCALAR(max_connections),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Open connections of the public listeners (--listen, --tls-listen) per process, %r; more are closed at "
+             "once"},
+    {.name = "admin-max-connections", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "64", SCALAR(admin_max_connections),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Open connections of the admin listener, %r; more are closed at once"},
+
+    /* Token verification */
+    {.name = "api-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,
+     .check = config_check_audiences_row, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def_text = "the issuers",
+     SCALAR(api_audiences), .group = CONFIG_GROUP_REVIEW,
+     .help = "Audiences a token must have one of, comma-separated; repeatable, the lists are joined in order"},
+    {.name = "token-leeway", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .max = CONFIG_HOUR, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = "60s", SCALAR(token_leeway),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "Clock skew allowed for exp, nbf and iat"},
+    {.name = "max-token-size", .arg = "BYTES", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 256,
+     .max = 1048576, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = "16384", SCALAR(max_token_size),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "Longest token accepted"},
+    {.name = "accept-legacy-tokens", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = "false", SCALAR(accept_legacy_tokens),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "Accept legacy Secret-based tokens, which never expire and cannot be revoked here; without aud, good for "
+             "the API audiences"},
+    {.name = "enable-token-review", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY, .commands = CONFIG_FOR_SERVING,
+     .def = "false", .def_note = "; needs --token-review-listen", SCALAR(enable_token_review),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "Serve the TokenReview API"},
+    {.name = "token-review-listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVING, .def_note = "; only with --enable-token-review",
+     LISTENS(token_review_listens, token_review_listen_count), .group = CONFIG_GROUP_REVIEW,
+     .help = "Listen address of the TokenReview API, never a --listen address; repeatable"},
+    {.name = "token-review-max-connections", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "1000", SCALAR(token_review_max_connections),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "Open connections of the TokenReview listener per process, %r; more are closed at once"},
+
+    /* verify */
+    {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY, .required = FOR_VERIFY,
+     .why_required = " (a path, or - for standard input)", SCALAR(token_file), .group = CONFIG_GROUP_VERIFY,
+     .help = "File holding the token, - for standard input"},
+    {.name = "discovery-url", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_url,
+     .commands = FOR_VERIFY, SCALAR(discovery_url), .group = CONFIG_GROUP_VERIFY,
+     .help = "Issuer URL whose discovery document gives the JWKS and, by default, the issuer; https; instead of "
+             "--service-account-key-file"},
+    {.name = "ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY, .def_text = "the system's",
+     SCALAR(ca_file), .group = CONFIG_GROUP_VERIFY,
+     .help = "CA certificates for --discovery-url"},
+    {.name = "repeat", .arg = "N", .kind = CONFIG_KIND_UINT, .min = 1, .max = 100000000, .commands = FOR_VERIFY,
+     .def = "1", SCALAR(repeat), .group = CONFIG_GROUP_VERIFY,
+     .help = "Verify N times, %r, to measure speed"},
+    {.name = "no-cache", .kind = CONFIG_KIND_BOOL, .commands = FOR_VERIFY, .def = "false", SCALAR(no_cache),
+     .group = CONFIG_GROUP_VERIFY,
+     .help = "Do not cache verifications across repeats"},
+
+    /* token */
+    {.name = "issuer", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_url, .commands = FOR_TOKEN,
+     .required = FOR_TOKEN, .why_required = "", SCALAR(mint_issuer), .group = CONFIG_GROUP_TOKEN,
+     .help = "iss claim, https"},
+    {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN, .def_text = "the issuer",
+     SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
+     .help = "aud claim; repeatable"},
+    {.name = "namespace", .arg = "NS", .kind = CONFIG_KIND_STRING, .check = config_check_dns_name_row,
+     .commands = FOR_TOKEN, .def = "default", SCALAR(mint_namespace), .group = CONFIG_GROUP_TOKEN,
+     .help = "Namespace, a DNS-1123 name"},
+    {.name = "service-account", .arg = "NAME", .kind = CONFIG_KIND_STRING, .check = config_check_dns_name_row,
+     .commands = FOR_TOKEN, .def = "default", SCALAR(service_account), .group = CONFIG_GROUP_TOKEN,
+     .help = "Service account, a DNS-1123 name"},
+    {.name = "service-account-uid", .arg = "UID", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN,
+     .required = FOR_TOKEN, .why_required = "", SCALAR(service_account_uid), .group = CONFIG_GROUP_TOKEN,
+     .help = "Service account UID"},
+    {.name = "pod-name", .arg = "NAME", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(pod_name),
+     .group = CONFIG_GROUP_TOKEN,
+     .help = "Bind the token to this pod; with --pod-uid"},
+    {.name = "pod-uid", .arg = "UID", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(pod_uid),
+     .group = CONFIG_GROUP_TOKEN,
+     .help = "UID of that pod; with --pod-name"},
+    {.name = "node-name", .arg = "NAME", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(node_name),
+     .group = CONFIG_GROUP_TOKEN,
+     .help = "Bind the token to this node; with --node-uid"},
+    {.name = "node-uid", .arg = "UID", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(node_uid),
+     .group = CONFIG_GROUP_TOKEN,
+     .help = "UID of that node; with --node-name"},
+    {.name = "duration", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .min = 1, .max = 365 * CONFIG_DAY,
+     .commands = FOR_TOKEN, .def = "1h", SCALAR(duration), .group = CONFIG_GROUP_TOKEN,
+     .help = "Lifetime"},
+
+    /* export */
+    {.name = "out", .arg = "DIR", .kind = CONFIG_KIND_STRING, .commands = FOR_EXPORT, .required = FOR_EXPORT,
+     .why_required = " (the directory to write the documents into)", SCALAR(export_dir), .group = CONFIG_GROUP_EXPORT,
+     .help = "Directory to write .well-known/openid-configuration and openid/v1/jwks into, created when missing"},
+
+    /* keys */
+    {.name = "output", .arg = "table|json", .kind = CONFIG_KIND_CHOICE, .choices = outputs, .commands = FOR_KEYS,
+     .def = "table", SCALAR(output), .group = CONFIG_GROUP_KEYS,
+     .help = "What keys prints"},
+
+    /* General */
+    {.name = "config", .arg = "FILE", .kind = CONFIG_KIND_ACTION, .commands = CONFIG_FOR_EVERY, NO_FIELD,
+     .group = CONFIG_GROUP_GENERAL,
+     .help = "JSON object keyed by the flag names; flags override it"},
+    {.name = "log-level", .arg = "LEVEL", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY, .choices = log_levels,
+     .commands = FOR_LOGGING, .def = "info", SCALAR(log_level), .group = CONFIG_GROUP_GENERAL,
+     .help = "Least severe message logged"},
+    {.name = "log-format", .arg = "FORMAT", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
+     .choices = log_formats, .commands = FOR_LOGGING, .def = "text", SCALAR(log_format), .group = CONFIG_GROUP_GENERAL,
+     .help = "Format of the log lines on standard error"},
+    {.name = "help", .short_name = 'h', .kind = CONFIG_KIND_ACTION, .commands = CONFIG_FOR_EVERY, NO_FIELD,
+     .group = CONFIG_GROUP_GENERAL,
+     .help = "Print this help and exit"},
+    {.name = "version", .kind = CONFIG_KIND_ACTION, .commands = CONFIG_FOR_EVERY, NO_FIELD,
+     .group = CONFIG_GROUP_GENERAL,
+     .help = "Print the version and exit"},
+};
+/* clang-format on */
+/* clang-format on */
+
+const size_t config_option_count = sizeof config_options / sizeof config_options[0];
+
+#define SERVING_GROUPS                                                                                                 \
+    {                                                                                                                  \
+        CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SERVING, CONFIG_GROUP_LIMITS, CONFIG_GROUP_REVIEW, \
+            CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT                                                                   \
+    }
+
+const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
+    [CONFIG_CMD_SERVE] = {"serve", "Serve the discovery document and JWKS (the default command)", NULL, SERVING_GROUPS},
+    [CONFIG_CMD_DEV] = {"dev", "Serve a development key pair, generated into dev-keys/ when missing, over plain http",
+                        NULL, SERVING_GROUPS},
+    [CONFIG_CMD_KEYS] = {"keys",
+                         "Print the key set that would be published (kid, alg, size, source, first seen, retained "
+                         "until); needs no issuer, and takes serve's flags so that serve's command line can be "
+                         "checked",
+                         NULL,
+                         {CONFIG_GROUP_KEYS, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
+                          CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_COUNT}},
+    [CONFIG_CMD_VERIFY] = {"verify",
+                           "Verify one token and print a TokenReview-style result",
+                           "--service-account-issuer is required unless --discovery-url is given.",
+                           {CONFIG_GROUP_VERIFY, CONFIG_GROUP_REVIEW, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_GENERAL,
+                            CONFIG_GROUP_COUNT}},
+    [CONFIG_CMD_TOKEN] = {"token",
+                          "Mint a Kubernetes-shaped service-account token, for tests and demos",
+                          NULL,
+                          {CONFIG_GROUP_TOKEN, CONFIG_GROUP_ROTATION, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_GENERAL,
+                           CONFIG_GROUP_COUNT}},
+    [CONFIG_CMD_EXPORT] = {"export",
+                           "Write the documents serve would serve into --out DIR, for a bucket, and print the "
+                           "headers to upload each with",
+                           NULL,
+                           {CONFIG_GROUP_EXPORT, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
+                            CONFIG_GROUP_COUNT}},
+};
+
+const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
+    [CONFIG_GROUP_DOCUMENTS] = "Keys and published documents",
+    [CONFIG_GROUP_ROTATION] = "Key rotation and the signing key",
+    [CONFIG_GROUP_SERVING] = "Listeners",
+    [CONFIG_GROUP_LIMITS] = "Limits and timeouts",
+    [CONFIG_GROUP_REVIEW] = "Token verification",
+    [CONFIG_GROUP_VERIFY] = "The token to verify",
+    [CONFIG_GROUP_TOKEN] = "The token to mint",
+    [CONFIG_GROUP_EXPORT] = "Where to export",
+    [CONFIG_GROUP_KEYS] = "What to print",
+    [CONFIG_GROUP_GENERAL] = "General",
+};
+
+const struct config_option *config_option_named(const char *name, size_t len)
+{
+    for (size_t i = 0; i < config_option_count; i++)
+        if (strlen(config_options[i].name) == len && memcmp(config_options[i].name, name, len) == 0)
+            return &config_options[i];
+    return NULL;
+}
+
+const struct config_option *config_option(const char *name)
+{
+    const struct config_option *o = config_option_named(name, strlen(name));
+
+    if (!o)
+        abort();
+    return o;
+}
+
+/* Names longer than this are not compared letter by letter. */
+#define NEAR_NAME_MAX 64
+
+/* The Levenshtein distance of a[0..alen) and b (at most NEAR_NAME_MAX
+ * bytes each), with one row of the table at a time. */
+static size_t edit_distance(const char *a, size_t alen, const char *b)
+{
+    size_t blen = strlen(b), row[NEAR_NAME_MAX + 1];
+
+    for (size_t j = 0; j <= blen; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= alen; i++) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= blen; j++) {
+            size_t above = row[j], best = diagonal + (a[i - 1] != b[j - 1]);
+            best = above + 1 < best ? above + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            diagonal = above;
+            row[j] = best;
+        }
+    }
+    return row[blen];
+}
+
+/* Whether row o lists name[0..len) among the names people try for it. */
+static int tried_for(const struct config_option *o, const char *name, size_t len)
+{
+    for (const char *w = o->also; w && *w; w += strspn(w, " ")) {
+        size_t n = strcspn(w, " ");
+        if (n == len && memcmp(w, name, len) == 0)
+            return 1;
+        w += n;
+    }
+    return 0;
+}
+
+/* How far name[0..len) is from row o's name, lower is nearer: 0 when the
+ * row lists it, 1 when it is the row's last words (key-file of
+ * service-account-key-file), 2 when it is the row's first words, else 3
+ * plus the edit distance. */
+static size_t distance(const struct config_option *o, const char *name, size_t len)
+{
+    size_t n = strlen(o->name);
+
+    if (tried_for(o, name, len))
+        return 0;
+    if (n > len && o->name[n - len - 1] == '-' && memcmp(o->name + n - len, name, len) == 0)
+        return 1;
+    if (n > len && o->name[len] == '-' && memcmp(o->name, name, len) == 0)
+        return 2;
+    return 3 + edit_distance(name, len, o->name);
+}
+
+const struct config_option *config_option_nearest(const char *name, size_t len, unsigned commands, int file_keys,
+                                                  int typos)
+{
+    const struct config_option *best = NULL;
+    size_t best_distance = (size_t)-1, ties = 0;
+
+    if (len == 0 || len > NEAR_NAME_MAX)
+        return NULL;
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *o = &config_options[i];
+        size_t d;
+        if (!(o->commands & commands) || (file_keys && !(o->flags & CONFIG_FILE_KEY)))
+            continue;
+        d = distance(o, name, len);
+        ties = d == best_distance ? ties + 1 : d < best_distance ? 0 : ties;
+        if (d < best_distance) {
+            best = o;
+            best_distance = d;
+        }
+    }
+    /* last words may fit several rows (the first in the table is meant);
+     * first words must fit one; typos are up to three edits, at most one
+     * in three letters */
+    if (best_distance == 2 && ties > 0)
+        return NULL;
+    if (best_distance >= 3 && (!typos || best_distance > 6 || (best_distance - 3) * 3 > len))
+        return NULL;
+    return best;
+}
+
+size_t config_option_index(const struct config_option *o)
+{
+    return (size_t)(o - config_options);
+}
+
+void config_option_problem(const struct config_option *o, char out[CONFIG_PROBLEM_MAX])
+{
+    char lo[32], hi[32];
+    size_t n;
+
+    switch (o->kind) {
+    case CONFIG_KIND_UINT:
+        snprintf(out, CONFIG_PROBLEM_MAX, "must be an integer between %lu and %lu", o->min, o->max);
+        return;
+    case CONFIG_KIND_DURATION:
+        config_format_duration(o->min, lo, sizeof lo);
+        config_format_duration(o->max, hi, sizeof hi);
+        snprintf(out, CONFIG_PROBLEM_MAX,
+                 "must be a duration between %s and %s (like 90s, 15m, 24h, 7d or plain seconds)", lo, hi);
+        return;
+    case CONFIG_KIND_CHOICE:
+        n = (size_t)snprintf(out, CONFIG_PROBLEM_MAX, "must be one of");
+        for (const char *const *c = o->choices; *c && n < CONFIG_PROBLEM_MAX; c++)
+            n += (size_t)snprintf(out + n, CONFIG_PROBLEM_MAX - n, "%s %s", c == o->choices ? "" : ",", *c);
+        return;
+    case CONFIG_KIND_BOOL:
+        snprintf(out, CONFIG_PROBLEM_MAX, "must be true or false");
+        return;
+    case CONFIG_KIND_LIST:
+    case CONFIG_KIND_COMMAS:
+    case CONFIG_KIND_LISTEN:
+        snprintf(out, CONFIG_PROBLEM_MAX, "must be a string or an array of strings");
+        return;
+    default:
+        snprintf(out, CONFIG_PROBLEM_MAX, "must be a string");
+        return;
+    }
+}
+
+/* Whether value is one of the NULL-terminated choices, as spelled there. */
+static int is_choice(const char *const *choices, const char *value)
+{
+    for (; *choices; choices++)
+        if (strcmp(value, *choices) == 0)
+            return 1;
+    return 0;
+}
+
+/* Reads a number of a UINT or DURATION row within its range. */
+static int read_number(const struct config_option *o, const char *value, unsigned long *out)
+{
+    if (o->kind == CONFIG_KIND_DURATION) {
+        if (config_parse_duration(value, out) < 0)
+            return -1;
+    } else if (config_parse_decimal(value, strlen(value), o->max, out) < 0) {
+        return -1;
+    }
+    return *out < o->min || *out > o->max ? -1 : 0;
+}
+
+const char *config_option_check(const struct config_option *o, const char *value, int allow_http,
+                                char problem[CONFIG_PROBLEM_MAX])
+{
+    static const char *const bools[] = {"true", "false", NULL};
+    unsigned long n;
+    int bad;
+
+    switch (o->kind) {
+    case CONFIG_KIND_UINT:
+    case CONFIG_KIND_DURATION:
+        bad = read_number(o, value, &n) < 0;
+        break;
+    case CONFIG_KIND_CHOICE:
+        bad = !is_choice(o->choices, value);
+        break;
+    case CONFIG_KIND_BOOL:
+        bad = !is_choice(bools, value);
+        break;
+    case CONFIG_KIND_LISTEN:
+        if ((o->flags & CONFIG_NONE_OK) && strcmp(value, "none") == 0)
+            return NULL;
+        return config_check_listen(value, (o->flags & CONFIG_UNIX_OK) != 0, problem);
+    default:
+        if (o->check)
+            return o->check(value, allow_http);
+        return *value ? NULL : "must not be empty";
+    }
+    if (!bad)
+        return NULL;
+    config_option_problem(o, problem);
+    return problem;
+}
+
+unsigned long config_option_number(const struct config_option *o, const char *value)
+{
+    unsigned long n = 0;
+
+    read_number(o, value, &n);
+    return n;
+}
