@@ -138,7 +138,7 @@ const char *http_response_header(const struct http_response *res, const char *na
 
 /* Writes the message for a response whose status the caller did not
  * expect: "GET <url>: HTTP 404 Not Found", and for a 3xx "... (redirects
- * are not followed, Location: <url>)". Returns -1, so that a caller can
+ * are not followed; Location: <url>)". Returns -1, so that a caller can
  * `return http_client_status_error(...)`. */
 int http_client_status_error(const struct http_request *req, const struct http_response *res, char *err, size_t errlen);
 

@@ -55,11 +55,9 @@ struct canned {
  * body Content-Length announces. Returns 0, or -1 when the client left. */
 static int canned_read(struct canned *s, int fd, SSL *ssl)
 {
-    char *head_end = NULL;
-    size_t body = 0;
-    int continued = 0;
+    char *head_end = NULL; /* the body starts 4 bytes after it */
+    size_t body = 0;       /* bytes of it */
 
-    /* head_end + 4 - request: where the body starts; body: its length */
     s->request_len = 0;
     for (;;) {
         if (head_end != NULL && s->request_len >= (size_t)(head_end + 4 - s->request) + body)
@@ -75,9 +73,8 @@ static int canned_read(struct canned *s, int fd, SSL *ssl)
                 return 0;
             const char *cl = strcasestr(s->request, "\r\nContent-Length:");
             body = cl != NULL && cl < head_end ? strtoul(cl + 17, NULL, 10) : 0;
-            if (strcasestr(s->request, "\r\nExpect: 100-continue") != NULL && !continued) {
+            if (strcasestr(s->request, "\r\nExpect: 100-continue") != NULL) {
                 static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-                continued = 1;
                 if (ssl ? SSL_write(ssl, cont, sizeof(cont) - 1) <= 0 : write(fd, cont, sizeof(cont) - 1) <= 0)
                     return -1;
             }
