@@ -7,12 +7,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/fetch.h"
 #include "jose/jwks_parse.h"
 #include "jose/jwt.h"
 #include "keys/keyset.h"
 #include "jose/token.h"
 #include "jose/vcache.h"
+#include "util/http_client.h"
 #include "util/log.h"
 #include "jose/tokenreview.h"
 
@@ -69,40 +69,62 @@ static void verify_log_warning(void *ctx, const char *msg)
     log_msg(LOG_WARN, "%s", msg);
 }
 
+/* GETs a discovery document or JWKS the way a relying party does: https
+ * unless --allow-insecure-issuer, --ca-file or the system store, status
+ * 200 only (a redirect is an error, as for AWS STS). Returns 0 with the
+ * response (the caller frees it), or -1 with a message naming the URL. */
+static int verify_fetch(const struct config *cfg, const char *url, struct http_response *res, char *err, size_t errlen)
+{
+    static const char *const headers[] = {"Accept: application/json", NULL};
+    const struct http_request req = {
+        .url = url,
+        .allow_http = cfg->allow_insecure_issuer,
+        .ca_file = cfg->ca_file,
+        .headers = headers,
+        .max_body = VERIFY_MAX_DOCUMENT,
+    };
+
+    if (http_client_fetch(&req, res, err, errlen) != HTTP_CLIENT_OK)
+        return -1;
+    if (res->status != 200)
+        return http_client_status_error(&req, res, err, errlen);
+    return 0;
+}
+
 /* Fetches the discovery document, checks that it names the expected issuer
  * (relying parties compare byte for byte), then fetches and parses its
  * jwks_uri. Returns 0 or -1 with a message. */
 static int verify_discover(const struct config *cfg, struct verify_input *in, char *err, size_t errlen)
 {
-    char doc_url[4096], issuer[4096], *doc = NULL, *jwks = NULL;
+    char doc_url[4096], issuer[4096], why[256];
     const char *expected = cfg->issuers.count ? cfg->issuers.items[0] : issuer;
-    size_t doc_len, jwks_len;
+    struct http_response doc = {0}, jwks = {0};
     struct json_value *root = NULL;
     const struct json_value *iss, *uri;
     int rc = -1;
 
     verify_discovery_urls(cfg->discovery_url, doc_url, sizeof(doc_url), issuer, sizeof(issuer));
-    if (fetch_url(doc_url, cfg->ca_file, cfg->allow_insecure_issuer, VERIFY_MAX_DOCUMENT, &doc, &doc_len, err,
-                  errlen) != 0)
-        return -1;
-    if ((root = json_parse((const unsigned char *)doc, doc_len, err, errlen)) == NULL)
+    if (verify_fetch(cfg, doc_url, &doc, err, errlen) != 0)
         goto out;
+    if ((root = json_parse((const unsigned char *)doc.body, doc.body_len, why, sizeof(why))) == NULL) {
+        snprintf(err, errlen, "%.300s: %s", doc_url, why);
+        goto out;
+    }
     iss = json_get(root, "issuer");
     uri = json_get(root, "jwks_uri");
     if (iss == NULL || iss->type != JSON_STRING || uri == NULL || uri->type != JSON_STRING) {
         snprintf(err, errlen, "%.300s: no issuer or jwks_uri string", doc_url);
     } else if (strcmp(iss->str, expected) != 0) {
         snprintf(err, errlen, "%.300s: issuer \"%.300s\" is not the expected \"%.300s\"", doc_url, iss->str, expected);
-    } else if (fetch_url(uri->str, cfg->ca_file, cfg->allow_insecure_issuer, VERIFY_MAX_DOCUMENT, &jwks, &jwks_len, err,
-                         errlen) == 0 &&
-               (in->keys = jwks_parse(jwks, jwks_len, verify_log_warning, NULL, err, errlen)) != NULL) {
+    } else if (verify_fetch(cfg, uri->str, &jwks, err, errlen) == 0 &&
+               (in->keys = jwks_parse(jwks.body, jwks.body_len, verify_log_warning, NULL, err, errlen)) != NULL) {
         in->discovered_issuer = strdup(iss->str);
         rc = in->discovered_issuer ? 0 : -1;
     }
 out:
     json_free(root);
-    free(doc);
-    free(jwks);
+    http_response_free(&doc);
+    http_response_free(&jwks);
     return rc;
 }
 

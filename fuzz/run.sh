@@ -29,7 +29,7 @@ if [ -z "$CC" ]; then
         exit 1
     fi
 fi
-for pc in libcrypto libssl yajl libh2o-evloop; do
+for pc in libcrypto libssl libcurl yajl libh2o-evloop; do
     pkg-config --exists "$pc" || { echo "fuzz/run.sh: pkg-config cannot find $pc (run scripts/setup.sh)" >&2; exit 1; }
 done
 
@@ -46,8 +46,8 @@ http_srcs=(server/http/site.c server/http/handler_docs.c server/http/http_framin
            server/http/handler_admin.c server/http/request_log.c server/worker.c server/peer_progress.c
            server/obs/metrics.c server/reload/health.c server/obs/accesslog.c)
 version=$(sed -n 's/^project(oidc-discovery VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. $(pkg-config --cflags libcrypto yajl libh2o-evloop))
-libs=($(pkg-config --libs libcrypto yajl) -lpthread -lm)
+cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. $(pkg-config --cflags libcrypto libcurl yajl libh2o-evloop))
+libs=($(pkg-config --libs libcrypto libssl libcurl yajl) -lpthread -lm)
 http_libs=($(pkg-config --libs libh2o-evloop libssl))
 san=address,undefined
 

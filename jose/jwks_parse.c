@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_tree.h>
 
 #include "util/b64url.h"
+#include "util/json.h"
 #include "util/printable.h"
 
 /* Largest RSA modulus OpenSSL verifies with (OPENSSL_RSA_MAX_MODULUS_BITS),
@@ -40,10 +40,11 @@ static const struct jwks_curve {
 /* Members only private or symmetric JWKs carry (RFC 7518 section 6). */
 static const char *const jwks_private_members[] = {"d", "p", "q", "dp", "dq", "qi", "oth", "k"};
 
-/* A usable JWK's kid and index. Kept apart from the keyset until the end,
- * because keyset_add de-duplicates on the thumbprint kids key_init derives. */
+/* A usable JWK's kid (in the parsed document) and index. Kept apart from
+ * the keyset until the end, because keyset_add de-duplicates on the
+ * thumbprint kids key_init derives. */
 struct jwks_entry {
-    char kid[KEY_KID_LEN + 1];
+    const char *kid;
     size_t index;
 };
 
@@ -96,98 +97,23 @@ __attribute__((format(printf, 2, 3))) static int jwks_skip(struct jwks_parser *p
     return 0;
 }
 
-/* Refuses what yajl must not see: oversized input, NUL bytes and \u0000
- * escapes (they would cut the C strings yajl returns short), and nesting
- * deeper than JWKS_MAX_DEPTH (yajl_tree_free recurses). Brackets inside
- * strings do not count. */
-static int jwks_check_text(const char *s, size_t len, char *err, size_t errlen)
-{
-    int depth = 0, in_string = 0;
-
-    if (len > JWKS_MAX_LEN) {
-        snprintf(err, errlen, "JWKS is larger than %d bytes", JWKS_MAX_LEN);
-        return -1;
-    }
-    if (memchr(s, '\0', len) != NULL) {
-        snprintf(err, errlen, "JWKS contains a NUL byte");
-        return -1;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (in_string && s[i] == '\\') {
-            if (i + 5 < len && memcmp(s + i + 1, "u0000", 5) == 0) {
-                snprintf(err, errlen, "JWKS contains a \\u0000 escape");
-                return -1;
-            }
-            i++;
-        } else if (s[i] == '"') {
-            in_string = !in_string;
-        } else if (!in_string && (s[i] == '{' || s[i] == '[') && ++depth > JWKS_MAX_DEPTH) {
-            snprintf(err, errlen, "JWKS nests deeper than %d levels", JWKS_MAX_DEPTH);
-            return -1;
-        } else if (!in_string && (s[i] == '}' || s[i] == ']')) {
-            depth--;
-        }
-    }
-    return 0;
-}
-
-/* qsort order for member names. */
-static int jwks_cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Finds a member name given twice: yajl_tree keeps both, so which one a
- * reader uses would be arbitrary. Sorting keeps this O(n log n) on hostile
- * input. Returns 0 (none), 1 with *name set, or -1 (out of memory). */
-static int jwks_duplicate(yajl_val obj, const char **name)
-{
-    size_t n = obj->u.object.len;
-    const char **names;
-    int rc = 0;
-
-    if (n < 2)
-        return 0;
-    if ((names = malloc(n * sizeof(*names))) == NULL)
-        return -1;
-    memcpy(names, obj->u.object.keys, n * sizeof(*names));
-    qsort(names, n, sizeof(*names), jwks_cmp_str);
-    for (size_t i = 1; i < n && rc == 0; i++) {
-        if (strcmp(names[i - 1], names[i]) == 0) {
-            *name = names[i];
-            rc = 1;
-        }
-    }
-    free(names);
-    return rc;
-}
-
-/* The member called name, or NULL: names are unique once checked. */
-static yajl_val jwks_get(yajl_val obj, const char *name)
-{
-    for (size_t i = 0; i < obj->u.object.len; i++)
-        if (strcmp(obj->u.object.keys[i], name) == 0)
-            return obj->u.object.values[i];
-    return NULL;
-}
-
 /* Reads an optional string member (*out NULL when absent). Another type is
  * an error rather than a silent default. */
-static int jwks_str(struct jwks_parser *p, yajl_val jwk, const char *name, const char **out)
+static int jwks_str(struct jwks_parser *p, const struct json_value *jwk, const char *name, const char **out)
 {
-    yajl_val v = jwks_get(jwk, name);
+    const struct json_value *v = json_get(jwk, name);
 
     *out = NULL;
     if (v == NULL)
         return 0;
-    if (!YAJL_IS_STRING(v))
+    if (v->type != JSON_STRING)
         return jwks_fail(p, "\"%s\" is not a string", name);
-    *out = v->u.string;
+    *out = v->str;
     return 0;
 }
 
 /* Reads a string member the JWK cannot do without. */
-static int jwks_need_str(struct jwks_parser *p, yajl_val jwk, const char *name, const char **out)
+static int jwks_need_str(struct jwks_parser *p, const struct json_value *jwk, const char *name, const char **out)
 {
     if (jwks_str(p, jwk, name, out) != 0)
         return -1;
@@ -198,7 +124,8 @@ static int jwks_need_str(struct jwks_parser *p, yajl_val jwk, const char *name, 
 
 /* Decodes the required base64url member name (at most max bytes) into out,
  * which has room for max + JWKS_SLACK bytes. */
-static int jwks_bytes(struct jwks_parser *p, yajl_val jwk, const char *name, unsigned char *out, size_t max, size_t *n)
+static int jwks_bytes(struct jwks_parser *p, const struct json_value *jwk, const char *name, unsigned char *out,
+                      size_t max, size_t *n)
 {
     const char *s;
     size_t len;
@@ -232,7 +159,7 @@ static EVP_PKEY *jwks_fromdata(const char *type, OSSL_PARAM_BLD *bld)
 /* An RSA key from n and e. An even modulus, or an exponent that is even or
  * 1 (every message would be its own signature), is malformed; a modulus too
  * short to trust is skipped. Returns 1 with *pkey, 0 skipped, -1 error. */
-static int jwks_rsa(struct jwks_parser *p, yajl_val jwk, EVP_PKEY **pkey)
+static int jwks_rsa(struct jwks_parser *p, const struct json_value *jwk, EVP_PKEY **pkey)
 {
     unsigned char n[JWKS_RSA_N_MAX + JWKS_SLACK], e[JWKS_RSA_E_MAX + JWKS_SLACK];
     size_t nlen, elen;
@@ -278,7 +205,7 @@ static int jwks_public_check(EVP_PKEY *pkey)
 
 /* An EC key from x and y of exactly the curve's coordinate size, as an
  * uncompressed point. Returns 1 with *pkey, or -1. */
-static int jwks_ec(struct jwks_parser *p, yajl_val jwk, const struct jwks_curve *c, EVP_PKEY **pkey)
+static int jwks_ec(struct jwks_parser *p, const struct json_value *jwk, const struct jwks_curve *c, EVP_PKEY **pkey)
 {
     unsigned char point[1 + 2 * JWKS_EC_COORD_MAX + JWKS_SLACK];
     size_t xlen, ylen;
@@ -321,21 +248,22 @@ static const struct jwks_curve *jwks_find_curve(const char *crv)
 
 /* The first private member of jwk, or NULL: such a JWK is never used, so
  * its secret never reaches a struct key. */
-static const char *jwks_private_member(yajl_val jwk)
+static const char *jwks_private_member(const struct json_value *jwk)
 {
     for (size_t i = 0; i < sizeof(jwks_private_members) / sizeof(jwks_private_members[0]); i++)
-        if (jwks_get(jwk, jwks_private_members[i]) != NULL)
+        if (json_get(jwk, jwks_private_members[i]) != NULL)
             return jwks_private_members[i];
     return NULL;
 }
 
-/* A kid we can store and match: 1..KEY_KID_LEN printable ASCII characters
- * without quote or backslash, so it needs no escaping when re-rendered. */
+/* A kid we can store and match: 1..KEY_KID_MAX printable ASCII characters
+ * without quote or backslash, so it needs no escaping when re-rendered.
+ * Any other form is kept as given: an issuer's kids need not be derived. */
 static int jwks_kid_ok(const char *kid)
 {
     size_t n = strlen(kid);
 
-    if (n == 0 || n > KEY_KID_LEN)
+    if (n == 0 || n > KEY_KID_MAX)
         return 0;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)kid[i] < 0x20 || (unsigned char)kid[i] > 0x7e || kid[i] == '"' || kid[i] == '\\')
@@ -366,14 +294,14 @@ static int jwks_add(struct jwks_parser *p, EVP_PKEY *pkey, const char *kid)
         return jwks_fail(p, "%s", why);
     if (rc == 0)
         return jwks_skip(p, "same public key as %s (kid \"%s\")", dup->source, p->entries[dup - p->ks->keys].kid);
-    memcpy(p->entries[p->ks->count - 1].kid, kid, strlen(kid) + 1);
+    p->entries[p->ks->count - 1].kid = kid;
     p->entries[p->ks->count - 1].index = p->index;
     return 1;
 }
 
 /* Reads one JWK: malformed is an error, unusable-but-valid is skipped.
  * Returns 1 added, 0 skipped, -1 error. */
-static int jwks_read_jwk(struct jwks_parser *p, yajl_val jwk)
+static int jwks_read_jwk(struct jwks_parser *p, const struct json_value *jwk)
 {
     const char *kty, *use, *alg, *kid, *crv, *name, *want = "RS256";
     const struct jwks_curve *curve = NULL;
@@ -382,11 +310,8 @@ static int jwks_read_jwk(struct jwks_parser *p, yajl_val jwk)
     char shown[JWKS_SHOW_MAX + 4];
     int rc;
 
-    if (!YAJL_IS_OBJECT(jwk))
+    if (jwk->type != JSON_OBJECT)
         return jwks_fail(p, "not a JSON object");
-    if ((rc = jwks_duplicate(jwk, &name)) != 0)
-        return rc < 0 ? jwks_fail(p, "out of memory")
-                      : jwks_fail(p, "member \"%s\" appears twice", printable_copy(name, shown, JWKS_SHOW_MAX));
     if (jwks_need_str(p, jwk, "kty", &kty) != 0 || jwks_str(p, jwk, "use", &use) != 0 ||
         jwks_str(p, jwk, "alg", &alg) != 0 || jwks_str(p, jwk, "kid", &kid) != 0 || jwks_str(p, jwk, "crv", &crv) != 0)
         return -1;
@@ -410,9 +335,10 @@ static int jwks_read_jwk(struct jwks_parser *p, yajl_val jwk)
         return jwks_skip(p, "no \"kid\" to match token headers on");
     if (!jwks_kid_ok(kid))
         return jwks_skip(p, "kid \"%s\" is not 1 to %d printable characters without quote or backslash",
-                         printable_copy(kid, shown, JWKS_SHOW_MAX), KEY_KID_LEN);
+                         printable_copy(kid, shown, JWKS_SHOW_MAX), KEY_KID_MAX);
     if ((prev = jwks_find_kid(p, kid)) != NULL)
-        return jwks_fail(p, "kid \"%s\" is also the kid of keys[%zu]", kid, prev->index);
+        return jwks_fail(p, "kid \"%s\" is also the kid of keys[%zu]", printable_copy(kid, shown, JWKS_SHOW_MAX),
+                         prev->index);
     rc = curve != NULL ? jwks_ec(p, jwk, curve, &pkey) : jwks_rsa(p, jwk, &pkey);
     return rc <= 0 ? rc : jwks_add(p, pkey, kid);
 }
@@ -441,43 +367,59 @@ static int jwks_set_kid(struct key *k, const char *kid)
     return 0;
 }
 
-/* Reads every JWK of the "keys" array, stopping at the first error. */
-static int jwks_read_keys(struct jwks_parser *p, yajl_val keys)
+/* Gives every key of the set its JWK's kid. */
+static int jwks_set_kids(struct jwks_parser *p)
 {
-    if ((p->entries = calloc(keys->u.array.len + 1, sizeof(*p->entries))) == NULL) {
+    for (size_t i = 0; i < p->ks->count; i++) {
+        if (jwks_set_kid(&p->ks->keys[i], p->entries[i].kid) != 0) {
+            snprintf(p->err, p->errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads every JWK of the "keys" array, stopping at the first error. */
+static int jwks_read_keys(struct jwks_parser *p, const struct json_value *keys)
+{
+    size_t n = 0;
+
+    for (const struct json_value *v = keys->child; v != NULL; v = v->next)
+        n++;
+    if ((p->entries = calloc(n + 1, sizeof(*p->entries))) == NULL) {
         snprintf(p->err, p->errlen, "out of memory");
         return -1;
     }
-    for (p->index = 0; p->index < keys->u.array.len; p->index++)
-        if (jwks_read_jwk(p, keys->u.array.values[p->index]) < 0)
+    p->index = 0;
+    for (const struct json_value *v = keys->child; v != NULL; v = v->next, p->index++)
+        if (jwks_read_jwk(p, v) < 0)
             return -1;
     return 0;
 }
 
-/* Parses the document and checks its outer object before reading keys. */
-static int jwks_read(struct jwks_parser *p, const char *text)
+/* Reads the document's "keys" array into the keyset; the strict reader
+ * has refused duplicate members, deep nesting and U+0000 already. The
+ * kids are copied in before the tree they point into is freed. */
+static int jwks_read(struct jwks_parser *p, const char *json, size_t len)
 {
-    char why[256];
-    const char *name;
-    yajl_val root, keys;
-    int rc = -1, dup;
+    char why[128];
+    struct json_value *root;
+    const struct json_value *keys;
+    int rc = -1;
 
-    if ((root = yajl_tree_parse(text, why, sizeof(why))) == NULL) {
-        why[strcspn(why, "\n")] = '\0';
-        snprintf(p->err, p->errlen, "JWKS is not valid JSON: %s", why[0] ? why : "empty document");
+    if (len > JWKS_MAX_LEN) {
+        snprintf(p->err, p->errlen, "JWKS is larger than %d bytes", JWKS_MAX_LEN);
         return -1;
     }
-    if (!YAJL_IS_OBJECT(root))
-        snprintf(p->err, p->errlen, "JWKS is not a JSON object");
-    else if ((dup = jwks_duplicate(root, &name)) < 0)
-        snprintf(p->err, p->errlen, "out of memory");
-    else if (dup > 0)
-        snprintf(p->err, p->errlen, "JWKS has member \"%s\" twice", printable_copy(name, why, JWKS_SHOW_MAX));
-    else if (!YAJL_IS_ARRAY(keys = jwks_get(root, "keys")))
+    if ((root = json_parse((const unsigned char *)json, len, why, sizeof(why))) == NULL) {
+        snprintf(p->err, p->errlen, "JWKS is not valid JSON: %s", why);
+        return -1;
+    }
+    if ((keys = json_get(root, "keys")) == NULL || keys->type != JSON_ARRAY)
         snprintf(p->err, p->errlen, "JWKS has no \"keys\" array");
-    else
-        rc = jwks_read_keys(p, keys);
-    yajl_tree_free(root);
+    else if (jwks_read_keys(p, keys) == 0 && jwks_set_kids(p) == 0)
+        rc = 0;
+    json_free(root);
     return rc;
 }
 
@@ -485,35 +427,19 @@ struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, voi
 {
     struct jwks_parser p = {.warn = warn, .warn_ctx = warn_ctx, .err = err, .errlen = errlen};
     struct keyset *ks = NULL;
-    char *text = NULL;
 
-    if (jwks_check_text(json, len, err, errlen) != 0)
-        goto done;
-    if ((text = malloc(len + 1)) == NULL || (p.ks = keyset_new()) == NULL) {
+    if ((p.ks = keyset_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    memcpy(text, json, len);
-    text[len] = '\0';
-    if (jwks_read(&p, text) != 0)
-        goto done;
-    if (p.ks->count == 0) {
+    } else if (jwks_read(&p, json, len) != 0) {
+        /* err says why */
+    } else if (p.ks->count == 0) {
         snprintf(err, errlen, "JWKS has no usable RSA or ECDSA signing key");
-        goto done;
+    } else {
+        ks = p.ks;
+        p.ks = NULL;
     }
-    for (size_t i = 0; i < p.ks->count; i++) {
-        if (jwks_set_kid(&p.ks->keys[i], p.entries[i].kid) != 0) {
-            snprintf(err, errlen, "out of memory");
-            goto done;
-        }
-    }
-    ks = p.ks;
-    p.ks = NULL;
-
-done:
     keyset_free(p.ks);
     free(p.entries);
-    free(text);
     ERR_clear_error(); /* failures were turned into messages */
     return ks;
 }

@@ -9,25 +9,28 @@
 #include <stddef.h>
 #include "keys/keyset.h"
 
-/* Documents larger than this, or nesting deeper, are refused unparsed. */
-#define JWKS_MAX_LEN   (1024 * 1024)
-#define JWKS_MAX_DEPTH 32
+/* Documents larger than this are refused unparsed. */
+#define JWKS_MAX_LEN (1024 * 1024)
 
 /* Parses len bytes of json (need not be NUL-terminated) into a new keyset
  * with a fresh id, in document order. Each key's kid (and the kid inside its
- * jwk) is the JWK's "kid"; its source is "keys[N]".
+ * jwk) is the JWK's "kid", exactly as given; its source is "keys[N]".
  *
  * Usable: kty RSA (n, e) with alg absent or RS256, and kty EC on P-256,
  * P-384 or P-521 (x, y of exactly the curve size, a point on the curve) with
- * alg absent or the curve's ES256/ES384/ES512. Skipped with a warning: use
+ * alg absent or the curve's ES256/ES384/ES512; RSA moduli of 1024 to 16384
+ * bits with an exponent of at most 64 bits. Skipped with a warning: use
  * other than "sig", other kty, other curves, private members, an alg that
- * does not match the key, a kid missing or not 1..43 printable characters
- * without quote or backslash, the same public key again under another kid.
+ * does not match the key, a kid missing or not 1..KEY_KID_MAX printable
+ * characters without quote or backslash, an RSA modulus below 1024 bits,
+ * the same public key again under another kid.
  *
  * Errors (NULL, message in err, JWK-specific ones start with "keys[N]: "):
- * not JSON, too large or deep, no "keys" array, a JWK that is not an object
- * or has a member twice or a member of the wrong type, malformed key
- * material, two usable JWKs with one kid, and no usable key at all. */
+ * too large, not JSON as util/json.h reads it (so also a member given
+ * twice anywhere, nesting deeper than JSON_MAX_DEPTH, U+0000), no "keys"
+ * array, a JWK that is not an object or has a member of the wrong type,
+ * malformed key material, two usable JWKs with one kid, and no usable key
+ * at all. */
 struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, void *warn_ctx, char *err, size_t errlen);
 
 #endif

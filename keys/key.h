@@ -11,15 +11,20 @@
 #include <stddef.h>
 #include <openssl/evp.h>
 
-/* base64url(SHA-256) is 43 characters. */
+/* base64url(SHA-256) is 43 characters: the kid key_init derives. */
 #define KEY_KID_LEN 43
+
+/* The longest kid a key can carry: one read from a JWKS (jwks_parse) keeps
+ * the issuer's own, which need not be a derived one (KEP-740 external
+ * signers may use up to 1024 characters). */
+#define KEY_KID_MAX 1024
 
 /* Bytes of the largest ECDSA group order (P-521). */
 #define KEY_ORDER_MAX 66
 
 struct key {
     EVP_PKEY *pub;             /* public-only key, owned */
-    char kid[KEY_KID_LEN + 1]; /* as kube-apiserver derives it */
+    char kid[KEY_KID_MAX + 1]; /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it */
     const char *alg;           /* "RS256", "ES256", "ES384" or "ES512" (static) */
     const char *curve;         /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
     int bits;                  /* RSA modulus bits, or EC field bits */

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 packages=(build-essential cmake pkg-config openssl curl
-          libh2o-dev libh2o-evloop-dev libssl-dev libyajl-dev libcriterion-dev
+          libh2o-dev libh2o-evloop-dev libssl-dev libcurl4-openssl-dev libyajl-dev libcriterion-dev
           python3 python3-cryptography python3-jwt python3-prometheus-client python3-h2 nghttp2-client
           python3-yaml unzip strace valgrind clang-14 libclang-rt-14-dev
           systemd python3-seccomp)

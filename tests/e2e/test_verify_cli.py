@@ -16,6 +16,9 @@ import hmac
 import json
 import os
 import re
+import socket
+import socketserver
+import threading
 import time
 import unittest
 
@@ -33,6 +36,62 @@ POD = ("web-7d4b9c8f6-x2x9q", "3f1c2b7e-0a44-4d6f-8f0c-5b5d9a6e2c11")
 REPEAT_RX = re.compile(r"^([0-9]+) verifications in ([0-9]+\.[0-9]{3}) s: ([0-9]+) verifications/s "
                        r"\((cached|uncached)\)$")
 INVALID_RX = re.compile(r"^oidc-discovery verify: invalid token \(([a-z0-9_]+)\): (.+)$")
+
+
+class CannedHTTPServer:
+    """Answers each request for a path with fixed response bytes (status
+    line, headers and body as given), over plain HTTP on 127.0.0.1:<a port
+    the kernel picks>, then closes the connection; HANG instead sends
+    nothing until the client leaves. Records the paths asked for. Use as a
+    context manager."""
+
+    HANG = object()
+
+    def __init__(self):
+        self.responses = {}
+        self.requests = []
+        self.done = threading.Event()
+        outer = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                self.request.settimeout(H.SOCK_TIMEOUT * 4)
+                head = b""
+                try:
+                    while b"\r\n\r\n" not in head:
+                        chunk = self.request.recv(4096)
+                        if not chunk:
+                            return
+                        head += chunk
+                    path = head.split(b" ")[1].decode()
+                    outer.requests.append(path)
+                    response = outer.responses.get(path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    if response is CannedHTTPServer.HANG:
+                        while not outer.done.is_set() and self.request.recv(4096):
+                            pass
+                        return
+                    self.request.sendall(response)
+                except OSError:
+                    pass  # the client left: some tests are about that
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+        return False
 
 
 class VerifyBase(H.FixtureKeysTestCase):
@@ -411,6 +470,60 @@ class Discovery(VerifyBase):
                                   issuer, "--allow-insecure-issuer"], input=stray)
         self.assert_invalid(rc, out, err, "unknown_kid")
         self.stop_ok(srv)
+
+    def test_discovery_failures_name_the_url(self):
+        """Every way a fetch can fail stops verify with exit 2 and a message
+        naming the URL and the reason: redirects are not followed, documents
+        are capped at 1 MiB whatever their framing, no content coding, a
+        silent server times out."""
+        path = os.path.join(self.tmp, "token")
+        with open(path, "w") as f:
+            f.write(H.mint_token(self.ec.priv, ISSUER, audiences=["vault"], sa_uid=SA_UID))
+
+        def ok(body, ctype="application/json"):
+            return b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (
+                ctype.encode(), len(body), body)
+
+        big = b"{" + b" " * (1024 * 1024) + b"}"
+        with CannedHTTPServer() as srv:
+            def discovery(case):
+                return "%s/%s%s" % (srv.url, case, H.DISCOVERY)
+
+            srv.responses = {
+                "/redirect" + H.DISCOVERY: b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n"
+                                           % discovery("elsewhere").encode(),
+                "/missing" + H.DISCOVERY: b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+                "/big" + H.DISCOVERY: ok(big),
+                "/bigclose" + H.DISCOVERY: b"HTTP/1.0 200 OK\r\n\r\n" + big,
+                "/gzip" + H.DISCOVERY: b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}",
+                "/notjson" + H.DISCOVERY: ok(b"{not json"),
+                "/jwks404" + H.DISCOVERY: ok(json.dumps({"issuer": srv.url + "/jwks404",
+                                                          "jwks_uri": srv.url + "/jwks404/keys"}).encode()),
+                "/slow" + H.DISCOVERY: CannedHTTPServer.HANG,
+            }
+            cases = [
+                ("redirect", discovery("redirect"), "HTTP 302"),
+                ("redirect", discovery("redirect"), "redirects are not followed"),
+                ("missing", discovery("missing"), "HTTP 404 Not Found"),
+                ("big", discovery("big"), "response body exceeds 1048576 bytes"),
+                ("bigclose", discovery("bigclose"), "response body exceeds 1048576 bytes"),
+                ("gzip", discovery("gzip"), "Content-Encoding \"gzip\""),
+                ("notjson", discovery("notjson"), "invalid JSON"),
+                ("jwks404", srv.url + "/jwks404/keys", "HTTP 404"),
+            ]
+            for case, url, reason in cases:
+                with self.subTest(case=case, reason=reason):
+                    rc, out, err = H.run_bin(["verify", "--token-file", path, "--allow-insecure-issuer",
+                                              "--discovery-url", srv.url + "/" + case])
+                    self.assert_usage_error(rc, out, err, reason)
+                    self.assertIn(url + ": ", err)
+            self.assertNotIn("/elsewhere" + H.DISCOVERY, srv.requests)
+
+            start = time.monotonic()
+            rc, out, err = H.run_bin(["verify", "--token-file", path, "--allow-insecure-issuer",
+                                      "--discovery-url", srv.url + "/slow"], timeout=60)
+            self.assert_usage_error(rc, out, err, "GET %s: timed out after 10 s" % discovery("slow"))
+            self.assertLess(time.monotonic() - start, 40)
 
     def https_fixture(self):
         """A test CA, certificates for IP:127.0.0.1 (by the CA), DNS:other.example

@@ -1,8 +1,10 @@
 /*
- * Unit tests for keys/jwks_parse: a JWKS read back as a relying party reads
- * it, with what it must skip and what it must refuse.
+ * Unit tests for jose/jwks_parse: a JWKS read back as a relying party reads
+ * it, with what it must skip and what it must refuse. Parameterized tests
+ * take arrays, not pointers: criterion runs each case in a new process.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include "test_support.h"
 
@@ -152,52 +154,63 @@ static void assert_round_trip(const char *const *names, size_t n)
 /* ------------------------------------------------------------------------ */
 /* round trips                                                                */
 
-Test(jwks_parse, round_trip_rsa2048)
+struct round_trip {
+    char names[4][24];
+};
+
+static struct round_trip round_trips[] = {
+    {{"rsa2048.pub"}},
+    {{"ec256.pub"}},
+    {{"ec384.pub"}},
+    {{"ec521.padded.pub"}},
+    {{"ec384.pub", "rsa2048.pub", "ec521.padded.pub", "ec256.pub"}},
+};
+
+ParameterizedTestParameters(jwks_parse, round_trip)
 {
-    const char *names[] = {"rsa2048.pub"};
-    assert_round_trip(names, COUNT(names));
+    return cr_make_param_array(struct round_trip, round_trips, COUNT(round_trips));
 }
 
-Test(jwks_parse, round_trip_ec256)
+/* keyset_load, render_jwks, jwks_parse: the same keys, kids and algorithms
+ * come back, in order. */
+ParameterizedTest(struct round_trip *t, jwks_parse, round_trip)
 {
-    const char *names[] = {"ec256.pub"};
-    assert_round_trip(names, COUNT(names));
+    const char *names[COUNT(t->names)];
+    size_t n = 0;
+
+    while (n < COUNT(t->names) && t->names[n][0] != '\0') {
+        names[n] = t->names[n];
+        n++;
+    }
+    assert_round_trip(names, n);
 }
 
-Test(jwks_parse, round_trip_ec384)
+/* The JWK's own kid is what tokens name, not the thumbprint: kept exactly
+ * as given, whatever its form (an upstream issuer's kids need not be
+ * derived), up to KEY_KID_MAX characters. */
+Test(jwks_parse, keeps_the_jwk_kid)
 {
-    const char *names[] = {"ec384.pub"};
-    assert_round_trip(names, COUNT(names));
-}
+    char long_kid[KEY_KID_MAX + 1];
+    const char *kids[] = {"2024-rotation key", "Xk4sNfEm2ETjl9ANN+tJvyoV/TIW8fpxmmWJA8UdqZA=", "a", long_kid};
 
-Test(jwks_parse, round_trip_ec521_padded)
-{
-    const char *names[] = {"ec521.padded.pub"};
-    assert_round_trip(names, COUNT(names));
-}
+    memset(long_kid, 'k', KEY_KID_MAX);
+    long_kid[KEY_KID_MAX] = '\0';
+    for (size_t i = 0; i < COUNT(kids); i++) {
+        char jwk[DOC_MAX], doc[DOC_MAX], err[512] = "";
+        struct warnings w = {0};
 
-Test(jwks_parse, round_trip_all_in_order)
-{
-    const char *names[] = {"ec384.pub", "rsa2048.pub", "ec521.padded.pub", "ec256.pub"};
-    assert_round_trip(names, COUNT(names));
-}
-
-/* The JWK's own kid is what tokens name, not the thumbprint. */
-Test(jwks_parse, uses_the_jwk_kid)
-{
-    char jwk[DOC_MAX], doc[DOC_MAX], err[512] = "";
-    struct warnings w = {0};
-
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "kid", "2024-rotation key");
-    keys_doc(doc, sizeof doc, jwk, NULL);
-    struct keyset *ks = parse(doc, &w, err, sizeof err);
-    cr_assert_not_null(ks, "jwks_parse: %s", err);
-    cr_expect_str_eq(ks->keys[0].kid, "2024-rotation key");
-    cr_expect_not_null(keyset_find(ks, "2024-rotation key"));
-    cr_expect_str_eq(ks->keys[0].jwk, jwk);
-    cr_expect_eq(ks->keys[0].jwk_len, strlen(jwk));
-    keyset_free(ks);
+        fixture_jwk(i % 2 ? "ec256.pub" : "rsa2048.pub", jwk, sizeof jwk);
+        set_member(jwk, sizeof jwk, "kid", kids[i]);
+        keys_doc(doc, sizeof doc, jwk, NULL);
+        struct keyset *ks = parse(doc, &w, err, sizeof err);
+        cr_assert_not_null(ks, "jwks_parse: %s", err);
+        cr_expect_eq(w.count, 0, "%s", w.text);
+        cr_expect_str_eq(ks->keys[0].kid, kids[i]);
+        cr_expect_not_null(keyset_find(ks, kids[i]));
+        cr_expect_str_eq(ks->keys[0].jwk, jwk);
+        cr_expect_eq(ks->keys[0].jwk_len, strlen(jwk));
+        keyset_free(ks);
+    }
 }
 
 /* Members may come in any order, with unknown ones, and use and alg may be
@@ -237,102 +250,81 @@ Test(jwks_parse, fresh_id_each_parse)
 }
 
 /* ------------------------------------------------------------------------ */
-/* skipped JWKs                                                               */
+/* JWKs changed from a fixture: skipped or refused                            */
 
-Test(jwks_parse, skips_use_enc)
+/* A fixture's JWK with up to two string members replaced and raw members
+ * added, or a whole JWK written out (fixture ""). */
+struct jwk_case {
+    char fixture[24];
+    char set[2][2][96]; /* {name, value}; name "" for none */
+    char add[24];       /* raw members, each with a trailing comma */
+    char raw[72];       /* the JWK when there is no fixture */
+    char want[96];      /* in the warning or the error */
+};
+
+/* Writes the JWK case c describes into jwk. */
+static void build_jwk(const struct jwk_case *c, char *jwk, size_t size)
+{
+    if (c->fixture[0] == '\0') {
+        snprintf(jwk, size, "%s", c->raw);
+        return;
+    }
+    fixture_jwk(c->fixture, jwk, size);
+    for (size_t i = 0; i < COUNT(c->set) && c->set[i][0][0] != '\0'; i++)
+        set_member(jwk, size, c->set[i][0], c->set[i][1]);
+    if (c->add[0] != '\0')
+        add_members(jwk, size, c->add);
+}
+
+static struct jwk_case skipped[] = {
+    {"rsa2048.pub", {{"use", "enc"}}, "", "", "use \"enc\" is not \"sig\""},
+    /* a hostile value reaches the log only as printable ASCII, cut at 40
+     * characters: no forged line, no flood */
+    {"rsa2048.pub",
+     {{"use", "x\\nFAKE \\u00e9\\t0123456789012345678901234567890123456789"}},
+     "",
+     "",
+     "use \"x?FAKE ???012345678901234567890123456789...\" is not \"sig\""},
+    {"", {{""}}, "", "{\"kty\":\"oct\",\"kid\":\"hmac\",\"k\":\"c2VjcmV0\"}", "unsupported kty \"oct\""},
+    {"", {{""}}, "", "{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"ed\",\"x\":\"AAAA\"}", "unsupported kty \"OKP\""},
+    {"ec256.pub", {{"crv", "secp256k1"}, {"alg", "ES256K"}}, "", "", "unsupported crv \"secp256k1\""},
+    {"ec384.pub", {{""}}, "\"d\":\"c2VjcmV0\",", "", "private key member \"d\""},
+    {"rsa2048.pub", {{""}}, "\"p\":\"c2VjcmV0\",", "", "private key member \"p\""},
+    {"rsa2048.pub", {{"alg", "ES256"}}, "", "", "alg \"ES256\" does not match the key (RS256)"},
+    {"ec384.pub", {{"alg", "ES256"}}, "", "", "alg \"ES256\" does not match the key (ES384)"},
+    {"rsa2048.pub", {{"kid", ""}}, "", "", "kid \"\" is not"},
+    {"rsa2048.pub", {{"kid", "a\\\"b"}}, "", "", "is not 1 to 1024 printable characters"},
+    {"rsa2048.pub", {{"kid", "caf\\u00e9"}}, "", "", "is not 1 to 1024 printable characters"},
+    {"", {{""}}, "", "{\"kty\":\"RSA\",\"n\":\"AQAB\",\"e\":\"AQAB\"}", "no \"kid\""},
+    /* 0xc5 = 197, odd: a well-formed but absurdly small modulus */
+    {"", {{""}}, "", "{\"kty\":\"RSA\",\"kid\":\"tiny\",\"n\":\"xQ\",\"e\":\"AQAB\"}", "RSA modulus of 8 bits"},
+};
+
+ParameterizedTestParameters(jwks_parse, skipped)
+{
+    return cr_make_param_array(struct jwk_case, skipped, COUNT(skipped));
+}
+
+/* Parses {"keys":[skipped, ec256]} expecting only the second to be used and
+ * a warning about the first. */
+ParameterizedTest(struct jwk_case *c, jwks_parse, skipped)
 {
     char jwk[DOC_MAX];
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "use", "enc");
-    assert_skipped(jwk, "use \"enc\" is not \"sig\"");
+
+    build_jwk(c, jwk, sizeof jwk);
+    assert_skipped(jwk, c->want);
 }
 
-/* A hostile value reaches the log only as printable ASCII, cut at 40
- * characters: no forged line, no flood. */
-Test(jwks_parse, skip_message_quotes_values_harmlessly)
-{
-    char jwk[DOC_MAX];
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "use", "x\\nFAKE \\u00e9\\t0123456789012345678901234567890123456789");
-    assert_skipped(jwk, "use \"x?FAKE ???012345678901234567890123456789...\" is not \"sig\"");
-}
-
-Test(jwks_parse, skips_kty_oct)
-{
-    assert_skipped("{\"kty\":\"oct\",\"kid\":\"hmac\",\"k\":\"c2VjcmV0\"}", "unsupported kty \"oct\"");
-}
-
-Test(jwks_parse, skips_kty_okp)
-{
-    assert_skipped("{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"kid\":\"ed\",\"x\":\"AAAA\"}", "unsupported kty \"OKP\"");
-}
-
-Test(jwks_parse, skips_secp256k1)
-{
-    char jwk[DOC_MAX];
-    fixture_jwk("ec256.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "crv", "secp256k1");
-    set_member(jwk, sizeof jwk, "alg", "ES256K");
-    assert_skipped(jwk, "unsupported crv \"secp256k1\"");
-}
-
-Test(jwks_parse, skips_private_d)
-{
-    char jwk[DOC_MAX];
-    fixture_jwk("ec384.pub", jwk, sizeof jwk);
-    add_members(jwk, sizeof jwk, "\"d\":\"c2VjcmV0\",");
-    assert_skipped(jwk, "private key member \"d\"");
-}
-
-Test(jwks_parse, skips_alg_mismatch_rsa)
-{
-    char jwk[DOC_MAX];
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "alg", "ES256");
-    assert_skipped(jwk, "alg \"ES256\" does not match the key (RS256)");
-}
-
-Test(jwks_parse, skips_alg_mismatch_ec)
-{
-    char jwk[DOC_MAX];
-    fixture_jwk("ec384.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "alg", "ES256");
-    assert_skipped(jwk, "alg \"ES256\" does not match the key (ES384)");
-}
-
+/* One character over KEY_KID_MAX is too long. */
 Test(jwks_parse, skips_kid_too_long)
 {
-    char jwk[DOC_MAX];
+    char jwk[DOC_MAX], kid[KEY_KID_MAX + 2];
+
+    memset(kid, 'k', KEY_KID_MAX + 1);
+    kid[KEY_KID_MAX + 1] = '\0';
     fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "kid", "0123456789012345678901234567890123456789abcd");
-    assert_skipped(jwk, "is not 1 to 43 printable characters");
-}
-
-Test(jwks_parse, skips_kid_empty)
-{
-    char jwk[DOC_MAX];
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "kid", "");
-    assert_skipped(jwk, "kid \"\" is not");
-}
-
-Test(jwks_parse, skips_kid_with_quote)
-{
-    char jwk[DOC_MAX];
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "kid", "a\\\"b");
-    assert_skipped(jwk, "is not 1 to 43 printable characters");
-}
-
-Test(jwks_parse, skips_missing_kid)
-{
-    assert_skipped("{\"kty\":\"RSA\",\"n\":\"AQAB\",\"e\":\"AQAB\"}", "no \"kid\"");
-}
-
-Test(jwks_parse, skips_short_rsa_modulus)
-{
-    /* 0xc5 = 197, odd: a well-formed but absurdly small modulus. */
-    assert_skipped("{\"kty\":\"RSA\",\"kid\":\"tiny\",\"n\":\"xQ\",\"e\":\"AQAB\"}", "RSA modulus of 8 bits");
+    set_member(jwk, sizeof jwk, "kid", kid);
+    assert_skipped(jwk, "is not 1 to 1024 printable characters");
 }
 
 Test(jwks_parse, skips_same_key_under_second_kid)
@@ -351,92 +343,43 @@ Test(jwks_parse, skips_same_key_under_second_kid)
     keyset_free(ks);
 }
 
-/* ------------------------------------------------------------------------ */
-/* errors                                                                     */
+static struct jwk_case refused[] = {
+    {"rsa2048.pub", {{"n", "AQAB="}}, "", "", "keys[0]: \"n\" is not base64url"},
+    {"rsa2048.pub", {{"e", "AQ"}}, "", "", "keys[0]: \"e\" is not an RSA public exponent"},
+    {"rsa2048.pub", {{"e", "AAEAAQABAAEA"}}, "", "", "keys[0]: \"e\" is longer than 8 bytes"},
+    {"ec256.pub",
+     {{"x", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}},
+     "",
+     "",
+     "keys[0]: \"x\" is 31 bytes, P-256 needs 32"},
+    {"ec521.padded.pub",
+     {{"y", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}},
+     "",
+     "",
+     "keys[0]: \"y\" is longer than 66 bytes"},
+    {"", {{""}}, "", "{\"kty\":\"RSA\",\"kid\":\"a\",\"n\":\"AQAB\"}", "keys[0]: missing \"e\""},
+    {"", {{""}}, "", "{\"kid\":\"a\"}", "keys[0]: missing \"kty\""},
+    {"", {{""}}, "", "{\"kty\":\"RSA\",\"kid\":7}", "keys[0]: \"kid\" is not a string"},
+    {"", {{""}}, "", "{\"kty\":\"EC\",\"kid\":\"a\",\"x\":\"AA\"}", "keys[0]: missing \"crv\""},
+    {"", {{""}}, "", "\"x\"", "keys[0]: not a JSON object"},
+    {"", {{""}}, "", "[]", "keys[0]: not a JSON object"},
+    /* the strict reader refuses a member given twice, in a JWK too */
+    {"rsa2048.pub", {{""}}, "\"e\":\"Aw\",", "", "JWKS is not valid JSON: duplicate member"},
+};
 
-Test(jwks_parse, error_not_json)
+ParameterizedTestParameters(jwks_parse, refused)
 {
-    assert_error("{\"keys\":[", "JWKS is not valid JSON: ");
-    assert_error("", "JWKS is not valid JSON");
-    assert_error("{\"keys\":[]} x", "JWKS is not valid JSON");
+    return cr_make_param_array(struct jwk_case, refused, COUNT(refused));
 }
 
-Test(jwks_parse, error_no_keys_array)
-{
-    assert_error("{\"key\":[]}", "JWKS has no \"keys\" array");
-    assert_error("{\"keys\":{}}", "JWKS has no \"keys\" array");
-    assert_error("[]", "JWKS is not a JSON object");
-}
-
-Test(jwks_parse, error_empty_set)
-{
-    assert_error("{\"keys\":[]}", "JWKS has no usable RSA or ECDSA signing key");
-    assert_error("{\"keys\":[{\"kty\":\"oct\",\"k\":\"AA\"}]}", "JWKS has no usable RSA or ECDSA signing key");
-}
-
-Test(jwks_parse, error_duplicate_kid)
-{
-    char a[DOC_MAX], b[DOC_MAX], doc[3 * DOC_MAX];
-
-    fixture_jwk("rsa2048.pub", a, sizeof a);
-    fixture_jwk("ec256.pub", b, sizeof b);
-    set_member(a, sizeof a, "kid", "same");
-    set_member(b, sizeof b, "kid", "same");
-    keys_doc(doc, sizeof doc, a, b);
-    assert_error(doc, "keys[1]: kid \"same\" is also the kid of keys[0]");
-}
-
-Test(jwks_parse, error_duplicate_member)
+/* Parses {"keys":[refused]} expecting the error. */
+ParameterizedTest(struct jwk_case *c, jwks_parse, refused)
 {
     char jwk[DOC_MAX], doc[DOC_MAX];
 
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    add_members(jwk, sizeof jwk, "\"e\":\"Aw\",");
+    build_jwk(c, jwk, sizeof jwk);
     keys_doc(doc, sizeof doc, jwk, NULL);
-    assert_error(doc, "keys[0]: member \"e\" appears twice");
-    assert_error("{\"keys\":[],\"keys\":[]}", "JWKS has member \"keys\" twice");
-}
-
-/* Nesting beyond 32 levels is refused before parsing; brackets inside
- * strings do not count. */
-Test(jwks_parse, error_depth)
-{
-    char doc[256];
-    int n = 0;
-
-    n += snprintf(doc + n, sizeof doc - (size_t)n, "{\"keys\":[");
-    for (int i = 0; i < 31; i++)
-        doc[n++] = '[';
-    for (int i = 0; i < 31; i++)
-        doc[n++] = ']';
-    snprintf(doc + n, sizeof doc - (size_t)n, "]}");
-    assert_error(doc, "JWKS nests deeper than 32 levels");
-
-    /* 32 levels pass the depth check and fail later. */
-    memmove(doc + 9, doc + 10, strlen(doc + 10) + 1);
-    memmove(doc + 39, doc + 40, strlen(doc + 40) + 1);
-    assert_error(doc, "keys[0]: not a JSON object");
-
-    assert_error("{\"keys\":[],\"x\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"[[[[[\"}",
-                 "JWKS has no usable RSA or ECDSA signing key");
-}
-
-Test(jwks_parse, error_ec_coordinate_length)
-{
-    char jwk[DOC_MAX], doc[DOC_MAX], x[128];
-    unsigned char raw[80] = {0};
-
-    fixture_jwk("ec256.pub", jwk, sizeof jwk);
-    b64url_encode(raw, 31, x);
-    set_member(jwk, sizeof jwk, "x", x);
-    keys_doc(doc, sizeof doc, jwk, NULL);
-    assert_error(doc, "keys[0]: \"x\" is 31 bytes, P-256 needs 32");
-
-    fixture_jwk("ec521.padded.pub", jwk, sizeof jwk);
-    b64url_encode(raw, 67, x);
-    set_member(jwk, sizeof jwk, "y", x);
-    keys_doc(doc, sizeof doc, jwk, NULL);
-    assert_error(doc, "keys[0]: \"y\" is longer than 66 bytes");
+    assert_error(doc, c->want);
 }
 
 Test(jwks_parse, error_point_not_on_curve)
@@ -455,25 +398,71 @@ Test(jwks_parse, error_point_not_on_curve)
     assert_error(doc, "keys[0]: x and y are not a point on P-384");
 }
 
-Test(jwks_parse, error_malformed_members)
+Test(jwks_parse, error_duplicate_kid)
 {
-    char jwk[DOC_MAX], doc[DOC_MAX];
+    char a[DOC_MAX], b[DOC_MAX], doc[3 * DOC_MAX];
 
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "n", "AQAB=");
-    keys_doc(doc, sizeof doc, jwk, NULL);
-    assert_error(doc, "keys[0]: \"n\" is not base64url");
+    fixture_jwk("rsa2048.pub", a, sizeof a);
+    fixture_jwk("ec256.pub", b, sizeof b);
+    set_member(a, sizeof a, "kid", "same");
+    set_member(b, sizeof b, "kid", "same");
+    keys_doc(doc, sizeof doc, a, b);
+    assert_error(doc, "keys[1]: kid \"same\" is also the kid of keys[0]");
+}
 
-    fixture_jwk("rsa2048.pub", jwk, sizeof jwk);
-    set_member(jwk, sizeof jwk, "e", "AQ");
-    keys_doc(doc, sizeof doc, jwk, NULL);
-    assert_error(doc, "keys[0]: \"e\" is not an RSA public exponent");
+/* ------------------------------------------------------------------------ */
+/* documents refused                                                          */
 
-    assert_error("{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"a\",\"n\":\"AQAB\"}]}", "keys[0]: missing \"e\"");
-    assert_error("{\"keys\":[{\"kid\":\"a\"}]}", "keys[0]: missing \"kty\"");
-    assert_error("{\"keys\":[{\"kty\":\"RSA\",\"kid\":7}]}", "keys[0]: \"kid\" is not a string");
-    assert_error("{\"keys\":[{\"kty\":\"EC\",\"kid\":\"a\",\"x\":\"AA\"}]}", "keys[0]: missing \"crv\"");
-    assert_error("{\"keys\":[\"x\"]}", "keys[0]: not a JSON object");
+Test(jwks_parse, error_not_json)
+{
+    char jwk[DOC_MAX], doc[2 * DOC_MAX];
+
+    assert_error("{\"keys\":[", "JWKS is not valid JSON: invalid JSON");
+    assert_error("", "JWKS is not valid JSON: ");
+    assert_error("{\"keys\":[]} x", "JWKS is not valid JSON: invalid JSON");
+    assert_error("[]", "JWKS is not valid JSON: the top level is not a JSON object");
+    assert_error("{\"keys\":[],\"keys\":[]}", "JWKS is not valid JSON: duplicate member");
+    /* yajl let an unterminated string at the very end through */
+    fixture_jwk("ec256.pub", jwk, sizeof jwk);
+    snprintf(doc, sizeof doc, "{\"keys\":[%s]} \"abc", jwk);
+    assert_error(doc, "JWKS is not valid JSON: invalid JSON");
+}
+
+Test(jwks_parse, error_no_keys_array)
+{
+    assert_error("{\"key\":[]}", "JWKS has no \"keys\" array");
+    assert_error("{\"keys\":{}}", "JWKS has no \"keys\" array");
+    assert_error("{\"keys\":null}", "JWKS has no \"keys\" array");
+}
+
+Test(jwks_parse, error_empty_set)
+{
+    assert_error("{\"keys\":[]}", "JWKS has no usable RSA or ECDSA signing key");
+    assert_error("{\"keys\":[{\"kty\":\"oct\",\"k\":\"AA\"}]}", "JWKS has no usable RSA or ECDSA signing key");
+}
+
+/* Nesting beyond JSON_MAX_DEPTH (32) is refused; brackets inside strings
+ * do not count. */
+Test(jwks_parse, error_depth)
+{
+    char doc[256];
+    int n = 0;
+
+    n += snprintf(doc + n, sizeof doc - (size_t)n, "{\"keys\":[");
+    for (int i = 0; i < 31; i++)
+        doc[n++] = '[';
+    for (int i = 0; i < 31; i++)
+        doc[n++] = ']';
+    snprintf(doc + n, sizeof doc - (size_t)n, "]}");
+    assert_error(doc, "JWKS is not valid JSON: JSON nested too deeply");
+
+    /* 32 levels are read, and fail later. */
+    memmove(doc + 9, doc + 10, strlen(doc + 10) + 1);
+    memmove(doc + 39, doc + 40, strlen(doc + 40) + 1);
+    assert_error(doc, "keys[0]: not a JSON object");
+
+    assert_error("{\"keys\":[],\"x\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"[[[[[\"}",
+                 "JWKS has no usable RSA or ECDSA signing key");
 }
 
 Test(jwks_parse, error_bytes)
@@ -486,10 +475,10 @@ Test(jwks_parse, error_bytes)
     memset(big, ' ', JWKS_MAX_LEN + 1);
     big[JWKS_MAX_LEN + 1] = '\0';
     cr_expect_null(jwks_parse(big, JWKS_MAX_LEN + 1, NULL, NULL, err, sizeof err));
-    cr_expect(strstr(err, "JWKS is larger than") != NULL, "%s", err);
+    cr_expect_str_eq(err, "JWKS is larger than 1048576 bytes");
     free(big);
 
     cr_expect_null(jwks_parse(nul, sizeof(nul) - 1, NULL, NULL, err, sizeof err));
-    cr_expect_str_eq(err, "JWKS contains a NUL byte");
-    assert_error("{\"keys\":[],\"a\":\"\\u0000\"}", "JWKS contains a \\u0000 escape");
+    cr_expect_str_eq(err, "JWKS is not valid JSON: invalid JSON");
+    assert_error("{\"keys\":[],\"a\":\"\\u0000\"}", "JWKS is not valid JSON: JSON string holds U+0000");
 }

@@ -886,7 +886,7 @@ Test(keyset, find_by_kid)
     cr_assert_not_null(ks, "%s", err);
     cr_assert_eq(ks->count, 4);
     for (size_t i = 0; i < ks->count; i++) {
-        char kid[KEY_KID_LEN + 1];
+        char kid[KEY_KID_MAX + 1];
         snprintf(kid, sizeof kid, "%s", ks->keys[i].kid); /* a different pointer */
         cr_assert_eq(keyset_find(ks, kid), &ks->keys[i], "kid %s", kid);
         kid[KEY_KID_LEN - 1] = '\0';

@@ -459,7 +459,7 @@ Test(token, kidless_token_tries_at_most_the_first_keys)
     EVP_PKEY *priv[NKEYS];
     struct token_policy p = policy();
     struct token_result r;
-    char err[256], hdr[128];
+    char err[256], hdr[KEY_KID_MAX + 64];
 
     cr_assert_not_null(many);
     for (int i = 0; i < NKEYS; i++) {
