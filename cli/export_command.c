@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "publish/snapshot.h"
+#include "util/file.h"
 #include "publish/publish.h"
 
 /* Where serve answers, relative to the issuer; the objects keep the path. */
@@ -57,45 +57,14 @@ static int export_mkdirs(const char *path, char *err, size_t errlen)
     }
 }
 
-/* Writes all of buf to fd; short writes are retried. */
-static int export_write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Writes body to path through a temporary file in the same directory and
- * a rename, so that a sync job or a web server reading DIR never sees a
- * torn document. The mode is 0644 whatever the umask: the documents are
- * public by nature. */
+/* Writes body to path with file_write_atomic, so that a sync job or a
+ * web server reading DIR never sees a torn document. The mode is 0644
+ * whatever the umask: the documents are public by nature. */
 static int export_write_file(const char *path, const struct render_doc *body, char *err, size_t errlen)
 {
-    char tmp[PATH_MAX];
-    int fd, rc = 0;
-
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path) >= (int)sizeof(tmp)) {
-        errno = ENAMETOOLONG;
+    if (file_write_atomic(path, body->bytes, body->len, 0644) != 0)
         return export_fail("cannot write", path, err, errlen);
-    }
-    if ((fd = mkstemp(tmp)) < 0)
-        return export_fail("cannot write", path, err, errlen);
-    if (fchmod(fd, 0644) != 0 || export_write_all(fd, body->bytes, body->len) != 0 || fsync(fd) != 0)
-        rc = export_fail("cannot write", path, err, errlen);
-    if (close(fd) != 0 && rc == 0)
-        rc = export_fail("cannot write", path, err, errlen);
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = export_fail("cannot write", path, err, errlen);
-    if (rc != 0)
-        unlink(tmp);
-    return rc;
+    return 0;
 }
 
 /* DIR without trailing slashes (but "/" stays "/"), so that the paths
