@@ -11,10 +11,7 @@
 #include "publish/snapshot.h"
 #include "util/file.h"
 #include "publish/publish.h"
-
-/* Where serve answers, relative to the issuer; the objects keep the path. */
-#define EXPORT_DISCOVERY "/.well-known/openid-configuration"
-#define EXPORT_JWKS      "/openid/v1/jwks"
+#include "publish/paths.h"
 
 /* One object to write and to tell the operator about. */
 struct export_object {
@@ -188,7 +185,7 @@ static void export_discovery_url(const char *issuer, char *url, size_t len)
 
     while (n > 0 && issuer[n - 1] == '/')
         n--;
-    snprintf(url, len, "%.*s%s", (int)n, issuer, EXPORT_DISCOVERY);
+    snprintf(url, len, "%.*s%s", (int)n, issuer, PATHS_DISCOVERY);
 }
 
 /* The object name for url: its path without the leading slash, so that a
@@ -231,8 +228,8 @@ int export_command(const struct config *cfg)
 
     if (rc != 0)
         goto out;
-    objs[0] = (struct export_object){.name = EXPORT_DISCOVERY + 1, .doc = &snap->discovery};
-    objs[1] = (struct export_object){.name = EXPORT_JWKS + 1, .doc = &snap->jwks};
+    objs[0] = (struct export_object){.name = PATHS_DISCOVERY + 1, .doc = &snap->discovery};
+    objs[1] = (struct export_object){.name = PATHS_JWKS + 1, .doc = &snap->jwks};
     export_discovery_url(cfg->issuers.items[0], objs[0].url, sizeof(objs[0].url));
     snprintf(objs[1].url, sizeof(objs[1].url), "%s", cfg->jwks_uri);
     for (size_t i = 0; i < 2; i++)

@@ -15,9 +15,9 @@
 #include "jose/vcache.h"
 #include "util/log.h"
 #include "jose/tokenreview.h"
+#include "publish/paths.h"
 
-#define VERIFY_DISCOVERY_SUFFIX "/.well-known/openid-configuration"
-#define VERIFY_MAX_DOCUMENT     (1024 * 1024)
+#define VERIFY_MAX_DOCUMENT (1024 * 1024)
 
 /* What verification needs besides the token: the keys and the issuers. */
 struct verify_input {
@@ -50,9 +50,9 @@ static char *verify_read_token(const char *path, size_t limit, size_t *len)
  * is the issuer itself, or already ends in /.well-known/openid-configuration. */
 static void verify_discovery_urls(const char *given, char *doc_url, size_t doc_len, char *issuer, size_t iss_len)
 {
-    size_t n = strlen(given), suffix = strlen(VERIFY_DISCOVERY_SUFFIX);
+    size_t n = strlen(given), suffix = strlen(PATHS_DISCOVERY);
 
-    if (n >= suffix && strcmp(given + n - suffix, VERIFY_DISCOVERY_SUFFIX) == 0) {
+    if (n >= suffix && strcmp(given + n - suffix, PATHS_DISCOVERY) == 0) {
         snprintf(doc_url, doc_len, "%s", given);
         snprintf(issuer, iss_len, "%.*s", (int)(n - suffix), given);
         return;
@@ -60,7 +60,7 @@ static void verify_discovery_urls(const char *given, char *doc_url, size_t doc_l
     snprintf(issuer, iss_len, "%s", given);
     while (n > 0 && given[n - 1] == '/')
         n--;
-    snprintf(doc_url, doc_len, "%.*s%s", (int)n, given, VERIFY_DISCOVERY_SUFFIX);
+    snprintf(doc_url, doc_len, "%.*s%s", (int)n, given, PATHS_DISCOVERY);
 }
 
 static void verify_log_warning(void *ctx, const char *msg)

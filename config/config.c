@@ -32,13 +32,14 @@
 #include <unistd.h>
 #include <yajl/yajl_parse.h>
 
+#include "publish/paths.h"
+
 #define STR(x)  #x
 #define XSTR(x) STR(x)
 
 #define DEFAULT_LISTEN       "127.0.0.1:8080"
 #define DEFAULT_MAX_AGE      3600
 #define DEFAULT_CONTENT_TYPE "application/jwk-set+json"
-#define JWKS_PATH            "/openid/v1/jwks"
 #define MAX_THREADS          256
 #define MAX_MAX_AGE          31536000 /* one year */
 #define MAX_PORT             65535
@@ -1380,7 +1381,7 @@ static int check_values(struct parser *p)
 /* Derives the defaults that depend on other options, from values already
  * checked: dev's issuer is http:// on the first TCP listen address
  * (DEFAULT_LISTEN when every --listen is a Unix socket), the
- * jwks_uri is the first issuer, less trailing slashes, plus JWKS_PATH, and a
+ * jwks_uri is the first issuer, less trailing slashes, plus PATHS_JWKS, and a
  * minted token's audience is its issuer. */
 static int put_derived(struct parser *p)
 {
@@ -1409,7 +1410,7 @@ static int put_derived(struct parser *p)
         size_t len = strlen(issuer);
         while (len && issuer[len - 1] == '/')
             len--;
-        snprintf(url, sizeof url, "%.*s%s", (int)len, issuer, JWKS_PATH);
+        snprintf(url, sizeof url, "%.*s%s", (int)len, issuer, PATHS_JWKS);
         if (setting_put(p, OPT_JWKS_URI, NULL, url, strlen(url)) < 0)
             return -1;
     }

@@ -10,6 +10,7 @@
 #include "server/fdlimit.h"
 #include "server/reload/health.h"
 #include "server/listener.h"
+#include "publish/paths.h"
 #include "util/log.h"
 #include "server/http/site.h"
 #include "server/worker.h"
@@ -86,8 +87,8 @@ static void server_log_site(const struct server_site *site)
         if (site->what != NULL)
             log_msg(LOG_INFO, "listening on %s (%u threads): %s", url, site->threads, site->what);
         else
-            log_msg(LOG_INFO, "listening on %s (%u threads): %s/.well-known/openid-configuration %s/openid/v1/jwks",
-                    url, site->threads, url, url);
+            log_msg(LOG_INFO, "listening on %s (%u threads): %s" PATHS_DISCOVERY " %s" PATHS_JWKS, url, site->threads,
+                    url, url);
     }
 }
 
@@ -266,13 +267,13 @@ int server_run(const struct config *cfg, struct reload *reload, struct accesslog
                                   .nplain = cfg->token_review_listen_count,
                                   .threads = cfg->threads,
                                   .env = &review_env,
-                                  .what = "POST /apis/authentication.k8s.io/v1/tokenreviews"};
+                                  .what = "POST " PATHS_TOKENREVIEW};
     site_configure(&review.conf, cfg, SITE_TOKENREVIEW);
     admin = (struct server_site){.plain = cfg->admin_listens,
                                  .nplain = cfg->admin_listen_count,
                                  .threads = 1,
                                  .env = &admin_env,
-                                 .what = "/livez /readyz /metrics"};
+                                 .what = PATHS_LIVEZ " " PATHS_READYZ " " PATHS_METRICS};
     site_configure(&admin.conf, cfg, SITE_ADMIN);
     sites[nsites++] = &docs;
     if (cfg->enable_token_review)

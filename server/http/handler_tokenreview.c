@@ -5,11 +5,10 @@
 
 #include "jose/token.h"
 #include "jose/vcache.h"
+#include "publish/paths.h"
 #include "server/obs/metrics.h"
 #include "jose/tokenreview.h"
 #include "server/worker.h"
-
-#define TOKENREVIEW_PATH "/apis/authentication.k8s.io/v1/tokenreviews"
 
 /* Successful reviews remembered per thread: Vault re-reviews the same
  * token on every login. */
@@ -113,7 +112,7 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
     char err[256], *body;
     size_t len;
 
-    if (!h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT(TOKENREVIEW_PATH)))
+    if (!h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT(PATHS_TOKENREVIEW)))
         return tokenreview_refuse(req, 404, "NotFound", "the server could not find the requested resource");
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST"));
