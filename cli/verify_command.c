@@ -123,7 +123,7 @@ static int verify_load(const struct config *cfg, struct verify_input *in)
 
 /* Runs the review cfg->repeat times, through its cache unless --no-cache,
  * and reports the rate. */
-static void verify_repeat(const struct config *cfg, struct review *rv, const struct keyset *ks, const char *token,
+static void verify_repeat(const struct config *cfg, struct review *rv, const struct verifier *v, const char *token,
                           size_t len)
 {
     struct timespec start, end;
@@ -133,7 +133,7 @@ static void verify_repeat(const struct config *cfg, struct review *rv, const str
 
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (unsigned long i = 0; i < cfg->repeat; i++) {
-        review_token(rv, ks, token, len, NULL, 0, now, &res);
+        review_token(rv, v, token, len, NULL, 0, now, &res);
         review_result_clear(&res);
     }
     clock_gettime(CLOCK_MONOTONIC, &end);
@@ -161,7 +161,8 @@ static void verify_report(const char *token, const struct review_result *res)
 int verify_command(const struct config *cfg)
 {
     struct verify_input in;
-    struct review rv;
+    struct verifier *v = NULL;
+    struct review rv = {0};
     struct review_result res;
     size_t len = 0;
     char *token = verify_read_token(cfg->token_file, cfg->max_token_size, &len);
@@ -171,17 +172,19 @@ int verify_command(const struct config *cfg)
         free(token);
         return 2;
     }
-    if (review_init(&rv, cfg, &in.discovered_issuer, cfg->repeat > 1 && !cfg->no_cache ? VERIFY_CACHE_SIZE : 0) != 0) {
+    if ((v = verifier_new(in.keys)) == NULL ||
+        review_init(&rv, cfg, &in.discovered_issuer, cfg->repeat > 1 && !cfg->no_cache ? VERIFY_CACHE_SIZE : 0) != 0) {
         fprintf(stderr, "oidc-discovery verify: out of memory\n");
         goto out;
     }
     if (cfg->repeat > 1)
-        verify_repeat(cfg, &rv, in.keys, token, len);
-    rc = review_token(&rv, in.keys, token, len, NULL, 0, time(NULL), &res) == 0 ? 0 : 1;
+        verify_repeat(cfg, &rv, v, token, len);
+    rc = review_token(&rv, v, token, len, NULL, 0, time(NULL), &res) == 0 ? 0 : 1;
     verify_report(token, &res);
     review_result_clear(&res);
-    review_clear(&rv);
 out:
+    review_clear(&rv);
+    verifier_free(v);
     keyset_free(in.keys);
     free(in.discovered_issuer);
     free(token);

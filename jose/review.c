@@ -41,7 +41,7 @@ static void review_policy(const struct review *r, char *const *audiences, size_t
     p->now = now;
 }
 
-int review_token(struct review *r, const struct keyset *ks, const char *token, size_t len, char *const *audiences,
+int review_token(struct review *r, const struct verifier *v, const char *token, size_t len, char *const *audiences,
                  size_t naudiences, time_t now, struct review_result *out)
 {
     struct token_policy p;
@@ -49,15 +49,15 @@ int review_token(struct review *r, const struct keyset *ks, const char *token, s
     memset(out, 0, sizeof(*out));
     review_policy(r, audiences, naudiences, now, &p);
     if (r->cache != NULL &&
-        (out->user = vcache_get(r->cache, ks->id, token, len, p.audiences, p.naudiences, now)) != NULL) {
+        (out->user = vcache_get(r->cache, v->keys->id, token, len, p.audiences, p.naudiences, now)) != NULL) {
         out->cached = 1;
         return 0;
     }
-    if (token_verify(ks, &p, token, len, &out->token) != 0)
+    if (token_verify(v, &p, token, len, &out->token) != 0)
         return -1;
     out->user = &out->token.user;
     if (r->cache != NULL)
-        vcache_put(r->cache, ks->id, token, len, p.audiences, p.naudiences, out->user);
+        vcache_put(r->cache, v->keys->id, token, len, p.audiences, p.naudiences, out->user);
     return 0;
 }
 

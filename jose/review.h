@@ -18,7 +18,7 @@
 #include "config/config.h"
 #include "jose/token.h"
 #include "jose/vcache.h"
-#include "keys/keyset.h"
+#include "jose/verifier.h"
 
 struct review {
     const struct config *cfg;
@@ -47,12 +47,12 @@ int review_init(struct review *r, const struct config *cfg, char *const *issuer,
 
 void review_clear(struct review *r);
 
-/* Reviews token (len bytes) against ks at now, for the given audiences
+/* Reviews token (len bytes) against the keys of v at now, for the given audiences
  * (a TokenReview's spec.audiences; none: the API audiences). Returns 0 and
  * sets out->user when the token is valid, else -1 with out->token.error and
  * message. out->user stays valid until the next review_token with r or
  * review_result_clear. Always call review_result_clear afterwards. */
-int review_token(struct review *r, const struct keyset *ks, const char *token, size_t len, char *const *audiences,
+int review_token(struct review *r, const struct verifier *v, const char *token, size_t len, char *const *audiences,
                  size_t naudiences, time_t now, struct review_result *out);
 
 void review_result_clear(struct review_result *out);

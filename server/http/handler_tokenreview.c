@@ -63,7 +63,7 @@ static int tokenreview_is_json(h2o_req_t *req)
 /* Reviews one token with the thread's review (its cache answers a token
  * seen before), counts the result and renders the answer; NULL when out
  * of memory. */
-static char *tokenreview_answer(struct review *rv, struct metrics_thread *m, const struct keyset *ks,
+static char *tokenreview_answer(struct review *rv, struct metrics_thread *m, const struct verifier *v,
                                 const struct tokenreview_request *req, size_t *out_len)
 {
     struct review_result res;
@@ -71,7 +71,7 @@ static char *tokenreview_answer(struct review *rv, struct metrics_thread *m, con
 
     if (rv == NULL)
         return NULL; /* the thread could not set its review up */
-    review_token(rv, ks, req->token, strlen(req->token), req->audiences, req->naudiences, time(NULL), &res);
+    review_token(rv, v, req->token, strlen(req->token), req->audiences, req->naudiences, time(NULL), &res);
     if (res.cached)
         metrics_add(&m->cache_hits, 1);
     else if (res.user != NULL && rv->cache != NULL)
@@ -99,7 +99,7 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
         return tokenreview_refuse(req, 415, "UnsupportedMediaType", "Content-Type must be application/json");
     if (tokenreview_parse(req->entity.base, req->entity.len, &review, err, sizeof(err)) != 0)
         return tokenreview_refuse(req, 400, "BadRequest", err);
-    body = tokenreview_answer(rv, worker_metrics(req->conn->ctx), worker_pin_snapshot(req)->keyset, &review, &len);
+    body = tokenreview_answer(rv, worker_metrics(req->conn->ctx), worker_pin_snapshot(req)->verifier, &review, &len);
     tokenreview_request_clear(&review);
     return tokenreview_send(req, 201, "Created", body, len);
 }

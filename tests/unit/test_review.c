@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "jose/jws.h"
+#include "jose/verifier.h"
 #include "jose/review.h"
 #include "jose/token_mint.h"
 #include "util/b64url.h"
@@ -20,6 +21,7 @@
 #define NOW 1700000000L
 
 static struct keyset *ks;
+static struct verifier *ver;
 static EVP_PKEY *rsa;
 static struct config cfg;
 static struct review rv;
@@ -30,6 +32,7 @@ static void setup(void)
     char path[PATH_MAX], err[512] = "";
 
     ks = fixture_keyset1("rsa2048.pub");
+    cr_assert_not_null(ver = verifier_new(ks));
     snprintf(path, sizeof(path), "%s/rsa2048.pkcs8.key", FIXTURES);
     rsa = token_mint_load_key(path, err, sizeof(err));
     cr_assert_not_null(rsa, "%s", err);
@@ -40,6 +43,7 @@ static void teardown(void)
     review_result_clear(&res);
     review_clear(&rv);
     config_free(&cfg);
+    verifier_free(ver);
     keyset_free(ks);
     EVP_PKEY_free(rsa);
     leak_check();
@@ -109,7 +113,7 @@ static char *mint_legacy(void)
 static void expect(char *tok, char *const *aud, size_t naud, enum token_error e)
 {
     review_result_clear(&res);
-    int rc = review_token(&rv, ks, tok, strlen(tok), aud, naud, NOW, &res);
+    int rc = review_token(&rv, ver, tok, strlen(tok), aud, naud, NOW, &res);
     cr_expect_eq(res.token.error, e, "want %s, got %s (%s)", token_error_name(e), token_error_name(res.token.error),
                  res.token.message);
     cr_expect_eq(rc, e == TOKEN_OK ? 0 : -1);
@@ -201,17 +205,18 @@ Test(review, legacy_tokens_follow_the_flag)
 Test(review, cache_answers_repeats)
 {
     char *vault[] = {"vault"}, *both[] = {"vault", "x"}, *tok = mint(ISS, vault, 1);
-    struct keyset *other = fixture_keyset1("rsa2048.pub");
+    struct keyset *other_keys = fixture_keyset1("rsa2048.pub");
+    struct verifier *other = verifier_new(other_keys);
 
     configure(8, NULL, 0);
-    cr_assert_eq(review_token(&rv, ks, tok, strlen(tok), vault, 1, NOW, &res), 0, "%s", res.token.message);
+    cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), vault, 1, NOW, &res), 0, "%s", res.token.message);
     cr_expect_eq(res.cached, 0);
     review_result_clear(&res);
-    cr_assert_eq(review_token(&rv, ks, tok, strlen(tok), vault, 1, NOW, &res), 0);
+    cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), vault, 1, NOW, &res), 0);
     cr_expect_eq(res.cached, 1);
     cr_expect_str_eq(res.user->username, "system:serviceaccount:ns:sa");
     review_result_clear(&res);
-    cr_assert_eq(review_token(&rv, ks, tok, strlen(tok), both, 2, NOW, &res), 0);
+    cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), both, 2, NOW, &res), 0);
     cr_expect_eq(res.cached, 0, "other audiences are another review");
     review_result_clear(&res);
     cr_assert_eq(review_token(&rv, other, tok, strlen(tok), vault, 1, NOW, &res), 0);
@@ -220,7 +225,8 @@ Test(review, cache_answers_repeats)
     /* a token the cache knows is still refused once expired */
     cr_assert_eq(review_token(&rv, other, tok, strlen(tok), vault, 1, NOW + 7200, &res), -1);
     cr_expect_eq(res.token.error, TOKEN_ERR_EXPIRED);
-    keyset_free(other);
+    verifier_free(other);
+    keyset_free(other_keys);
     free(tok);
 }
 
@@ -232,7 +238,7 @@ Test(review, no_cache_verifies_every_time)
     cr_assert_null(rv.cache);
     for (int i = 0; i < 2; i++) {
         review_result_clear(&res);
-        cr_assert_eq(review_token(&rv, ks, tok, strlen(tok), vault, 1, NOW, &res), 0);
+        cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), vault, 1, NOW, &res), 0);
         cr_expect_eq(res.cached, 0);
     }
     free(tok);
