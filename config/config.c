@@ -701,8 +701,8 @@ static const char *split_listen(const char *s, struct hostport *hp)
     if (s[0] == '[' ? !is_ipv6(hp->host, hp->hostlen)
                     : hp->hostlen > HOSTNAME_MAX || strspn(hp->host, HOST_CHARS) < hp->hostlen)
         return "has an invalid host";
-    if (parse_decimal(colon + 1, strlen(colon + 1), MAX_PORT, &hp->port) < 0 || hp->port == 0)
-        return "must have a port between 1 and " XSTR(MAX_PORT);
+    if (parse_decimal(colon + 1, strlen(colon + 1), MAX_PORT, &hp->port) < 0)
+        return "must have a port between 0 (one the kernel chooses) and " XSTR(MAX_PORT);
     return NULL;
 }
 
@@ -1464,7 +1464,7 @@ static int check_required(struct parser *p)
 
 /* True when two valid listen values name the same host (ignoring case, as
  * DNS does) and port, or the same Unix socket. "--admin-listen none" is no
- * address and matches nothing. */
+ * address and matches nothing, nor does port 0 (each gets its own port). */
 static int same_listen(const char *a, const char *b)
 {
     struct hostport x, y;
@@ -1473,7 +1473,7 @@ static int same_listen(const char *a, const char *b)
         return strcmp(a, b) == 0;
     if (split_listen(a, &x) || split_listen(b, &y))
         return 0;
-    return x.port == y.port && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
+    return x.port == y.port && x.port != 0 && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
 }
 
 /* Keeps the TokenReview API, which tells whoever asks whose token is valid,

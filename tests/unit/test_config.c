@@ -571,10 +571,12 @@ Test(config, listen_errors)
     flag_fails("--listen \"::1:80\": has an invalid host", "--listen", "::1:80");
     flag_fails("--listen \"[zz::1]:80\": has an invalid host", "--listen", "[zz::1]:80");
     flag_fails("--listen \"a b:80\": has an invalid host", "--listen", "a b:80");
-    flag_fails("--listen \"127.0.0.1:0\": must have a port between 1 and 65535", "--listen", "127.0.0.1:0");
-    flag_fails("--listen \"127.0.0.1:65536\": must have a port between 1 and 65535", "--listen", "127.0.0.1:65536");
-    flag_fails("--listen \"127.0.0.1:\": must have a port between 1 and 65535", "--listen", "127.0.0.1:");
-    flag_fails("--listen \"127.0.0.1:8o\": must have a port between 1 and 65535", "--listen", "127.0.0.1:8o");
+    flag_fails("--listen \"127.0.0.1:65536\": must have a port between 0 (one the kernel chooses) and 65535",
+               "--listen", "127.0.0.1:65536");
+    flag_fails("--listen \"127.0.0.1:\": must have a port between 0 (one the kernel chooses) and 65535", "--listen",
+               "127.0.0.1:");
+    flag_fails("--listen \"127.0.0.1:8o\": must have a port between 0 (one the kernel chooses) and 65535", "--listen",
+               "127.0.0.1:8o");
 }
 
 Test(config, threads_errors)
@@ -1388,8 +1390,8 @@ Test(config, token_review_listen_syntax)
 {
     fails("--token-review-listen \"nope\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6", SERVE_ARGS,
           "--enable-token-review", "--token-review-listen", "nope", NULL);
-    fails("--token-review-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS,
-          "--enable-token-review", "--token-review-listen", "127.0.0.1:0", NULL);
+    fails("--token-review-listen \"127.0.0.1:65536\": must have a port between 0 (one the kernel chooses) and 65535",
+          SERVE_ARGS, "--enable-token-review", "--token-review-listen", "127.0.0.1:65536", NULL);
     fails("--token-review-listen \"[zz]:1\": has an invalid host", SERVE_ARGS, "--enable-token-review",
           "--token-review-listen", "[zz]:1", NULL);
     /* a bad value is reported before the missing --enable-token-review */
@@ -2088,8 +2090,8 @@ Test(config, tls_rules)
 Test(config, tls_value_errors)
 {
     fails("--tls-listen \"nope\": " LISTEN_FORM, SERVE_ARGS, "--tls-listen", "nope", TLS_ARGS, NULL);
-    fails("--tls-listen \"127.0.0.1:0\": must have a port between 1 and 65535", SERVE_ARGS, "--tls-listen",
-          "127.0.0.1:0", TLS_ARGS, NULL);
+    fails("--tls-listen \"127.0.0.1:65536\": must have a port between 0 (one the kernel chooses) and 65535", SERVE_ARGS,
+          "--tls-listen", "127.0.0.1:65536", TLS_ARGS, NULL);
     fails("--tls-listen \":1\": has no host", SERVE_ARGS, "--tls-listen", ":1", TLS_ARGS, NULL);
     /* a bad value is reported before the missing files */
     flag_fails("--tls-listen \"[zz]:1\": has an invalid host", "--tls-listen", "[zz]:1");
@@ -2117,8 +2119,8 @@ Test(config, admin_listen_none)
     /* spelled exactly */
     flag_fails("--admin-listen \"None\": " LISTEN_FORM, "--admin-listen", "None");
     flag_fails("--admin-listen \"\": " LISTEN_FORM, "--admin-listen", "");
-    flag_fails("--admin-listen \"127.0.0.1:99999\": must have a port between 1 and 65535", "--admin-listen",
-               "127.0.0.1:99999");
+    flag_fails("--admin-listen \"127.0.0.1:99999\": must have a port between 0 (one the kernel chooses) and 65535",
+               "--admin-listen", "127.0.0.1:99999");
 }
 
 Test(config, listener_clashes)
@@ -2712,4 +2714,18 @@ Test(config, export_help_and_version)
     ok("export", "--listen", "x", "--version", NULL);
     cr_assert_eq(cmd, CONFIG_CMD_VERSION);
     cr_assert_null(cfg.export_dir, "defaults only");
+}
+
+/* Port 0 binds a port the kernel chooses, on every kind of listener; two
+ * of them never clash, since each gets a port of its own. */
+Test(config, port_zero_is_the_kernels_choice)
+{
+    OK_WITH("--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--enable-token-review",
+            "--token-review-listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", TLS_ARGS, NULL);
+    cr_assert_eq(cfg.listens[0].port, 0);
+    cr_assert_eq(cfg.admin_listens[0].port, 0);
+    cr_assert_eq(cfg.token_review_listens[0].port, 0);
+    cr_assert_eq(cfg.tls_listens[0].port, 0);
+    fails("--admin-listen \"127.0.0.1:9000\": must differ from every --listen address", SERVE_ARGS, "--listen",
+          "127.0.0.1:9000", "--admin-listen", "127.0.0.1:9000", NULL);
 }
