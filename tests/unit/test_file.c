@@ -12,19 +12,16 @@
 #include "test_support.h"
 #include "util/file.h"
 
-static char dir[256];
+static char dir[64];
 
 static void make_dir(void)
 {
-    snprintf(dir, sizeof(dir), "%s/oidc-test-file-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    cr_assert_not_null(mkdtemp(dir));
+    tmpdir_make(dir, "file");
 }
 
 static void remove_dir(void)
 {
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    tmpdir_remove(dir);
     leak_check();
 }
 

@@ -110,8 +110,7 @@ static struct reload *r;
 static void reload_setup(void)
 {
     log_init(LOG_ERROR, 0); /* the passes log every key; only failures matter here */
-    snprintf(tmp, sizeof(tmp), "/tmp/oidc-reload-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
+    tmpdir_make(tmp, "reload");
     snprintf(keys, sizeof(keys), "%s/keys", tmp);
     snprintf(state, sizeof(state), "%s/state", tmp);
     cr_assert_eq(mkdir(keys, 0700), 0);
@@ -119,40 +118,16 @@ static void reload_setup(void)
 
 static void reload_teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-
     reload_free(r);
     r = NULL;
     config_free(&cfg);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-    cr_assert_eq(system(cmd), 0);
+    tmpdir_remove(tmp);
     leak_check();
 }
 
 TestSuite(reload, .init = reload_setup, .fini = reload_teardown);
 
-/* Writes keys/name, in place, with the contents of the fixtures listed
- * (NULL-ended). */
-static void put(const char *name, const char *const *fixtures)
-{
-    char path[PATH_MAX], src[PATH_MAX], buf[8192];
-    FILE *out;
-
-    snprintf(path, sizeof(path), "%s/%s", keys, name);
-    cr_assert_not_null(out = fopen(path, "wb"), "%s", path);
-    for (size_t i = 0; fixtures[i] != NULL; i++) {
-        snprintf(src, sizeof(src), "%s/%s", FIXTURES, fixtures[i]);
-        FILE *in = fopen(src, "rb");
-        cr_assert_not_null(in, "%s", src);
-        size_t n;
-        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-            fwrite(buf, 1, n, out);
-        fclose(in);
-    }
-    fclose(out);
-}
-
-#define PUT(name, ...) put(name, (const char *const[]){__VA_ARGS__, NULL})
+#define PUT(name, ...) fixture_write(keys, name, (const char *const[]){__VA_ARGS__, NULL})
 
 static void drop(const char *name)
 {
@@ -162,20 +137,11 @@ static void drop(const char *name)
     cr_assert_eq(unlink(path), 0, "%s", path);
 }
 
-/* serve over the key directory with the given extra flags (at most eight),
- * and the reloader's first pass at T0. */
+/* serve over the key directory with the given extra flags, and the
+ * reloader's first pass at T0. */
 static void start(const char *const *extra, size_t nextra)
 {
-    char *argv[24] = {
-        "oidc-discovery", "serve", "--service-account-issuer", "https://a.example", "--service-account-key-file", keys};
-    char err[CONFIG_ERR_MAX];
-    enum config_command cmd;
-    int argc = 6;
-
-    cr_assert_leq(nextra, 8);
-    for (size_t i = 0; i < nextra; i++)
-        argv[argc++] = (char *)extra[i];
-    cr_assert_eq(config_parse(argc, argv, &cmd, &cfg, err, sizeof(err)), 0, "%s", err);
+    serve_config(&cfg, "https://a.example", keys, extra, nextra);
     cr_assert_not_null(r = reload_create(&cfg, T0, MS0));
 }
 
@@ -317,12 +283,7 @@ Test(reload, the_signing_key_maturing_is_a_deadline)
 
 Test(reload, nothing_to_publish_refuses_to_start)
 {
-    char *argv[] = {
-        "oidc-discovery", "serve", "--service-account-issuer", "https://a.example", "--service-account-key-file", keys};
-    char err[CONFIG_ERR_MAX];
-    enum config_command cmd;
-
-    cr_assert_eq(config_parse(COUNT(argv), argv, &cmd, &cfg, err, sizeof(err)), 0, "%s", err);
+    serve_config(&cfg, "https://a.example", keys, NULL, 0);
     cr_expect_null(reload_create(&cfg, T0, MS0), "an empty key directory");
 }
 

@@ -51,20 +51,11 @@ static void teardown(void)
 
 TestSuite(review, .init = setup, .fini = teardown);
 
-/* cfg from `serve` with an issuer, a key and the given extra flags (at
- * most six), and rv set up from it with a cache of cache_size. */
+/* cfg from `serve` with an issuer, a key and the given extra flags, and rv
+ * set up from it with a cache of cache_size. */
 static void configure(size_t cache_size, const char *const *extra, size_t nextra)
 {
-    char *argv[16] = {"oidc-discovery", "serve", "--service-account-issuer", ISS, "--service-account-key-file",
-                      "/k.pub"};
-    char err[CONFIG_ERR_MAX];
-    enum config_command cmd;
-    int argc = 6;
-
-    cr_assert_leq(nextra, 6);
-    for (size_t i = 0; i < nextra; i++)
-        argv[argc++] = (char *)extra[i];
-    cr_assert_eq(config_parse(argc, argv, &cmd, &cfg, err, sizeof(err)), 0, "%s", err);
+    serve_config(&cfg, ISS, "/k.pub", extra, nextra);
     cr_assert_eq(review_init(&rv, &cfg, NULL, cache_size), 0);
 }
 
