@@ -7,14 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "publish/snapshot.h"
+#include "util/file.h"
 #include "publish/publish.h"
-
-/* Where serve answers, relative to the issuer; the objects keep the path. */
-#define EXPORT_DISCOVERY "/.well-known/openid-configuration"
-#define EXPORT_JWKS      "/openid/v1/jwks"
+#include "publish/paths.h"
 
 /* One object to write and to tell the operator about. */
 struct export_object {
@@ -57,45 +54,14 @@ static int export_mkdirs(const char *path, char *err, size_t errlen)
     }
 }
 
-/* Writes all of buf to fd; short writes are retried. */
-static int export_write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Writes body to path through a temporary file in the same directory and
- * a rename, so that a sync job or a web server reading DIR never sees a
- * torn document. The mode is 0644 whatever the umask: the documents are
- * public by nature. */
+/* Writes body to path with file_write_atomic, so that a sync job or a
+ * web server reading DIR never sees a torn document. The mode is 0644
+ * whatever the umask: the documents are public by nature. */
 static int export_write_file(const char *path, const struct render_doc *body, char *err, size_t errlen)
 {
-    char tmp[PATH_MAX];
-    int fd, rc = 0;
-
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path) >= (int)sizeof(tmp)) {
-        errno = ENAMETOOLONG;
+    if (file_write_atomic(path, body->bytes, body->len, 0644) != 0)
         return export_fail("cannot write", path, err, errlen);
-    }
-    if ((fd = mkstemp(tmp)) < 0)
-        return export_fail("cannot write", path, err, errlen);
-    if (fchmod(fd, 0644) != 0 || export_write_all(fd, body->bytes, body->len) != 0 || fsync(fd) != 0)
-        rc = export_fail("cannot write", path, err, errlen);
-    if (close(fd) != 0 && rc == 0)
-        rc = export_fail("cannot write", path, err, errlen);
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = export_fail("cannot write", path, err, errlen);
-    if (rc != 0)
-        unlink(tmp);
-    return rc;
+    return 0;
 }
 
 /* DIR without trailing slashes (but "/" stays "/"), so that the paths
@@ -219,7 +185,7 @@ static void export_discovery_url(const char *issuer, char *url, size_t len)
 
     while (n > 0 && issuer[n - 1] == '/')
         n--;
-    snprintf(url, len, "%.*s%s", (int)n, issuer, EXPORT_DISCOVERY);
+    snprintf(url, len, "%.*s%s", (int)n, issuer, PATHS_DISCOVERY);
 }
 
 /* The object name for url: its path without the leading slash, so that a
@@ -243,7 +209,7 @@ static int export_build(const struct config *cfg, struct snapshot **out, char *e
     int rc = 2;
 
     *out = NULL;
-    if (h != NULL && publish_keyset(cfg, h, NULL, now, NULL, NULL, &ks, err, errlen) >= 0) {
+    if (h != NULL && publish_keyset(cfg, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) >= 0) {
         *out = publish_snapshot(cfg, ks, now);
         rc = *out ? 0 : 1;
         if (*out == NULL)
@@ -262,8 +228,8 @@ int export_command(const struct config *cfg)
 
     if (rc != 0)
         goto out;
-    objs[0] = (struct export_object){.name = EXPORT_DISCOVERY + 1, .doc = &snap->discovery};
-    objs[1] = (struct export_object){.name = EXPORT_JWKS + 1, .doc = &snap->jwks};
+    objs[0] = (struct export_object){.name = PATHS_DISCOVERY + 1, .doc = &snap->discovery};
+    objs[1] = (struct export_object){.name = PATHS_JWKS + 1, .doc = &snap->jwks};
     export_discovery_url(cfg->issuers.items[0], objs[0].url, sizeof(objs[0].url));
     snprintf(objs[1].url, sizeof(objs[1].url), "%s", cfg->jwks_uri);
     for (size_t i = 0; i < 2; i++)

@@ -1,24 +1,21 @@
 /*
  * oidc-discovery: publishes a Kubernetes cluster's service-account signing
  * keys as the OIDC discovery document and JWKS, byte for byte as
- * kube-apiserver does. main() turns the command line into a config and a
- * key-set snapshot, then hands both to the server.
+ * kube-apiserver does. main() turns the command line into a config and
+ * runs the command it names: the server, or a one-shot command.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "config/config.h"
-#include "keys/devkeys.h"
-#include "server/obs/accesslog.h"
 #include "cli/export_command.h"
 #include "cli/keys_command.h"
-#include "util/log.h"
-#include "server/reload/reload.h"
-#include "server/server.h"
 #include "cli/token_command.h"
 #include "cli/verify_command.h"
+#include "config/config.h"
+#include "keys/devkeys.h"
+#include "server/server.h"
+#include "util/log.h"
 
 /* `dev` serving its own key pair (config's default key file for dev):
  * generate the pair once, so that a fresh checkout runs with no cluster at
@@ -50,14 +47,39 @@ static void main_init_log(const struct config *cfg)
     log_init(level, cfg->log_format != NULL && strcmp(cfg->log_format, "json") == 0);
 }
 
+/* What a serving command logs before it starts: the settings an operator
+ * must not miss. */
+static void main_log_serving(const struct config *cfg)
+{
+    log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);
+    if (cfg->allow_insecure_issuer)
+        log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
+    if (cfg->accept_legacy_tokens)
+        log_msg(LOG_WARN, "--accept-legacy-tokens: legacy (Secret-based) service account tokens never expire and "
+                          "cannot be revoked here (this server cannot see their Secret deleted); a leaked one stays "
+                          "valid until its signing key leaves the published set");
+    log_msg(LOG_INFO, "issuer %s", cfg->issuers.items[0]);
+    log_msg(LOG_INFO, "jwks_uri %s", cfg->jwks_uri);
+}
+
+/* The commands config_parse tells apart, but --help and --version: what
+ * runs each, and whether it is a server (which logs its start and settings
+ * first) or a one-shot command. */
+static const struct main_command {
+    int (*run)(const struct config *cfg);
+    int serves;
+} main_commands[] = {
+    [CONFIG_CMD_SERVE] = {server_run, 1},    [CONFIG_CMD_DEV] = {server_run, 1},
+    [CONFIG_CMD_KEYS] = {keys_command, 0},   [CONFIG_CMD_VERIFY] = {verify_command, 0},
+    [CONFIG_CMD_TOKEN] = {token_command, 0}, [CONFIG_CMD_EXPORT] = {export_command, 0},
+};
+
 int main(int argc, char **argv)
 {
     enum config_command cmd;
     struct config cfg;
-    struct reload *reload = NULL;
-    struct accesslog *accesslog = NULL;
     char err[CONFIG_ERR_MAX];
-    int rc = 2;
+    int rc = 1;
 
     if (config_parse(argc, argv, &cmd, &cfg, err, sizeof(err)) != 0) {
         fprintf(stderr, "oidc-discovery: %s\n", err);
@@ -76,39 +98,12 @@ int main(int argc, char **argv)
     main_init_log(&cfg);
     for (size_t i = 0; i < cfg.warnings.count; i++)
         log_msg(LOG_WARN, "%s", cfg.warnings.items[i]);
-    if (cmd == CONFIG_CMD_KEYS || cmd == CONFIG_CMD_VERIFY || cmd == CONFIG_CMD_TOKEN || cmd == CONFIG_CMD_EXPORT) {
-        rc = cmd == CONFIG_CMD_KEYS     ? keys_command(&cfg)
-             : cmd == CONFIG_CMD_VERIFY ? verify_command(&cfg)
-             : cmd == CONFIG_CMD_TOKEN  ? token_command(&cfg)
-                                        : export_command(&cfg);
+    if (main_commands[cmd].serves)
+        main_log_serving(&cfg);
+    if (cmd == CONFIG_CMD_DEV && main_dev_keys(&cfg) != 0)
         goto out;
-    }
-    log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);
-    if (cmd == CONFIG_CMD_DEV && main_dev_keys(&cfg) != 0) {
-        rc = 1;
-        goto out;
-    }
-    if (cfg.allow_insecure_issuer)
-        log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
-    if (cfg.accept_legacy_tokens)
-        log_msg(LOG_WARN, "--accept-legacy-tokens: legacy (Secret-based) service account tokens never expire and "
-                          "cannot be revoked here (this server cannot see their Secret deleted); a leaked one stays "
-                          "valid until its signing key leaves the published set");
-    log_msg(LOG_INFO, "issuer %s", cfg.issuers.items[0]);
-    log_msg(LOG_INFO, "jwks_uri %s", cfg.jwks_uri);
-    if (cfg.access_log != NULL && (accesslog = accesslog_open(cfg.access_log, err, sizeof(err))) == NULL) {
-        log_msg(LOG_ERROR, "--access-log %s", err);
-        rc = 1;
-        goto out;
-    }
-    if ((reload = reload_create(&cfg)) != NULL)
-        rc = server_run(&cfg, reload, accesslog);
-
+    rc = main_commands[cmd].run(&cfg);
 out:
-    if (accesslog != NULL)
-        accesslog_close(accesslog);
-    if (reload_free(reload) != 0)
-        _exit(rc); /* its thread is stuck in a read and still uses cfg: free nothing, run no atexit */
     config_free(&cfg);
     return rc;
 }

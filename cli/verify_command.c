@@ -10,14 +10,17 @@
 #include "jose/jwks_parse.h"
 #include "jose/jwt.h"
 #include "keys/keyset.h"
+#include "jose/review.h"
 #include "jose/token.h"
-#include "jose/vcache.h"
 #include "util/http_client.h"
 #include "util/log.h"
 #include "jose/tokenreview.h"
+#include "publish/paths.h"
 
-#define VERIFY_DISCOVERY_SUFFIX "/.well-known/openid-configuration"
-#define VERIFY_MAX_DOCUMENT     (1024 * 1024)
+#define VERIFY_MAX_DOCUMENT (1024 * 1024)
+
+/* Verifications --repeat remembers: it repeats one token. */
+#define VERIFY_CACHE_SIZE 16
 
 /* What verification needs besides the token: the keys and the issuers. */
 struct verify_input {
@@ -50,9 +53,9 @@ static char *verify_read_token(const char *path, size_t limit, size_t *len)
  * is the issuer itself, or already ends in /.well-known/openid-configuration. */
 static void verify_discovery_urls(const char *given, char *doc_url, size_t doc_len, char *issuer, size_t iss_len)
 {
-    size_t n = strlen(given), suffix = strlen(VERIFY_DISCOVERY_SUFFIX);
+    size_t n = strlen(given), suffix = strlen(PATHS_DISCOVERY);
 
-    if (n >= suffix && strcmp(given + n - suffix, VERIFY_DISCOVERY_SUFFIX) == 0) {
+    if (n >= suffix && strcmp(given + n - suffix, PATHS_DISCOVERY) == 0) {
         snprintf(doc_url, doc_len, "%s", given);
         snprintf(issuer, iss_len, "%.*s", (int)(n - suffix), given);
         return;
@@ -60,7 +63,7 @@ static void verify_discovery_urls(const char *given, char *doc_url, size_t doc_l
     snprintf(issuer, iss_len, "%s", given);
     while (n > 0 && given[n - 1] == '/')
         n--;
-    snprintf(doc_url, doc_len, "%.*s%s", (int)n, given, VERIFY_DISCOVERY_SUFFIX);
+    snprintf(doc_url, doc_len, "%.*s%s", (int)n, given, PATHS_DISCOVERY);
 }
 
 static void verify_log_warning(void *ctx, const char *msg)
@@ -141,79 +144,70 @@ static int verify_load(const struct config *cfg, struct verify_input *in)
     return -1;
 }
 
-static void verify_policy(const struct config *cfg, const struct verify_input *in, struct token_policy *p)
+/* Runs the review cfg->repeat times, through its cache unless --no-cache,
+ * and reports the rate. */
+static void verify_repeat(const struct config *cfg, struct review *rv, const struct verifier *v, const char *token,
+                          size_t len)
 {
-    memset(p, 0, sizeof(*p));
-    p->issuers = cfg->issuers.count ? cfg->issuers.items : &in->discovered_issuer;
-    p->nissuers = cfg->issuers.count ? cfg->issuers.count : 1;
-    p->audiences = p->api_audiences = cfg->api_audiences.count ? cfg->api_audiences.items : p->issuers;
-    p->naudiences = p->napi_audiences = cfg->api_audiences.count ? cfg->api_audiences.count : p->nissuers;
-    p->algs = TOKEN_ALG_ALL;
-    p->leeway = cfg->token_leeway;
-    p->max_size = cfg->max_token_size;
-    p->accept_legacy = cfg->accept_legacy_tokens;
-    p->now = time(NULL);
-}
-
-/* One verification, through the cache when there is one: the path a
- * TokenReview takes. Returns 1 when valid. */
-static int verify_once(struct vcache *cache, const struct keyset *ks, const struct token_policy *p, const char *token,
-                       size_t len, struct token_result *res)
-{
-    if (cache != NULL && vcache_get(cache, ks->id, token, len, p->audiences, p->naudiences, p->now) != NULL)
-        return 1;
-    token_result_clear(res);
-    if (token_verify(ks, p, token, len, res) != 0)
-        return 0;
-    if (cache != NULL)
-        vcache_put(cache, ks->id, token, len, p->audiences, p->naudiences, &res->user);
-    return 1;
-}
-
-/* Runs the verification cfg->repeat times and reports the rate. */
-static void verify_repeat(const struct config *cfg, const struct keyset *ks, const struct token_policy *p,
-                          const char *token, size_t len, struct token_result *res)
-{
-    struct vcache *cache = cfg->no_cache ? NULL : vcache_create(16);
     struct timespec start, end;
+    struct review_result res;
+    time_t now = time(NULL);
     double secs;
 
     clock_gettime(CLOCK_MONOTONIC, &start);
-    for (unsigned long i = 0; i < cfg->repeat; i++)
-        verify_once(cache, ks, p, token, len, res);
+    for (unsigned long i = 0; i < cfg->repeat; i++) {
+        review_token(rv, v, token, len, NULL, 0, now, &res);
+        review_result_clear(&res);
+    }
     clock_gettime(CLOCK_MONOTONIC, &end);
     secs = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
     printf("%lu verifications in %.3f s: %.0f verifications/s%s\n", cfg->repeat, secs,
-           secs > 0 ? (double)cfg->repeat / secs : 0.0, cache ? " (cached)" : " (uncached)");
-    vcache_free(cache);
+           secs > 0 ? (double)cfg->repeat / secs : 0.0, rv->cache ? " (cached)" : " (uncached)");
+}
+
+/* The TokenReview JSON of the result on stdout, and the reason on stderr
+ * when the token is invalid. */
+static void verify_report(const char *token, const struct review_result *res)
+{
+    struct tokenreview_request review = {.token = (char *)token};
+    size_t len;
+    char *out = tokenreview_render(&review, res->user, res->token.message, &len);
+
+    if (out != NULL)
+        printf("%s\n", out);
+    if (res->user == NULL)
+        fprintf(stderr, "oidc-discovery verify: invalid token (%s): %s\n", token_error_name(res->token.error),
+                res->token.message);
+    free(out);
 }
 
 int verify_command(const struct config *cfg)
 {
     struct verify_input in;
-    struct token_policy policy;
-    struct token_result res = {0};
-    struct tokenreview_request review = {0};
-    size_t len = 0, out_len;
-    char *token = verify_read_token(cfg->token_file, cfg->max_token_size, &len), *out;
+    struct verifier *v = NULL;
+    struct review rv = {0};
+    struct review_result res;
+    size_t len = 0;
+    char *token = verify_read_token(cfg->token_file, cfg->max_token_size, &len);
     int rc = 2;
 
     if (token == NULL || verify_load(cfg, &in) != 0) {
         free(token);
         return 2;
     }
-    verify_policy(cfg, &in, &policy);
+    if ((v = verifier_new(in.keys)) == NULL ||
+        review_init(&rv, cfg, &in.discovered_issuer, cfg->repeat > 1 && !cfg->no_cache ? VERIFY_CACHE_SIZE : 0) != 0) {
+        fprintf(stderr, "oidc-discovery verify: out of memory\n");
+        goto out;
+    }
     if (cfg->repeat > 1)
-        verify_repeat(cfg, in.keys, &policy, token, len, &res);
-    rc = verify_once(NULL, in.keys, &policy, token, len, &res) ? 0 : 1;
-    review.token = token;
-    out = tokenreview_render(&review, rc == 0 ? &res.user : NULL, res.message, &out_len);
-    if (out != NULL)
-        printf("%s\n", out);
-    if (rc != 0)
-        fprintf(stderr, "oidc-discovery verify: invalid token (%s): %s\n", token_error_name(res.error), res.message);
-    free(out);
-    token_result_clear(&res);
+        verify_repeat(cfg, &rv, v, token, len);
+    rc = review_token(&rv, v, token, len, NULL, 0, time(NULL), &res) == 0 ? 0 : 1;
+    verify_report(token, &res);
+    review_result_clear(&res);
+out:
+    review_clear(&rv);
+    verifier_free(v);
     keyset_free(in.keys);
     free(in.discovered_issuer);
     free(token);

@@ -32,12 +32,12 @@
 #include "config/fields.h"
 #include "config/file.h"
 #include "config/options.h"
+#include "publish/paths.h"
 #include "util/printable.h"
 
-#define FLAG_VAL  256 /* getopt values of long flags start past every short option character */
-#define JWKS_PATH "/openid/v1/jwks"
-#define URL_MAX   2048
-#define CMD(c)    CONFIG_CMD_BIT(c)
+#define FLAG_VAL 256 /* getopt values of long flags start past every short option character */
+#define URL_MAX  2048
+#define CMD(c)   CONFIG_CMD_BIT(c)
 
 /* The values of one row gathered from the config file and the command
  * line, as strings, and where they came from. */
@@ -497,7 +497,7 @@ static int put_dev_issuer(struct parser *p)
 
 /* Derives the defaults that depend on other options, from values already
  * checked: dev's issuer, the jwks_uri (the first issuer, less trailing
- * slashes, plus JWKS_PATH), and a minted token's audience (its issuer). */
+ * slashes, plus PATHS_JWKS), and a minted token's audience (its issuer). */
 static int put_derived(struct parser *p)
 {
     const struct config_strlist *issuers = &named(p, "service-account-issuer")->values;
@@ -511,7 +511,7 @@ static int put_derived(struct parser *p)
         size_t len = strlen(issuer);
         while (len && issuer[len - 1] == '/')
             len--;
-        snprintf(url, sizeof url, "%.*s%s", (int)len, issuer, JWKS_PATH);
+        snprintf(url, sizeof url, "%.*s%s", (int)len, issuer, PATHS_JWKS);
         if (setting_put(p, config_option("service-account-jwks-uri"), NULL, url) < 0)
             return -1;
     }

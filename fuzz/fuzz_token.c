@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "jose/jwt.h"
+#include "jose/verifier.h"
 #include "keys/keyset.h"
 #include "jose/token.h"
 #include "jwt_oracle.h"
@@ -21,6 +22,7 @@
 #define FUZZ_NOW ((time_t)1796100000)
 
 static struct keyset *keys;
+static struct verifier *verifier;
 static char issuer[] = "https://fuzz.example", audience[] = "fuzz";
 static char *issuers[] = {issuer}, *audiences[] = {audience};
 
@@ -37,6 +39,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(ec, sizeof(ec), "%s/ec256.pub", dir);
     if ((keys = keyset_load(paths, 2, NULL, NULL, err, sizeof(err))) == NULL) {
         fprintf(stderr, "fuzz_token: cannot load keys (set OIDC_FUZZ_FIXTURES to tests/fixtures): %s\n", err);
+        exit(1);
+    }
+    if ((verifier = verifier_new(keys)) == NULL) {
+        fprintf(stderr, "fuzz_token: out of memory\n");
         exit(1);
     }
     return 0;
@@ -60,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
 
     memset(&res, 0, sizeof(res));
-    token_verify(keys, &policy, (const char *)data, size, &res);
+    token_verify(verifier, &policy, (const char *)data, size, &res);
     token_result_clear(&res);
 
     root = json_parse(data, size, err, sizeof(err));

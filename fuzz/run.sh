@@ -39,12 +39,16 @@ mkdir -p "$bin" "$obj"
 
 # The product sources the targets link: the oidccore library, read from
 # CMakeLists.txt so that the two cannot drift; fuzz_http also links the
-# server's h2o sites, their handlers and the worker.
-core_srcs=($(sed -n '/^add_library(oidccore /,/^)/s/^ *\([a-z0-9_/]*\.c\)$/\1/p' CMakeLists.txt))
-[ ${#core_srcs[@]} -gt 10 ] || { echo "fuzz/run.sh: cannot read oidccore's sources from CMakeLists.txt" >&2; exit 2; }
+# oidcruntime library (read the same way), the server's h2o sites, their
+# handlers and the worker.
+lib_srcs() { sed -n "/^add_library($1 /,/^)/s/^ *\([a-z0-9_/]*\.c\)$/\1/p" CMakeLists.txt; }
+core_srcs=($(lib_srcs oidccore))
+runtime_srcs=($(lib_srcs oidcruntime))
+[ ${#core_srcs[@]} -gt 10 ] && [ ${#runtime_srcs[@]} -gt 3 ] ||
+    { echo "fuzz/run.sh: cannot read oidccore's and oidcruntime's sources from CMakeLists.txt" >&2; exit 2; }
 http_srcs=(server/http/site.c server/http/handler_docs.c server/http/http_framing.c server/http/handler_tokenreview.c
            server/http/handler_admin.c server/http/request_log.c server/worker.c server/peer_progress.c
-           server/obs/metrics.c server/reload/health.c server/obs/accesslog.c)
+           "${runtime_srcs[@]}")
 version=$(sed -n 's/^project(oidc-discovery VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. $(pkg-config --cflags libcrypto libcurl yajl libh2o-evloop))
 libs=($(pkg-config --libs libcrypto libssl libcurl yajl) -lpthread -lm)

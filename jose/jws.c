@@ -38,23 +38,32 @@ static int jws_curve_order(const struct jws_alg *a, unsigned char *order)
 /* The last verify_id handed out. */
 static atomic_ullong jws_verify_ids;
 
-int jws_key_prepare(struct key *k)
+int jws_key_prepare(struct jws_key *v, const struct key *k)
 {
     const struct jws_alg *a = jws_alg_find(k->alg);
     EVP_PKEY_CTX *ctx;
 
-    if (a == NULL || (a->coord_len != 0 && jws_curve_order(a, k->order) != 0))
+    memset(v, 0, sizeof(*v));
+    v->key = k;
+    if (a == NULL || (a->coord_len != 0 && jws_curve_order(a, v->order) != 0))
         return -1;
-    k->verify_id = atomic_fetch_add(&jws_verify_ids, 1) + 1;
-    k->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
-    k->verify_ctx = ctx = EVP_PKEY_CTX_new_from_pkey(NULL, k->pub, NULL);
-    if (k->md == NULL || ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
+    v->verify_id = atomic_fetch_add(&jws_verify_ids, 1) + 1;
+    v->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
+    v->verify_ctx = ctx = EVP_PKEY_CTX_new_from_pkey(NULL, k->pub, NULL);
+    if (v->md == NULL || ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
         (a->coord_len == 0 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) != 1) ||
-        EVP_PKEY_CTX_set_signature_md(ctx, k->md) != 1) {
+        EVP_PKEY_CTX_set_signature_md(ctx, v->md) != 1) {
         ERR_clear_error();
-        return -1; /* key_clear frees what was made */
+        return -1; /* jws_key_clear frees what was made */
     }
     return 0;
+}
+
+void jws_key_clear(struct jws_key *v)
+{
+    EVP_PKEY_CTX_free(v->verify_ctx);
+    EVP_MD_free(v->md);
+    memset(v, 0, sizeof(*v));
 }
 
 /* 1 when the big-endian number x of len bytes is in [1, n-1]. */
@@ -91,7 +100,7 @@ static size_t jws_der_integer(unsigned char *der, const unsigned char *x, size_t
  * s outside [1, n-1]: OpenSSL would refuse those too, but as a plain bad
  * signature, and a malformed signature is worth telling apart. Returns the
  * DER length, or 0 when the format is wrong. */
-static size_t jws_raw_to_der(const struct jws_alg *a, const struct key *k, const unsigned char *sig, size_t siglen,
+static size_t jws_raw_to_der(const struct jws_alg *a, const struct jws_key *k, const unsigned char *sig, size_t siglen,
                              unsigned char der[JWS_DER_MAX])
 {
     const unsigned char *r = sig, *s = sig + a->coord_len;
@@ -173,7 +182,7 @@ static struct jws_thread *jws_thread_get(void)
 /* The thread's copy of k's verify context, made on first use (replacing
  * the copy of another key when all slots are taken); NULL when out of
  * memory. */
-static EVP_PKEY_CTX *jws_thread_verify_ctx(struct jws_thread *t, const struct key *k)
+static EVP_PKEY_CTX *jws_thread_verify_ctx(struct jws_thread *t, const struct jws_key *k)
 {
     unsigned slot;
 
@@ -189,7 +198,8 @@ static EVP_PKEY_CTX *jws_thread_verify_ctx(struct jws_thread *t, const struct ke
 
 /* Hashes msg and checks sig over the digest with the thread's contexts:
  * EVP_DigestVerify, without its per-call set-up. */
-static int jws_pkey_verify(const struct key *k, const void *msg, size_t msglen, const unsigned char *sig, size_t siglen)
+static int jws_pkey_verify(const struct jws_key *k, const void *msg, size_t msglen, const unsigned char *sig,
+                           size_t siglen)
 {
     struct jws_thread *t = jws_thread_get();
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -201,7 +211,7 @@ static int jws_pkey_verify(const struct key *k, const void *msg, size_t msglen, 
            (ctx = jws_thread_verify_ctx(t, k)) != NULL && EVP_PKEY_verify(ctx, sig, siglen, md, mdlen) == 1;
 }
 
-enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const void *msg, size_t msglen,
+enum token_error jws_verify(const struct jws_alg *a, const struct jws_key *k, const void *msg, size_t msglen,
                             const unsigned char *sig, size_t siglen)
 {
     enum token_error e = TOKEN_ERR_SIGNATURE;
@@ -209,7 +219,7 @@ enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const 
     size_t derlen;
 
     /* The prepared state is the key's alg's: never check with another. */
-    if (strcmp(a->name, k->alg) != 0)
+    if (strcmp(a->name, k->key->alg) != 0)
         return TOKEN_ERR_SIGNATURE;
     if (a->coord_len == 0) {
         if (jws_pkey_verify(k, msg, msglen, sig, siglen))

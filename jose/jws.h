@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include "jose/token.h"
+#include "keys/key.h"
 
 struct jws_alg {
     const char *name;          /* "RS256", ... as in the JOSE header and struct key */
@@ -24,15 +25,31 @@ struct jws_alg {
  * four. */
 const struct jws_alg *jws_alg_find(const char *name);
 
+/* Bytes of the largest ECDSA group order (P-521). */
+#define JWS_ORDER_MAX 66
+
 /* Largest DER ECDSA signature: SEQUENCE header (3) and two INTEGERs of
  * P-521 coordinates with a sign byte (2 + 67 each). */
-#define JWS_DER_MAX (3 + 2 * (2 + KEY_ORDER_MAX + 1))
+#define JWS_DER_MAX (3 + 2 * (2 + JWS_ORDER_MAX + 1))
 
-/* Prepares the verification state of k (k->alg and k->pub set): the
- * digest, a verify-initialised context, a fresh verify_id and, for ECDSA,
- * the group order. Called once by key_init. Returns 0, or -1 (key_clear
- * frees the rest). */
-int jws_key_prepare(struct key *k);
+/* A public key prepared for verification, so that no verification looks
+ * anything up by name. Read-only once prepared: threads that share it
+ * verify concurrently. */
+struct jws_key {
+    const struct key *key;              /* the key (its alg and pub), not owned */
+    EVP_MD *md;                         /* the alg's digest, fetched once, owned */
+    EVP_PKEY_CTX *verify_ctx;           /* verify-initialised for the alg, owned; only ever copied */
+    unsigned long long verify_id;       /* names verify_ctx's per-thread copies (jws.c); never reused */
+    unsigned char order[JWS_ORDER_MAX]; /* ECDSA: the group order, big-endian, in the alg's coord_len bytes */
+};
+
+/* Prepares v for k, which must outlive it: the digest, a verify-initialised
+ * context, a fresh verify_id and, for ECDSA, the group order. Returns 0, or
+ * -1 (jws_key_clear frees what was made). */
+int jws_key_prepare(struct jws_key *v, const struct key *k);
+
+/* Frees what jws_key_prepare made; safe on a zeroed struct. */
+void jws_key_clear(struct jws_key *v);
 
 /* Verifies sig over msg with k, whose alg must be a (else
  * TOKEN_ERR_SIGNATURE). Returns TOKEN_OK, TOKEN_ERR_ECDSA_FORMAT (an ECDSA
@@ -40,7 +57,7 @@ int jws_key_prepare(struct key *k);
  * below the group order) or TOKEN_ERR_SIGNATURE. Safe to call from many
  * threads on one key: each verifies with its own copy of the key's
  * context, kept for the next verification until the thread exits. */
-enum token_error jws_verify(const struct jws_alg *a, const struct key *k, const void *msg, size_t msglen,
+enum token_error jws_verify(const struct jws_alg *a, const struct jws_key *k, const void *msg, size_t msglen,
                             const unsigned char *sig, size_t siglen);
 
 /* Signs msg with priv. Returns a malloc'ed signature in JWS form (raw r || s

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jose/jws.h"
+#include "jose/verifier.h"
 #include "jose/jwt.h"
 #include "util/printable.h"
 #include "jose/token_user.h"
@@ -175,32 +176,32 @@ static int token_signature_outcome(enum token_error e, const struct jws_alg *alg
  * each key of the alg's type until one verifies, as kube-apiserver does,
  * but with at most TOKEN_KIDLESS_MAX_KEYS of them: each is a signature
  * check that anyone can make the server do for the price of one token. */
-static int token_check_signature(const struct keyset *ks, const struct json_value *h, const struct jws_alg *alg,
+static int token_check_signature(const struct verifier *v, const struct json_value *h, const struct jws_alg *alg,
                                  const struct jwt_parts *parts, struct token_result *out)
 {
     const struct json_value *kid = json_get(h, "kid");
-    const struct key *k;
+    const struct jws_key *k;
     enum token_error e;
     size_t tried = 0, skipped = 0;
 
     if (kid != NULL) {
-        if (kid->type != JSON_STRING || (k = keyset_find(ks, kid->str)) == NULL)
+        if (kid->type != JSON_STRING || (k = verifier_find(v, kid->str)) == NULL)
             return token_fail(out, TOKEN_ERR_UNKNOWN_KID, "token kid is not one of the configured keys");
-        if (strcmp(k->alg, alg->name) != 0)
+        if (strcmp(k->key->alg, alg->name) != 0)
             return token_fail(out, TOKEN_ERR_ALG_MISMATCH, "token alg %s does not match its key (%s)", alg->name,
-                              k->alg);
+                              k->key->alg);
         e = jws_verify(alg, k, parts->signing_input, parts->signing_input_len, parts->seg[2], parts->seglen[2]);
         return token_signature_outcome(e, alg, out);
     }
-    for (size_t i = 0; i < ks->count; i++) {
-        if (strcmp(ks->keys[i].alg, alg->name) != 0)
+    for (size_t i = 0; i < v->keys->count; i++) {
+        if (strcmp(v->keys->keys[i].alg, alg->name) != 0)
             continue;
         if (tried == TOKEN_KIDLESS_MAX_KEYS) {
             skipped++;
             continue;
         }
         tried++;
-        e = jws_verify(alg, &ks->keys[i], parts->signing_input, parts->signing_input_len, parts->seg[2],
+        e = jws_verify(alg, &v->prepared[i], parts->signing_input, parts->signing_input_len, parts->seg[2],
                        parts->seglen[2]);
         /* A format error does not depend on the key: stop at the first. */
         if (e != TOKEN_ERR_SIGNATURE)
@@ -559,7 +560,7 @@ static int token_check_claims(const struct json_value *payload, const struct tok
     return 0;
 }
 
-int token_verify(const struct keyset *ks, const struct token_policy *policy, const char *token, size_t len,
+int token_verify(const struct verifier *v, const struct token_policy *policy, const char *token, size_t len,
                  struct token_result *out)
 {
     size_t max = policy->max_size ? policy->max_size : TOKEN_DEFAULT_MAX_SIZE;
@@ -583,8 +584,7 @@ int token_verify(const struct keyset *ks, const struct token_policy *policy, con
         goto done;
     }
     if ((header = token_parse_header(&parts, &compact, &owned_header, out)) == NULL ||
-        token_check_header(header, policy, &alg, out) != 0 ||
-        token_check_signature(ks, header, alg, &parts, out) != 0 ||
+        token_check_header(header, policy, &alg, out) != 0 || token_check_signature(v, header, alg, &parts, out) != 0 ||
         (payload = token_parse(parts.seg[1], parts.seglen[1], "payload", out)) == NULL)
         goto done;
     rc = token_check_claims(payload, policy, out);

@@ -100,11 +100,13 @@ struct token_result {
     struct token_user user;
 };
 
-/* Verifies token (len bytes, not necessarily NUL-terminated) against ks under
- * policy. Returns 0 and fills out->user when valid; otherwise returns -1 with
- * out->error and out->message set and out->user empty. Always call
- * token_result_clear afterwards. */
-int token_verify(const struct keyset *ks, const struct token_policy *policy, const char *token, size_t len,
+struct verifier; /* jose/verifier.h: a key set prepared for verification */
+
+/* Verifies token (len bytes, not necessarily NUL-terminated) against the
+ * keys of v under policy. Returns 0 and fills out->user when valid;
+ * otherwise returns -1 with out->error and out->message set and out->user
+ * empty. Always call token_result_clear afterwards. */
+int token_verify(const struct verifier *v, const struct token_policy *policy, const char *token, size_t len,
                  struct token_result *out);
 
 void token_result_clear(struct token_result *r);

@@ -1,7 +1,6 @@
 #include "keys/devkeys.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <stdio.h>
@@ -9,31 +8,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes pkey to path (created with mode) as PEM, private or public. The
- * file is written under a temporary name and renamed, so a crash never
- * leaves half a key behind. */
+#include "util/file.h"
+
+/* Writes pkey to path (with mode) as PEM, private or public, with
+ * file_write_atomic: a crash never leaves half a key behind. The PEM is
+ * built in memory first; a memory BIO wipes its buffer when freed. */
 static int devkeys_write(const char *path, mode_t mode, EVP_PKEY *pkey, int private, char *err, size_t errlen)
 {
-    char tmp[4096];
-    FILE *f = NULL;
-    int fd, ok;
+    BIO *mem = BIO_new(BIO_s_mem());
+    char *pem;
+    long len;
+    int rc = -1;
 
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
-        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    ok = private ? PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL) : PEM_write_PUBKEY(f, pkey);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, ok ? strerror(errno) : "PEM encoding failed");
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    if (mem == NULL ||
+        (private ? PEM_write_bio_PrivateKey(mem, pkey, NULL, NULL, 0, NULL, NULL) : PEM_write_bio_PUBKEY(mem, pkey)) !=
+            1 ||
+        (len = BIO_get_mem_data(mem, &pem)) <= 0)
+        snprintf(err, errlen, "%s: cannot write: PEM encoding failed", path);
+    else if (file_write_atomic(path, pem, (size_t)len, mode) != 0)
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    else
+        rc = 0;
+    BIO_free(mem);
+    return rc;
 }
 
 int devkeys_ensure(const char *dir, char *pub_path, size_t pub_path_len, char *err, size_t errlen)

@@ -14,6 +14,7 @@
 
 #include "util/jsonw.h"
 #include "util/json.h"
+#include "util/file.h"
 #include "util/printable.h"
 
 /* A state file holds a few hundred keys at most; refuse anything absurd. */
@@ -300,51 +301,21 @@ static int history_open_dir(const char *dir, char *err, size_t errlen)
     return -1;
 }
 
-/* Writes all of len bytes of buf to the new file name in dirfd, and flushes
- * it to disk. O_EXCL | O_NOFOLLOW: a file or link left at that name is
- * removed first (unlinkat removes a link, not its target), and one planted
- * between the two calls makes the write fail rather than follow it. */
-static int history_write_new(int dirfd, const char *name, const char *buf, size_t len)
-{
-    int fd, ok;
-
-    if (unlinkat(dirfd, name, 0) != 0 && errno != ENOENT)
-        return -1;
-    if ((fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
-        return -1;
-    ok = write(fd, buf, len) == (ssize_t)len && fsync(fd) == 0;
-    if (close(fd) != 0 || !ok) {
-        int saved = errno;
-        unlinkat(dirfd, name, 0);
-        errno = saved ? saved : EIO;
-        return -1;
-    }
-    return 0;
-}
-
-/* Writes buf to a new file beside path and renames it over path, so a
- * crash leaves either the old or the new state, never a torn one. */
+/* Writes buf over the state file through file_write_atomic_at, in the
+ * directory as history_open_dir checked it. */
 static int history_write_atomic(const char *path, const char *buf, size_t len, char *err, size_t errlen)
 {
-    char dir[4096], tmp[4096];
+    char dir[4096];
     const char *name = history_split(path, dir, sizeof(dir));
-    int dirfd = history_open_dir(dir, err, errlen), rc = -1;
+    int dirfd = history_open_dir(dir, err, errlen), rc;
 
     if (dirfd < 0) {
         if (errno == ENOENT)
             snprintf(err, errlen, "state directory %s: %s", dir, strerror(ENOENT));
         return -1;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-    if (history_write_new(dirfd, tmp, buf, len) != 0) {
-        snprintf(err, errlen, "%s.tmp: cannot write: %s", path, strerror(errno));
-    } else if (renameat(dirfd, tmp, dirfd, name) != 0) {
+    if ((rc = file_write_atomic_at(dirfd, name, buf, len, 0600)) != 0)
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        unlinkat(dirfd, tmp, 0);
-    } else {
-        fsync(dirfd); /* makes the rename itself durable */
-        rc = 0;
-    }
     close(dirfd);
     return rc;
 }

@@ -10,7 +10,6 @@
 
 #include "util/b64url.h"
 #include "util/jsonw.h"
-#include "jose/jws.h"
 
 /* The curves kube-apiserver accepts, with their JOSE names and the fixed
  * coordinate size a JWK pads x and y to (RFC 7518 section 6.2.1.2). */
@@ -145,10 +144,6 @@ int key_init(struct key *k, EVP_PKEY *pub, const char *source, char *err, size_t
         snprintf(err, errlen, "cannot encode the public key");
         goto fail;
     }
-    if (jws_key_prepare(k) != 0) {
-        snprintf(err, errlen, "cannot prepare the public key for verification");
-        goto fail;
-    }
     return 0;
 
 fail:
@@ -158,8 +153,6 @@ fail:
 
 void key_clear(struct key *k)
 {
-    EVP_PKEY_CTX_free(k->verify_ctx);
-    EVP_MD_free(k->md);
     EVP_PKEY_free(k->pub);
     free(k->source);
     free(k->path);

@@ -19,9 +19,6 @@
  * signers may use up to 1024 characters). */
 #define KEY_KID_MAX 1024
 
-/* Bytes of the largest ECDSA group order (P-521). */
-#define KEY_ORDER_MAX 66
-
 struct key {
     EVP_PKEY *pub;             /* public-only key, owned */
     char kid[KEY_KID_MAX + 1]; /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it */
@@ -33,13 +30,6 @@ struct key {
     char *path_real;           /* where path led (symlinks resolved) at that read, owned; NULL if unknown */
     char *jwk;                 /* the JWK object as published, owned, NUL-terminated */
     size_t jwk_len;
-    /* Verification state, prepared once by key_init (jws_key_prepare) so
-     * that no verification looks anything up by name. Read-only afterwards:
-     * threads that share a snapshot use it concurrently. */
-    EVP_MD *md;                         /* the alg's digest, fetched once, owned */
-    EVP_PKEY_CTX *verify_ctx;           /* verify-initialised for the alg, owned; only ever copied */
-    unsigned long long verify_id;       /* names verify_ctx's per-thread copies (jws.c); never reused */
-    unsigned char order[KEY_ORDER_MAX]; /* ECDSA: the group order, big-endian, in the alg's coord_len bytes */
 };
 
 /* Builds a struct key from a public key. Takes ownership of pub on success

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "util/log.h"
-#include "util/clock.h"
 
 /* The name serve has always given its state file; keys and export must
  * find it there. */
@@ -37,8 +36,8 @@ struct history *publish_history_load(const struct config *cfg, time_t now, char 
     return h;
 }
 
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, time_t now, history_event_cb cb,
-                   void *cb_ctx, struct keyset **out, char *err, size_t errlen)
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, int64_t now_ms, time_t now,
+                   history_event_cb cb, void *cb_ctx, struct keyset **out, char *err, size_t errlen)
 {
     struct keyset *ks = keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
     int changed;
@@ -46,7 +45,7 @@ int publish_keyset(const struct config *cfg, struct history *h, struct removal *
     if (rm != NULL && ks == NULL)
         removal_read_failed(rm);
     else if (rm != NULL)
-        ks = removal_apply(rm, ks, clock_now_ms(), err, errlen);
+        ks = removal_apply(rm, ks, now_ms, err, errlen);
     changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
 
     if (changed < 0) {

@@ -11,6 +11,7 @@
 #define OIDC_PUBLISH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "config/config.h"
@@ -34,12 +35,13 @@ void publish_state_path(const struct config *cfg, char *path, size_t len);
 struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen);
 
 /* Reads the key files, lets rm (serve's; NULL for a one-shot read) hold
- * back removals it has not confirmed yet, and applies h's retention at
- * now, reporting changes to cb (may be NULL). On success *out is the set
+ * back removals it has not confirmed yet at now_ms (rm's monotonic clock,
+ * util/clock.h; unused without rm), and applies h's retention at now,
+ * reporting changes to cb (may be NULL). On success *out is the set
  * to publish and the result is history_apply's: 1 when h needs saving,
  * else 0. On failure returns -1 with *out NULL and the reason in err. */
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, time_t now, history_event_cb cb,
-                   void *cb_ctx, struct keyset **out, char *err, size_t errlen);
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, int64_t now_ms, time_t now,
+                   history_event_cb cb, void *cb_ctx, struct keyset **out, char *err, size_t errlen);
 
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
  * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */

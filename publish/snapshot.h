@@ -1,7 +1,8 @@
 /*
  * snapshot: everything a request handler needs, rendered once when a key set
  * is loaded and never modified afterwards — the two response bodies, their
- * strong ETags, Last-Modified and the header values. Handlers only read it,
+ * strong ETags, Last-Modified, the header values, and the keys prepared for
+ * verifying tokens. Handlers only read it,
  * so serving a request never parses, allocates or locks.
  *
  * Lifetime is reference counted: the publisher holds one reference and each
@@ -32,8 +33,11 @@ struct snapshot_params {
     unsigned long max_age;
 };
 
+struct verifier; /* jose/verifier.h */
+
 struct snapshot {
     struct keyset *keyset;
+    struct verifier *verifier; /* keyset prepared for verifying tokens (TokenReview) */
     struct snapshot_doc discovery;
     struct snapshot_doc jwks;
     char cache_control[48]; /* "public, max-age=N" */

@@ -1,11 +1,13 @@
 #include "server/listener.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -52,7 +54,8 @@ static int listener_bind(const struct addrinfo *ai, int share)
 /* SO_REUSEPORT would let this process silently share a port with another
  * one of the same user — each getting half the connections. So the first
  * socket of an address is preceded by a plain bind, which fails while
- * anyone else listens there. */
+ * anyone else listens there. Port 0 needs no such proof: for it the kernel
+ * picks a port that no socket is bound to, SO_REUSEPORT or not. */
 static int listener_bind_first(const struct addrinfo *ai, int exclusive)
 {
     int probe;
@@ -99,39 +102,110 @@ static int listener_open_unix(const char *path, char *err, size_t errlen)
     return fd;
 }
 
-int listener_open(const struct config_listen *l, int first, char *err, size_t errlen)
+/* "127.0.0.1:8080", "[::1]:443" or "unix:/path", for messages. */
+static void listener_name(const struct config_listen *l, unsigned short port, char *buf, size_t len)
+{
+    if (l->unix_path != NULL)
+        snprintf(buf, len, "unix:%s", l->unix_path);
+    else if (strchr(l->host, ':') != NULL)
+        snprintf(buf, len, "[%s]:%u", l->host, port);
+    else
+        snprintf(buf, len, "%s:%u", l->host, port);
+}
+
+/* The port fd is bound to; 0 when it cannot tell. */
+static unsigned short listener_bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port) : 0;
+}
+
+/* A TCP listening socket on l's host and port. first marks an address's
+ * first socket: on a given port it fails when another process already
+ * listens there; on port 0 the kernel chooses a port nobody holds, and
+ * the bound port is read back. The other threads' sockets then join that
+ * port. Returns the fd, or -1 with a message in err. */
+static int listener_open_tcp(const struct config_listen *l, int first, unsigned short *port, char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res = NULL;
-    char port[8], url[300];
+    char service[8], name[300];
     int fd = -1, gai;
 
-    if (l->unix_path != NULL)
-        return listener_open_unix(l->unix_path, err, errlen);
-    listener_url(l, NULL, url, sizeof(url));
-    snprintf(port, sizeof(port), "%u", l->port);
-    if ((gai = getaddrinfo(l->host, port, &hints, &res)) != 0) {
-        snprintf(err, errlen, "%s: cannot resolve: %s", url, gai_strerror(gai));
+    listener_name(l, *port, name, sizeof(name));
+    snprintf(service, sizeof(service), "%u", *port);
+    if ((gai = getaddrinfo(l->host, service, &hints, &res)) != 0) {
+        snprintf(err, errlen, "%s: cannot resolve: %s", name, gai_strerror(gai));
         return -1;
     }
     /* The first address that binds wins: "localhost" must not fail because
      * one of its families is unavailable. */
     for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
-        fd = listener_bind_first(ai, first);
+        fd = listener_bind_first(ai, first && *port != 0);
     if (fd < 0)
-        snprintf(err, errlen, "%s: cannot listen: %s", url, strerror(errno));
+        snprintf(err, errlen, "%s: cannot listen: %s", name, strerror(errno));
+    else if (*port == 0 && (*port = listener_bound_port(fd)) == 0) {
+        snprintf(err, errlen, "%s: cannot tell the port the kernel chose: %s", name, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
     freeaddrinfo(res);
     return fd;
 }
 
-void listener_url(const struct config_listen *l, const char *scheme, char *buf, size_t len)
+/* Thread t's socket on a; first_fd is thread 0's. */
+static int listener_open_one(struct listener_addr *a, unsigned t, int first_fd, char *err, size_t errlen)
 {
-    const char *sep = scheme ? "://" : "";
+    int fd;
 
-    scheme = scheme ? scheme : "";
-    if (l->unix_path != NULL)
-        snprintf(buf, len, "unix:%s", l->unix_path);
-    else if (strchr(l->host, ':') != NULL)
-        snprintf(buf, len, "%s%s[%s]:%u", scheme, sep, l->host, l->port);
-    else
-        snprintf(buf, len, "%s%s%s:%u", scheme, sep, l->host, l->port);
+    if (a->l->unix_path == NULL)
+        return listener_open_tcp(a->l, t == 0, &a->port, err, errlen);
+    if (t == 0)
+        return listener_open_unix(a->l->unix_path, err, errlen);
+    if ((fd = fcntl(first_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        snprintf(err, errlen, "unix:%s: cannot share the socket: %s", a->l->unix_path, strerror(errno));
+    return fd;
+}
+
+struct listener_fd *listener_open_all(struct listener_addr *addrs, size_t n, unsigned threads, char *err, size_t errlen)
+{
+    size_t count = (size_t)threads * n;
+    struct listener_fd *fds = calloc(count ? count : 1, sizeof(*fds));
+
+    if (fds == NULL) {
+        snprintf(err, errlen, "cannot open the listening sockets: %s", strerror(ENOMEM));
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        addrs[i].port = addrs[i].l->port;
+    for (size_t i = 0; i < count; i++) {
+        struct listener_addr *a = &addrs[i % n];
+        fds[i] = (struct listener_fd){.fd = listener_open_one(a, (unsigned)(i / n), fds[i % n].fd, err, errlen),
+                                      .tls = a->tls};
+        if (fds[i].fd < 0) {
+            listener_close_all(fds, i);
+            return NULL;
+        }
+    }
+    return fds;
+}
+
+void listener_close_all(struct listener_fd *fds, size_t count)
+{
+    for (size_t i = 0; fds != NULL && i < count; i++)
+        close(fds[i].fd);
+    free(fds);
+}
+
+void listener_url(const struct listener_addr *a, char *buf, size_t len)
+{
+    char name[300];
+
+    listener_name(a->l, a->port, name, sizeof(name));
+    snprintf(buf, len, "%s%s", a->l->unix_path != NULL ? "" : a->tls ? "https://" : "http://", name);
 }

@@ -1,18 +1,29 @@
 #include "server/server.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "publish/paths.h"
 #include "server/fdlimit.h"
-#include "server/reload/health.h"
-#include "server/listener.h"
-#include "util/log.h"
 #include "server/http/site.h"
+#include "server/listener.h"
+#include "server/obs/accesslog.h"
+#include "server/reload/cert.h"
+#include "server/reload/health.h"
+#include "server/reload/reload.h"
+#include "server/reload/schedule.h"
+#include "server/reload/watch.h"
 #include "server/worker.h"
+#include "util/clock.h"
+#include "util/log.h"
 
 /* How long a stopping worker waits for the responses it is writing. */
 #define SERVER_DRAIN_MS 10000
@@ -22,154 +33,385 @@
  * the process then exits without the thread. */
 #define SERVER_RELOAD_STOP_MS 2000
 
-/* Descriptors kept from client connections for stdio, key, state, log and
- * TLS files, inotify and the signalfd. */
-#define SERVER_FD_MARGIN 64
+/* The reload thread reports itself alive (health.h) at least this often. */
+#define SERVER_HEARTBEAT_MS 1000
+
+/* The kinds of listener: docs, TokenReview, admin. */
+#define SERVER_NSITES 3
 
 /* One kind of listener (see site.h) with its own h2o configuration,
  * addresses, and workers (one per thread, each with its own SO_REUSEPORT
  * sockets). */
 struct server_site {
     h2o_globalconf_t conf;
-    const struct config_listen *plain;
-    size_t nplain;
-    const struct config_listen *tls;
-    size_t ntls;
+    struct listener_addr *addrs;
+    size_t naddrs;
     unsigned threads;
-    const struct worker_env *env;
-    const char *what;      /* what it serves, for the log; NULL: the two document URLs */
-    struct worker_fd *fds; /* threads * (nplain + ntls) listening sockets, until workers take them */
+    struct worker_env env;
+    const char *what;        /* what it serves, for the log; NULL: the two document URLs */
+    struct listener_fd *fds; /* threads * naddrs listening sockets, until the workers take them */
 };
 
-/* One listening socket of one thread. TCP listeners get a socket per
- * thread (SO_REUSEPORT); a Unix socket is opened once and shared. */
-static int server_open_one(const struct config_listen *l, unsigned thread, int first_fd, char *err, size_t errlen)
+/* What a site is made of: its kind, listener (budget, metrics) and flags. */
+struct server_site_spec {
+    enum site_kind kind;
+    enum metrics_listener listener;
+    unsigned threads;
+    const char *what;
+    const struct config_listen *plain, *tls;
+    size_t nplain, ntls;
+};
+
+struct server {
+    const struct config *cfg;
+    struct accesslog *accesslog; /* --access-log, or NULL */
+    struct server_site sites[SERVER_NSITES];
+    size_t nsites;
+    struct worker **workers;
+    size_t nworkers;
+    /* What the reload thread works with. */
+    struct reload *reload;
+    struct cert cert;
+    struct watch *watch;
+    struct schedule schedule;
+    int warned_no_inotify;
+    int wake_fd;                /* eventfd: SIGHUP and the stop wake the reload thread */
+    atomic_int hup;             /* a re-read was asked for */
+    atomic_int stop;            /* the reload thread must end, and nothing more reaches the workers */
+    pthread_mutex_t publish_mu; /* held around server_publish, and around setting stop */
+    pthread_t thread;
+    int thread_started;
+    int thread_abandoned; /* it did not stop in time: it may still use all this */
+};
+
+/* The one door by which the workers get what they serve: the first
+ * snapshot and certificate at start, then each new one a reload builds
+ * (NULL: unchanged). Nothing passes once the stop has begun, since the
+ * workers may be gone then. */
+static void server_publish(struct server *s, struct snapshot *snap, SSL_CTX *tls)
 {
-    if (l->unix_path != NULL && thread > 0)
-        return dup(first_fd);
-    return listener_open(l, thread == 0, err, errlen);
+    pthread_mutex_lock(&s->publish_mu);
+    for (size_t i = 0; !atomic_load(&s->stop) && i < s->nworkers; i++) {
+        if (tls != NULL)
+            worker_publish_tls(s->workers[i], tls);
+        if (snap != NULL)
+            worker_publish(s->workers[i], snap);
+    }
+    pthread_mutex_unlock(&s->publish_mu);
 }
 
-/* Opens every listening socket of every worker of site before any thread
- * starts, so that a port in use is reported once, at start, as a clear
- * error. Returns threads * (nplain + ntls) sockets, or NULL. */
-static struct worker_fd *server_open_listeners(const struct server_site *site)
+/* Re-creates every watch before the files are read, so a path that
+ * appeared, vanished or now points elsewhere is watched correctly. */
+static void server_rewatch(struct server *s)
 {
-    size_t per = site->nplain + site->ntls, n = (size_t)site->threads * per;
-    struct worker_fd *fds = calloc(n ? n : 1, sizeof(*fds));
-    char err[512];
+    const struct config *cfg = s->cfg;
+    char *paths[cfg->key_files.count + 3];
+    size_t n = cfg->key_files.count;
 
-    for (size_t i = 0; fds != NULL && i < n; i++) {
-        size_t k = i % per;
-        int tls = k >= site->nplain;
-        const struct config_listen *l = tls ? &site->tls[k - site->nplain] : &site->plain[k];
-        fds[i] =
-            (struct worker_fd){.fd = server_open_one(l, (unsigned)(i / per), fds[k].fd, err, sizeof(err)), .tls = tls};
-        if (fds[i].fd < 0) {
-            log_msg(LOG_ERROR, "%s", err);
-            while (i-- > 0)
-                close(fds[i].fd);
-            free(fds);
-            return NULL;
-        }
+    memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
+    if (cfg->signing_key_file != NULL)
+        paths[n++] = cfg->signing_key_file;
+    if (cfg->tls_listen_count > 0) {
+        paths[n++] = cfg->tls_cert_file;
+        paths[n++] = cfg->tls_key_file;
     }
-    return fds;
+    watch_reset(s->watch, paths, n);
+    if (watch_fd(s->watch) < 0 && !s->warned_no_inotify) {
+        log_msg(LOG_WARN, "inotify unavailable (%s); keys are re-read every %lus and on SIGHUP", strerror(errno),
+                cfg->key_reload_interval);
+        s->warned_no_inotify = 1;
+    }
+}
+
+/* One pass: the key files and the certificate, and whatever changed to
+ * the workers. */
+static void server_reload_pass(struct server *s)
+{
+    time_t now = time(NULL);
+    int64_t now_ms = clock_now_ms();
+    struct snapshot *snap;
+    SSL_CTX *tls;
+
+    schedule_ran(&s->schedule, now_ms);
+    server_rewatch(s);
+    snap = reload_pass(s->reload, now, now_ms);
+    tls = cert_reload(&s->cert, now);
+    server_publish(s, snap, tls);
+}
+
+/* Milliseconds until the next pass is due. */
+static int server_reload_timeout(const struct server *s)
+{
+    int64_t now = clock_now_ms(), confirm_at, next;
+    time_t wall_at;
+
+    reload_deadlines(s->reload, &confirm_at, &wall_at);
+    next = schedule_next(&s->schedule, confirm_at, wall_at, now, time(NULL));
+    return next <= now ? 0 : next - now > SERVER_HEARTBEAT_MS ? SERVER_HEARTBEAT_MS : (int)(next - now);
+}
+
+/* Takes what woke the thread: a re-read asked for (SIGHUP) is due now, a
+ * change to a watched file after the debounce. */
+static void server_take_wakeups(struct server *s, int watch_ready)
+{
+    uint64_t n;
+
+    if (read(s->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
+        /* Nothing to drain. */
+    }
+    if (atomic_exchange(&s->hup, 0)) {
+        log_msg(LOG_INFO, "SIGHUP: reloading keys");
+        schedule_requested(&s->schedule, clock_now_ms());
+    }
+    if (watch_ready && watch_read(s->watch))
+        schedule_changed(&s->schedule, clock_now_ms());
+}
+
+/* The reload thread: waits for a change, a request, a deadline or the
+ * stop, and reports itself alive on every turn (so that a pass stuck in
+ * a read shows on /livez). */
+static void *server_reload_main(void *arg)
+{
+    struct server *s = arg;
+
+    while (!atomic_load(&s->stop)) {
+        struct pollfd fds[2] = {{.fd = s->wake_fd, .events = POLLIN}, {.fd = watch_fd(s->watch), .events = POLLIN}};
+
+        health_reload_alive(clock_now_ms(), 1);
+        if (poll(fds, 2, server_reload_timeout(s)) < 0 && errno != EINTR) {
+            log_msg(LOG_ERROR, "the key reload loop ends: poll: %s", strerror(errno));
+            break; /* /livez turns 503: a restart is the way out */
+        }
+        server_take_wakeups(s, (fds[1].revents & POLLIN) != 0);
+        if (!atomic_load(&s->stop) && server_reload_timeout(s) == 0)
+            server_reload_pass(s);
+    }
+    if (atomic_load(&s->stop))
+        reload_save_at_exit(s->reload, time(NULL));
+    return NULL;
+}
+
+/* Wakes the reload thread; eventfd writes never block (the counter only
+ * adds). */
+static void server_wake(struct server *s)
+{
+    uint64_t one = 1;
+
+    if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+        /* The counter is full: the thread is awake already. */
+    }
+}
+
+/* Stops the reload thread: once this returns, nothing more reaches the
+ * workers. Waits up to timeout_ms for the thread to end; returns 0, or -1
+ * when it did not (stuck in a read): it is then abandoned. */
+static int server_reload_stop(struct server *s, unsigned timeout_ms)
+{
+    struct timespec deadline;
+
+    pthread_mutex_lock(&s->publish_mu);
+    atomic_store(&s->stop, 1);
+    pthread_mutex_unlock(&s->publish_mu);
+    if (!s->thread_started)
+        return 0;
+    server_wake(s);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    if (pthread_timedjoin_np(s->thread, NULL, &deadline) != 0) {
+        s->thread_abandoned = 1;
+        log_msg(LOG_ERROR, "the key reload thread did not stop within %ums (stuck reading a file); exiting without it",
+                timeout_ms);
+        return -1;
+    }
+    health_reload_alive(clock_now_ms(), 0);
+    return 0;
+}
+
+/* What is served first: the key set and the certificate, read on this
+ * thread before any worker starts, and what the reload thread needs.
+ * Returns 0, 2 when the inputs give nothing to serve, 1 otherwise (logged). */
+static int server_prepare_reload(struct server *s)
+{
+    const struct config *cfg = s->cfg;
+    time_t now = time(NULL);
+    int64_t now_ms = clock_now_ms();
+
+    health_init(cfg->key_reload_interval, now_ms);
+    if ((s->watch = watch_create()) == NULL || (s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        log_msg(LOG_ERROR, "cannot set up the key reloader: %s", strerror(errno ? errno : ENOMEM));
+        return 1;
+    }
+    server_rewatch(s);
+    if ((s->reload = reload_create(cfg, now, now_ms)) == NULL || cert_init(&s->cert, cfg, now) != 0)
+        return 2;
+    schedule_init(&s->schedule, cfg->key_reload_interval, now_ms);
+    return 0;
+}
+
+/* Adds the site spec describes, with its share of the connection budget. */
+static int server_add_site(struct server *s, const struct server_site_spec *spec,
+                           const unsigned long budget[METRICS_NLISTENERS])
+{
+    struct server_site *site = &s->sites[s->nsites];
+    size_t n = spec->nplain + spec->ntls;
+
+    if ((site->addrs = calloc(n ? n : 1, sizeof(*site->addrs))) == NULL) {
+        log_msg(LOG_ERROR, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        site->addrs[i] = (struct listener_addr){.l = i < spec->nplain ? &spec->plain[i] : &spec->tls[i - spec->nplain],
+                                                .tls = i >= spec->nplain};
+    site->naddrs = n;
+    site->threads = spec->threads;
+    site->what = spec->what;
+    site->env = (struct worker_env){.accesslog = spec->listener != METRICS_LISTENER_ADMIN ? s->accesslog : NULL,
+                                    .listener = spec->listener,
+                                    .max_connections = budget[spec->listener],
+                                    .write_timeout_ms = (uint64_t)s->cfg->write_timeout * 1000};
+    site_configure(&site->conf, s->cfg, spec->kind);
+    s->nsites++;
+    return 0;
+}
+
+/* The sites cfg asks for: the documents always, TokenReview and admin
+ * when enabled. */
+static int server_add_sites(struct server *s)
+{
+    const struct config *cfg = s->cfg;
+    const struct server_site_spec specs[SERVER_NSITES] = {
+        {SITE_DOCS, METRICS_LISTENER_PUBLIC, cfg->threads, NULL, cfg->listens, cfg->tls_listens, cfg->listen_count,
+         cfg->tls_listen_count},
+        {SITE_TOKENREVIEW, METRICS_LISTENER_TOKENREVIEW, cfg->threads, "POST " PATHS_TOKENREVIEW,
+         cfg->token_review_listens, NULL, cfg->enable_token_review ? cfg->token_review_listen_count : 0, 0},
+        {SITE_ADMIN, METRICS_LISTENER_ADMIN, 1, PATHS_LIVEZ " " PATHS_READYZ " " PATHS_METRICS, cfg->admin_listens,
+         NULL, cfg->admin_listen_count, 0},
+    };
+    unsigned long budget[METRICS_NLISTENERS];
+
+    fdlimit_budgets(cfg, budget);
+    for (size_t i = 0; i < SERVER_NSITES; i++)
+        if (specs[i].nplain + specs[i].ntls > 0 && server_add_site(s, &specs[i], budget) != 0)
+            return -1;
+    return 0;
 }
 
 static void server_log_site(const struct server_site *site)
 {
     char url[300];
 
-    for (size_t i = 0; i < site->nplain + site->ntls; i++) {
-        int tls = i >= site->nplain;
-        listener_url(tls ? &site->tls[i - site->nplain] : &site->plain[i], tls ? "https" : "http", url, sizeof(url));
+    for (size_t i = 0; i < site->naddrs; i++) {
+        listener_url(&site->addrs[i], url, sizeof(url));
         if (site->what != NULL)
             log_msg(LOG_INFO, "listening on %s (%u threads): %s", url, site->threads, site->what);
         else
-            log_msg(LOG_INFO, "listening on %s (%u threads): %s/.well-known/openid-configuration %s/openid/v1/jwks",
-                    url, site->threads, url, url);
+            log_msg(LOG_INFO, "listening on %s (%u threads): %s" PATHS_DISCOVERY " %s" PATHS_JWKS, url, site->threads,
+                    url, url);
     }
-}
-
-static void server_close_listeners(struct server_site *site)
-{
-    for (size_t i = 0; i < (size_t)site->threads * (site->nplain + site->ntls); i++)
-        close(site->fds[i].fd);
-    free(site->fds);
-    site->fds = NULL;
 }
 
 /* Opens the sockets of every site before any worker starts. A port in use
  * anywhere then fails the start before any port accepts (and nothing is
  * logged as listening), and once one port accepts they all do: a probe or a
  * test may hit the admin port as soon as the public one answers.
- * "listening on" is logged as soon as the sockets listen, since from then on
- * a client that connects must find the line already written. */
-static int server_open_sites(struct server_site *const *sites, size_t n)
+ * "listening on" is logged, with the port each address got, as soon as the
+ * sockets listen, since from then on a client that connects must find the
+ * line already written. */
+static int server_open_sites(struct server *s)
 {
-    for (size_t i = 0; i < n; i++) {
-        if ((sites[i]->fds = server_open_listeners(sites[i])) == NULL) {
-            while (i-- > 0)
-                server_close_listeners(sites[i]);
+    char err[512];
+
+    for (size_t i = 0; i < s->nsites; i++) {
+        struct server_site *site = &s->sites[i];
+        if ((site->fds = listener_open_all(site->addrs, site->naddrs, site->threads, err, sizeof(err))) == NULL) {
+            log_msg(LOG_ERROR, "%s", err);
             return -1;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        server_log_site(sites[i]);
+    for (size_t i = 0; i < s->nsites; i++)
+        server_log_site(&s->sites[i]);
     return 0;
 }
 
-/* Creates and starts the workers of site on its open sockets, appending
- * them to workers. Returns 0, or -1 (logged) with the ones that did start
- * still listed. */
-static int server_start_site(struct server_site *site, struct snapshot *snap, struct worker **workers, size_t *nworkers)
+/* Creates and starts the workers of every site on its open sockets. They
+ * accept once server_publish has handed them what they serve. Returns 0,
+ * or -1 (logged) with the ones that did start listed. */
+static int server_start_workers(struct server *s)
 {
-    size_t per = site->nplain + site->ntls;
-    struct worker_fd *fds = site->fds;
-    int rc = 0;
-
-    site->fds = NULL;
-    for (unsigned t = 0; rc == 0 && t < site->threads; t++) {
-        struct worker *w = worker_create((h2o_globalconf_t *)&site->conf, fds + t * per, per, snap, site->env);
-        int err = w ? worker_start(w) : ENOMEM;
-        if (err != 0) {
-            log_msg(LOG_ERROR, "cannot start a worker thread: %s", strerror(err));
-            rc = -1;
-            break;
-        }
-        workers[(*nworkers)++] = w;
+    if ((s->workers = calloc((size_t)s->cfg->threads * 2 + 1, sizeof(*s->workers))) == NULL) {
+        log_msg(LOG_ERROR, "out of memory");
+        return -1;
     }
-    free(fds);
-    return rc;
+    for (size_t i = 0; i < s->nsites; i++) {
+        struct server_site *site = &s->sites[i];
+        for (unsigned t = 0; t < site->threads; t++) {
+            struct worker *w =
+                worker_create(&site->conf, site->fds + (size_t)t * site->naddrs, site->naddrs, &site->env);
+            int err = w ? worker_start(w) : ENOMEM;
+            if (err != 0) {
+                /* The sockets no worker took are still the site's. */
+                for (size_t k = (size_t)(t + (w != NULL)) * site->naddrs; k < (size_t)site->threads * site->naddrs; k++)
+                    close(site->fds[k].fd);
+                free(site->fds);
+                site->fds = NULL;
+                log_msg(LOG_ERROR, "cannot start a worker thread: %s", strerror(err));
+                return -1;
+            }
+            s->workers[s->nworkers++] = w;
+        }
+        free(site->fds); /* the sockets are the workers' now */
+        site->fds = NULL;
+    }
+    return 0;
 }
 
-/* Blocks the signals the main thread waits for; threads created afterwards
- * inherit the mask, so only server_wait_signal sees them. */
-static void server_block_signals(sigset_t *set)
+/* Blocks the signals the main thread waits for, before any other thread
+ * starts: threads inherit the mask, so only server_wait_signal sees them.
+ * SIGPIPE is ignored: a write to a client that left fails instead. Without
+ * either the server could not be stopped cleanly, so it does not start. */
+static int server_block_signals(sigset_t *set)
 {
+    struct sigaction ignore = {.sa_handler = SIG_IGN};
+    int err = 0;
+
     sigemptyset(set);
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGINT);
     sigaddset(set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&ignore.sa_mask);
+    if ((err = pthread_sigmask(SIG_BLOCK, set, NULL)) == 0 && sigaction(SIGPIPE, &ignore, NULL) != 0)
+        err = errno;
+    if (err != 0)
+        log_msg(LOG_ERROR, "cannot set up signal handling (%s); not starting: SIGTERM could not stop the server",
+                strerror(err));
+    return err != 0 ? -1 : 0;
 }
 
 /* Waits for SIGTERM or SIGINT and returns it, passing each SIGHUP on to
- * the reloader. This thread does nothing else, so a signal is acted on
- * even while a key file read on the reload thread never returns. */
-static int server_wait_signal(const sigset_t *signals, struct reload *reload)
+ * the reload thread. This thread does nothing else, so a signal is acted
+ * on even while a key file read on the reload thread never returns. */
+static int server_wait_signal(struct server *s, const sigset_t *signals)
 {
     for (;;) {
         int sig = sigwaitinfo(signals, NULL);
-        if (sig == SIGHUP)
-            reload_request(reload);
-        else if (sig > 0)
+        if (sig == SIGHUP) {
+            atomic_store(&s->hup, 1);
+            server_wake(s);
+        } else if (sig > 0) {
             return sig;
+        } else if (errno != EINTR) {
+            log_msg(LOG_ERROR, "cannot wait for signals (%s); shutting down", strerror(errno));
+            return SIGTERM;
+        }
     }
 }
 
-/* SIGTERM: /readyz turns 503 at once, and the listeners keep serving for
+/* SIGTERM: /readyz answers 503 at once, and the listeners keep serving for
  * --shutdown-grace so load balancers notice and drain before they close. */
 static void server_grace(const struct config *cfg, int sig)
 {
@@ -182,128 +424,83 @@ static void server_grace(const struct config *cfg, int sig)
         ;
 }
 
-/* The descriptors that are not client connections, counted high: each
- * worker (up to two per thread, and the admin one) has an epoll fd, a
- * message pipe and a socket per address at most. */
-static unsigned long server_fd_reserve(const struct config *cfg)
+/* Starts everything; 0, or the exit status of a failed start. */
+static int server_start(struct server *s, sigset_t *signals)
 {
-    unsigned long addresses =
-        cfg->listen_count + cfg->tls_listen_count + cfg->token_review_listen_count + cfg->admin_listen_count;
+    char err[512];
+    int rc;
 
-    return SERVER_FD_MARGIN + ((unsigned long)cfg->threads * 2 + 1) * (3 + addresses);
-}
-
-/* The connection budget of each listener that is on (0 for one that is
- * off): its flag, or less when the open-file limit cannot hold them all.
- * Connections over a budget are then closed at once instead of waiting in
- * the kernel's queue while accept fails and the loop spins. The admin
- * listener is served first, since its probes decide whether the process is
- * restarted, then TokenReview; the public listeners get what is left. */
-static void server_budgets(const struct config *cfg, unsigned long budget[METRICS_NLISTENERS])
-{
-    static const enum metrics_listener order[] = {METRICS_LISTENER_ADMIN, METRICS_LISTENER_TOKENREVIEW,
-                                                  METRICS_LISTENER_PUBLIC};
-    static const char *const what[METRICS_NLISTENERS] = {"the public listeners", "the TokenReview listener",
-                                                         "the admin listener"};
-    static const char *const flag[METRICS_NLISTENERS] = {"--max-connections", "--token-review-max-connections",
-                                                         "--admin-max-connections"};
-    const unsigned long want[METRICS_NLISTENERS] = {
-        [METRICS_LISTENER_PUBLIC] = cfg->max_connections,
-        [METRICS_LISTENER_TOKENREVIEW] = cfg->enable_token_review ? cfg->token_review_max_connections : 0,
-        [METRICS_LISTENER_ADMIN] = cfg->admin_listen_count > 0 ? cfg->admin_max_connections : 0,
-    };
-    unsigned long left = fdlimit_raise(server_fd_reserve(cfg));
-
-    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        enum metrics_listener l = order[i];
-        budget[l] = want[l] <= left ? want[l] : left > 0 ? left : 1;
-        left -= budget[l] < left ? budget[l] : left;
-        if (budget[l] < want[l])
-            log_msg(LOG_WARN,
-                    "the open-file limit leaves room for %lu connections of %s, fewer than %s %lu; more are "
-                    "closed at once (raise LimitNOFILE= or ulimit -n)",
-                    budget[l], what[l], flag[l], want[l]);
-    }
-}
-
-int server_run(const struct config *cfg, struct reload *reload, struct accesslog *accesslog)
-{
-    static struct server_site docs, review, admin;
-    struct server_site *sites[3];
-    size_t nsites = 0;
-    unsigned long budget[METRICS_NLISTENERS];
-    uint64_t write_timeout_ms = (uint64_t)cfg->write_timeout * 1000;
-    struct worker_env docs_env, review_env, admin_env;
-    size_t nworkers = 0;
-    struct worker **workers = calloc((size_t)cfg->threads * 2 + 1, sizeof(*workers));
-    sigset_t signals;
-    int rc = 1;
-
-    server_block_signals(&signals);
-    if (workers == NULL)
+    if (server_block_signals(signals) != 0)
         return 1;
-    server_budgets(cfg, budget);
-    docs_env = (struct worker_env){.tls = reload_tls(reload),
-                                   .accesslog = accesslog,
-                                   .listener = METRICS_LISTENER_PUBLIC,
-                                   .max_connections = budget[METRICS_LISTENER_PUBLIC],
-                                   .write_timeout_ms = write_timeout_ms};
-    review_env = (struct worker_env){.accesslog = accesslog,
-                                     .listener = METRICS_LISTENER_TOKENREVIEW,
-                                     .max_connections = budget[METRICS_LISTENER_TOKENREVIEW],
-                                     .write_timeout_ms = write_timeout_ms};
-    admin_env = (struct worker_env){.listener = METRICS_LISTENER_ADMIN,
-                                    .max_connections = budget[METRICS_LISTENER_ADMIN],
-                                    .write_timeout_ms = write_timeout_ms};
-    docs = (struct server_site){.plain = cfg->listens,
-                                .nplain = cfg->listen_count,
-                                .tls = cfg->tls_listens,
-                                .ntls = cfg->tls_listen_count,
-                                .threads = cfg->threads,
-                                .env = &docs_env};
-    site_configure(&docs.conf, cfg, SITE_DOCS);
-    review = (struct server_site){.plain = cfg->token_review_listens,
-                                  .nplain = cfg->token_review_listen_count,
-                                  .threads = cfg->threads,
-                                  .env = &review_env,
-                                  .what = "POST /apis/authentication.k8s.io/v1/tokenreviews"};
-    site_configure(&review.conf, cfg, SITE_TOKENREVIEW);
-    admin = (struct server_site){.plain = cfg->admin_listens,
-                                 .nplain = cfg->admin_listen_count,
-                                 .threads = 1,
-                                 .env = &admin_env,
-                                 .what = "/livez /readyz /metrics"};
-    site_configure(&admin.conf, cfg, SITE_ADMIN);
-    sites[nsites++] = &docs;
-    if (cfg->enable_token_review)
-        sites[nsites++] = &review;
-    if (cfg->admin_listen_count > 0)
-        sites[nsites++] = &admin;
-    if (server_open_sites(sites, nsites) == 0) {
-        size_t started = 0;
-        while (started < nsites && server_start_site(sites[started], reload_current(reload), workers, &nworkers) == 0)
-            started++;
-        for (size_t i = started + 1; i < nsites; i++)
-            server_close_listeners(sites[i]);
-        rc = started == nsites ? 0 : 1;
+    if (s->cfg->access_log != NULL && (s->accesslog = accesslog_open(s->cfg->access_log, err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "--access-log %s", err);
+        return 1;
     }
-    if (rc == 0 && (errno = reload_start(reload, workers, nworkers)) != 0) {
+    if ((rc = server_prepare_reload(s)) != 0)
+        return rc;
+    if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
+        return 1;
+    server_publish(s, reload_current(s->reload), s->cert.ctx);
+    health_reload_alive(clock_now_ms(), 1);
+    if ((errno = pthread_create(&s->thread, NULL, server_reload_main, s)) != 0) {
         log_msg(LOG_ERROR, "cannot start the key reload thread: %s", strerror(errno));
-        rc = 1;
+        return 1;
     }
-    if (rc == 0)
-        server_grace(cfg, server_wait_signal(&signals, reload));
-    if (reload_stop(reload, SERVER_RELOAD_STOP_MS) != 0)
-        rc = 1;
-    if (nworkers > 0)
+    s->thread_started = 1;
+    return 0;
+}
+
+/* Drains and joins the workers, and frees what the sites hold. */
+static void server_stop_workers(struct server *s)
+{
+    if (s->nworkers > 0)
         log_msg(LOG_INFO, "shutting down: finishing in-flight requests");
-    for (size_t i = 0; i < nworkers; i++)
-        worker_stop(workers[i], SERVER_DRAIN_MS);
-    for (size_t i = 0; i < nworkers; i++)
-        worker_join(workers[i]);
-    h2o_config_dispose(&docs.conf);
-    h2o_config_dispose(&review.conf);
-    h2o_config_dispose(&admin.conf);
-    free(workers);
+    for (size_t i = 0; i < s->nworkers; i++)
+        worker_stop(s->workers[i], SERVER_DRAIN_MS);
+    for (size_t i = 0; i < s->nworkers; i++)
+        worker_join(s->workers[i]);
+    free(s->workers);
+    for (size_t i = 0; i < s->nsites; i++) {
+        listener_close_all(s->sites[i].fds, (size_t)s->sites[i].threads * s->sites[i].naddrs);
+        free(s->sites[i].addrs);
+        h2o_config_dispose(&s->sites[i].conf);
+    }
+}
+
+static void server_free(struct server *s)
+{
+    reload_free(s->reload);
+    cert_clear(&s->cert);
+    watch_free(s->watch);
+    if (s->wake_fd >= 0)
+        close(s->wake_fd);
+    pthread_mutex_destroy(&s->publish_mu);
+    accesslog_close(s->accesslog);
+    free(s);
+}
+
+int server_run(const struct config *cfg)
+{
+    struct server *s = calloc(1, sizeof(*s));
+    sigset_t signals;
+    int rc;
+
+    if (s == NULL) {
+        log_msg(LOG_ERROR, "out of memory");
+        return 1;
+    }
+    s->cfg = cfg;
+    s->wake_fd = -1;
+    pthread_mutex_init(&s->publish_mu, NULL);
+    if ((rc = server_start(s, &signals)) == 0)
+        server_grace(cfg, server_wait_signal(s, &signals));
+    if (server_reload_stop(s, SERVER_RELOAD_STOP_MS) != 0)
+        rc = 1;
+    server_stop_workers(s);
+    if (s->thread_abandoned) {
+        accesslog_close(s->accesslog);
+        _exit(rc); /* the reload thread is stuck in a read and still uses s and cfg: free nothing, run no atexit */
+    }
+    server_free(s);
     return rc;
 }

@@ -85,8 +85,10 @@ struct worker {
     h2o_timeout_entry_t accept_resume; /* linked while accepting is paused */
     h2o_timeout_t write_check;         /* --write-timeout / WORKER_WRITE_CHECKS */
     h2o_timeout_entry_t write_check_entry;
-    struct worker_pin *pin;
+    struct worker_pin *pin; /* NULL until the first snapshot arrives */
     size_t inflight;
+    int has_tls;   /* one of the listeners is a TLS one */
+    int listening; /* accepting began (worker_serving) */
     int stopping;
     struct timespec drain_deadline;
     pthread_t thread;
@@ -130,6 +132,16 @@ const struct snapshot *worker_pin_snapshot(h2o_req_t *req)
     return w->pin->snap;
 }
 
+/* Retires pin: freed now, or by its last request. */
+static void worker_retire_pin(struct worker_pin *pin)
+{
+    if (pin == NULL)
+        return;
+    pin->retired = 1;
+    if (pin->inflight == 0)
+        worker_pin_free(pin);
+}
+
 static void worker_swap_pin(struct worker *w, struct snapshot *snap)
 {
     struct worker_pin *pin = worker_pin_new(w, snap);
@@ -138,9 +150,7 @@ static void worker_swap_pin(struct worker *w, struct snapshot *snap)
         log_msg(LOG_ERROR, "out of memory: keeping the previous key set on one thread");
         return;
     }
-    w->pin->retired = 1;
-    if (w->pin->inflight == 0)
-        worker_pin_free(w->pin);
+    worker_retire_pin(w->pin);
     w->pin = pin;
 }
 
@@ -179,6 +189,22 @@ static void worker_begin_stop(struct worker *w, unsigned drain_ms)
     w->stopping = 1;
 }
 
+static void worker_listen(struct worker *w, int on);
+
+int worker_serving(const struct worker *w)
+{
+    return w->pin != NULL && (!w->has_tls || w->accept_tls.ssl_ctx != NULL);
+}
+
+/* Accepting begins once the worker has what every connection needs. */
+static void worker_begin_listening(struct worker *w)
+{
+    if (w->listening || w->stopping || !worker_serving(w))
+        return;
+    w->listening = 1;
+    worker_listen(w, 1);
+}
+
 static void worker_on_message(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
 {
     struct worker *w = H2O_STRUCT_FROM_MEMBER(struct worker, receiver, receiver);
@@ -200,6 +226,7 @@ static void worker_on_message(h2o_multithread_receiver_t *receiver, h2o_linklist
         }
         free(msg);
     }
+    worker_begin_listening(w);
 }
 
 static void worker_on_conn_close(void *data)
@@ -392,13 +419,13 @@ static void worker_on_accept(h2o_socket_t *listener_sock, const char *err)
     }
 }
 
-struct worker *worker_create(h2o_globalconf_t *conf, const struct worker_fd *fds, size_t nfds, struct snapshot *snap,
+struct worker *worker_create(h2o_globalconf_t *conf, const struct listener_fd *fds, size_t nfds,
                              const struct worker_env *env)
 {
     struct worker *w = calloc(1, sizeof(*w));
 
     if (w == NULL || (w->listeners = calloc(nfds ? nfds : 1, sizeof(*w->listeners))) == NULL ||
-        (w->pin = worker_pin_new(w, snap)) == NULL) {
+        sem_init(&w->ready, 0, 0) != 0) {
         if (w != NULL)
             free(w->listeners);
         free(w);
@@ -406,13 +433,12 @@ struct worker *worker_create(h2o_globalconf_t *conf, const struct worker_fd *fds
     }
     w->conf = conf;
     w->env = *env;
-    if (env->tls != NULL)
-        SSL_CTX_up_ref(env->tls);
     w->metrics = metrics_thread_new();
-    for (size_t i = 0; i < nfds; i++)
+    for (size_t i = 0; i < nfds; i++) {
         w->listeners[i] = (struct worker_listener){.worker = w, .fd = fds[i].fd, .tls = fds[i].tls};
+        w->has_tls |= fds[i].tls;
+    }
     w->nlisteners = nfds;
-    sem_init(&w->ready, 0, 0);
     return w;
 }
 
@@ -425,7 +451,6 @@ static void worker_init_loop(struct worker *w)
     h2o_context_init(&w->ctx, w->loop, w->conf);
     w->accept_plain = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf->hosts};
     w->accept_tls = w->accept_plain;
-    w->accept_tls.ssl_ctx = w->env.tls;
     h2o_linklist_init_anchor(&w->conns);
     h2o_multithread_register_receiver(w->ctx.queue, &w->receiver, worker_on_message);
     h2o_timeout_init(w->loop, &w->accept_pause, WORKER_ACCEPT_PAUSE_MS);
@@ -439,7 +464,6 @@ static void worker_init_loop(struct worker *w)
         w->listeners[i].sock = h2o_evloop_socket_create(w->loop, w->listeners[i].fd, H2O_SOCKET_FLAG_DONT_READ);
         w->listeners[i].sock->data = &w->listeners[i];
     }
-    worker_listen(w, 1);
 }
 
 /* Tears the loop down on its own thread, for the same reason. h2o asserts
@@ -593,9 +617,7 @@ void worker_join(struct worker *w)
 {
     pthread_join(w->thread, NULL);
     sem_destroy(&w->ready);
-    w->pin->retired = 1;
-    if (w->pin->inflight == 0)
-        worker_pin_free(w->pin);
+    worker_retire_pin(w->pin);
     SSL_CTX_free(w->accept_tls.ssl_ctx);
     free(w->listeners);
     free(w);

@@ -1,8 +1,10 @@
 /*
  * worker: one thread, one h2o event loop, its own SO_REUSEPORT listening
- * sockets. A worker serves from the snapshot it was last handed; a new one
- * arrives as a message to its loop, so the request path reads the current
- * snapshot without locks or atomics.
+ * sockets. A worker serves from the snapshot it was last handed; each one,
+ * the first included, arrives as a message to its loop (worker_publish),
+ * so the request path reads the current snapshot without locks or atomics.
+ * The same goes for the TLS certificate. A worker accepts connections only
+ * once it has a snapshot, and a certificate when it has TLS listeners.
  */
 #ifndef OIDC_WORKER_H
 #define OIDC_WORKER_H
@@ -10,21 +12,15 @@
 #include <stddef.h>
 #include <h2o.h>
 #include <openssl/ssl.h>
-#include "server/obs/accesslog.h"
 #include "publish/snapshot.h"
+#include "server/listener.h"
+#include "server/obs/accesslog.h"
 #include "server/obs/metrics.h"
 
 struct worker;
 
-/* A listening socket for a worker, and whether it speaks TLS. */
-struct worker_fd {
-    int fd;
-    int tls;
-};
-
 /* What the workers of one kind of listener share. */
 struct worker_env {
-    SSL_CTX *tls;                   /* certificate for TLS listeners, or NULL (a reference is taken) */
     struct accesslog *accesslog;    /* or NULL */
     enum metrics_listener listener; /* whose connection budget and counters */
     unsigned long max_connections;  /* the budget, over all threads; 0: neither limited nor counted (fuzzer) */
@@ -32,9 +28,9 @@ struct worker_env {
 };
 
 /* Creates a worker that will accept on the listening sockets fds (it owns
- * them from now on) and serve from snap (it takes one reference). Returns
- * NULL on out of memory. */
-struct worker *worker_create(h2o_globalconf_t *conf, const struct worker_fd *fds, size_t nfds, struct snapshot *snap,
+ * them from now on) once it has been handed a snapshot (and a certificate,
+ * if any of fds is a TLS one). Returns NULL on out of memory. */
+struct worker *worker_create(h2o_globalconf_t *conf, const struct listener_fd *fds, size_t nfds,
                              const struct worker_env *env);
 
 /* Starts the worker's thread. Returns 0 or an errno value. */
@@ -42,7 +38,8 @@ int worker_start(struct worker *w);
 
 /* Runs w on the calling thread instead of its own (for the HTTP fuzzer,
  * which drives connections in-process): builds w's loop here and returns
- * it. The caller runs the loop and hands it connections with
+ * it. The caller hands it a snapshot (worker_publish), runs the loop until
+ * worker_serving says it took it, and hands it connections with
  * worker_serve_connection; w is never started, stopped or joined and lives
  * until the process exits. */
 h2o_evloop_t *worker_attach(struct worker *w);
@@ -51,6 +48,9 @@ h2o_evloop_t *worker_attach(struct worker *w);
  * (tls 0) or TLS listeners, or closes it at once when its listener is at
  * its budget (env.max_connections). */
 void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls);
+
+/* On w's thread: 1 once w has what it needs to serve (see above). */
+int worker_serving(const struct worker *w);
 
 /* Thread-safe: hands the worker a new snapshot (taking one reference). */
 void worker_publish(struct worker *w, struct snapshot *snap);

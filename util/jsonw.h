@@ -3,8 +3,7 @@
  * encoding/json, which is what kube-apiserver uses. yajl's generator escapes
  * differently (it leaves '&', '<' and '>' alone, which Go writes as \u0026,
  * \u003c and \u003e), and the published bytes must be identical, so the
- * documents are written with this instead. Parsing uses yajl, and
- * json_parse (jwt.h) for tokens and TokenReview requests.
+ * documents are written with this instead. Reading is util/json.h.
  */
 #ifndef OIDC_JSONW_H
 #define OIDC_JSONW_H

@@ -6,6 +6,7 @@
 
 #include "server/reload/health.h"
 #include "server/obs/metrics.h"
+#include "publish/paths.h"
 #include "util/clock.h"
 
 static h2o_generator_t admin_generator = {NULL, NULL};
@@ -74,11 +75,11 @@ static int admin_on_req(h2o_handler_t *self, h2o_req_t *req)
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET")) &&
         !h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD")))
         return admin_send(req, 405, "Method Not Allowed", "text/plain; charset=utf-8", H2O_STRLIT("GET only\n"));
-    if (h2o_memis(path.base, path.len, H2O_STRLIT("/livez")))
+    if (h2o_memis(path.base, path.len, H2O_STRLIT(PATHS_LIVEZ)))
         return admin_livez(req);
-    if (h2o_memis(path.base, path.len, H2O_STRLIT("/readyz")))
+    if (h2o_memis(path.base, path.len, H2O_STRLIT(PATHS_READYZ)))
         return admin_readyz(req);
-    if (h2o_memis(path.base, path.len, H2O_STRLIT("/metrics")))
+    if (h2o_memis(path.base, path.len, H2O_STRLIT(PATHS_METRICS)))
         return admin_metrics(req);
     return admin_send(req, 404, "Not Found", "text/plain; charset=utf-8", H2O_STRLIT("not found\n"));
 }

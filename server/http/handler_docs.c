@@ -5,9 +5,7 @@
 #include <time.h>
 
 #include "server/worker.h"
-
-#define DISCOVERY_PATH "/.well-known/openid-configuration"
-#define JWKS_PATH      "/openid/v1/jwks"
+#include "publish/paths.h"
 
 struct handler_docs {
     h2o_handler_t super;
@@ -211,8 +209,8 @@ void handler_docs_register(h2o_pathconf_t *pathconf, const struct config *cfg)
     self->super.on_req = handler_docs_on_req;
     self->super.dispose = handler_docs_dispose;
     self->cors = cfg->cors;
-    self->discovery_path = handler_docs_prefixed(prefix, DISCOVERY_PATH);
-    self->jwks_path = handler_docs_prefixed(prefix, JWKS_PATH);
+    self->discovery_path = handler_docs_prefixed(prefix, PATHS_DISCOVERY);
+    self->jwks_path = handler_docs_prefixed(prefix, PATHS_JWKS);
     self->allowed_hosts = cfg->allowed_hosts.items;
     self->nallowed_hosts = cfg->allowed_hosts.count;
     self->max_header_size = cfg->max_header_size;

@@ -1,15 +1,15 @@
 #include "server/http/handler_tokenreview.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "jose/token.h"
-#include "jose/vcache.h"
+#include "jose/review.h"
+#include "publish/paths.h"
 #include "server/obs/metrics.h"
 #include "jose/tokenreview.h"
 #include "server/worker.h"
-
-#define TOKENREVIEW_PATH "/apis/authentication.k8s.io/v1/tokenreviews"
+#include "util/log.h"
 
 /* Successful reviews remembered per thread: Vault re-reviews the same
  * token on every login. */
@@ -60,60 +60,36 @@ static int tokenreview_is_json(h2o_req_t *req)
            (v.len == 16 || v.base[16] == ';' || v.base[16] == ' ');
 }
 
-/* The verification policy of one review: the request's audiences when it
- * names some, else the API audiences: --api-audiences, else the issuers (as
- * kube-apiserver), which a token without aud is taken to carry. */
-static void tokenreview_policy(const struct config *cfg, const struct tokenreview_request *r, struct token_policy *p)
+/* Reviews one token with the thread's review (its cache answers a token
+ * seen before), counts the result and renders the answer; NULL when out
+ * of memory. */
+static char *tokenreview_answer(struct review *rv, struct metrics_thread *m, const struct verifier *v,
+                                const struct tokenreview_request *req, size_t *out_len)
 {
-    memset(p, 0, sizeof(*p));
-    p->issuers = cfg->issuers.items;
-    p->nissuers = cfg->issuers.count;
-    p->api_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.items : cfg->issuers.items;
-    p->napi_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.count : cfg->issuers.count;
-    p->audiences = r->naudiences > 0 ? r->audiences : p->api_audiences;
-    p->naudiences = r->naudiences > 0 ? r->naudiences : p->napi_audiences;
-    p->algs = TOKEN_ALG_ALL;
-    p->leeway = cfg->token_leeway;
-    p->max_size = cfg->max_token_size;
-    p->accept_legacy = cfg->accept_legacy_tokens;
-    p->now = time(NULL);
-}
-
-/* Reviews one token through the thread's cache (a hit skips the signature
- * check) and renders the answer. */
-static char *tokenreview_answer(struct vcache *cache, struct metrics_thread *m, const struct keyset *ks,
-                                const struct token_policy *p, const struct tokenreview_request *review, size_t *out_len)
-{
-    size_t len = strlen(review->token);
-    const struct token_user *hit = vcache_get(cache, ks->id, review->token, len, p->audiences, p->naudiences, p->now);
-    struct token_result res;
+    struct review_result res;
     char *body;
 
-    if (hit != NULL) {
+    if (rv == NULL)
+        return NULL; /* the thread could not set its review up */
+    review_token(rv, v, req->token, strlen(req->token), req->audiences, req->naudiences, time(NULL), &res);
+    if (res.cached)
         metrics_add(&m->cache_hits, 1);
-        metrics_add(&m->reviews[TOKEN_OK], 1);
-        return tokenreview_render(review, hit, NULL, out_len);
-    }
-    if (token_verify(ks, p, review->token, len, &res) == 0) {
-        vcache_put(cache, ks->id, review->token, len, p->audiences, p->naudiences, &res.user);
-        atomic_store_explicit(&m->cache_entries, vcache_size(cache), memory_order_relaxed);
-    }
-    metrics_add(&m->reviews[res.error], 1);
-    body = tokenreview_render(review, res.error == TOKEN_OK ? &res.user : NULL, res.message, out_len);
-    token_result_clear(&res);
+    else if (res.user != NULL && rv->cache != NULL)
+        atomic_store_explicit(&m->cache_entries, vcache_size(rv->cache), memory_order_relaxed);
+    metrics_add(&m->reviews[res.token.error], 1);
+    body = tokenreview_render(req, res.user, res.token.message, out_len);
+    review_result_clear(&res);
     return body;
 }
 
 static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
-    struct handler_tokenreview *self = (struct handler_tokenreview *)super;
-    struct vcache *cache = h2o_context_get_handler_context(req->conn->ctx, super);
+    struct review *rv = h2o_context_get_handler_context(req->conn->ctx, super);
     struct tokenreview_request review;
-    struct token_policy policy;
     char err[256], *body;
     size_t len;
 
-    if (!h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT(TOKENREVIEW_PATH)))
+    if (!h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT(PATHS_TOKENREVIEW)))
         return tokenreview_refuse(req, 404, "NotFound", "the server could not find the requested resource");
     if (!h2o_memis(req->method.base, req->method.len, H2O_STRLIT("POST"))) {
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, H2O_STRLIT("POST"));
@@ -123,21 +99,34 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
         return tokenreview_refuse(req, 415, "UnsupportedMediaType", "Content-Type must be application/json");
     if (tokenreview_parse(req->entity.base, req->entity.len, &review, err, sizeof(err)) != 0)
         return tokenreview_refuse(req, 400, "BadRequest", err);
-    tokenreview_policy(self->cfg, &review, &policy);
-    body = tokenreview_answer(cache, worker_metrics(req->conn->ctx), worker_pin_snapshot(req)->keyset, &policy, &review,
-                              &len);
+    body = tokenreview_answer(rv, worker_metrics(req->conn->ctx), worker_pin_snapshot(req)->verifier, &review, &len);
     tokenreview_request_clear(&review);
     return tokenreview_send(req, 201, "Created", body, len);
 }
 
+/* Each thread reviews with its own struct review (and cache). Out of
+ * memory here, the thread answers its reviews 503. */
 static void tokenreview_on_context_init(h2o_handler_t *super, h2o_context_t *ctx)
 {
-    h2o_context_set_handler_context(ctx, super, vcache_create(TOKENREVIEW_CACHE_SIZE));
+    struct handler_tokenreview *self = (struct handler_tokenreview *)super;
+    struct review *rv = malloc(sizeof(*rv));
+
+    if (rv != NULL && review_init(rv, self->cfg, NULL, TOKENREVIEW_CACHE_SIZE) != 0) {
+        free(rv);
+        rv = NULL;
+    }
+    if (rv == NULL)
+        log_msg(LOG_ERROR, "out of memory: a thread's TokenReview requests will be answered 503");
+    h2o_context_set_handler_context(ctx, super, rv);
 }
 
 static void tokenreview_on_context_dispose(h2o_handler_t *super, h2o_context_t *ctx)
 {
-    vcache_free(h2o_context_get_handler_context(ctx, super));
+    struct review *rv = h2o_context_get_handler_context(ctx, super);
+
+    if (rv != NULL)
+        review_clear(rv);
+    free(rv);
 }
 
 void handler_tokenreview_register(h2o_pathconf_t *pathconf, const struct config *cfg)

@@ -7,6 +7,7 @@
 
 #include "server/obs/accesslog.h"
 #include "server/obs/metrics.h"
+#include "publish/paths.h"
 #include "server/worker.h"
 
 #define TOKENREVIEW_SUFFIX "/tokenreviews"
@@ -19,9 +20,9 @@ static enum metrics_path request_log_path(h2o_req_t *req)
     const char *p = req->path.base;
 
 #define ENDS_WITH(s) (len >= sizeof(s) - 1 && memcmp(p + len - (sizeof(s) - 1), s, sizeof(s) - 1) == 0)
-    if (ENDS_WITH("/.well-known/openid-configuration"))
+    if (ENDS_WITH(PATHS_DISCOVERY))
         return METRICS_PATH_DISCOVERY;
-    if (ENDS_WITH("/openid/v1/jwks"))
+    if (ENDS_WITH(PATHS_JWKS))
         return METRICS_PATH_JWKS;
     if (ENDS_WITH(TOKENREVIEW_SUFFIX))
         return METRICS_PATH_TOKENREVIEW;

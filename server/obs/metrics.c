@@ -1,4 +1,5 @@
 #include "server/obs/metrics.h"
+#include "publish/paths.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,7 @@ struct metrics_process metrics_process;
 static struct metrics_thread *metrics_threads[METRICS_MAX_THREADS];
 static atomic_size_t metrics_nthreads;
 
-static const char *const metrics_path_names[METRICS_NPATHS] = {"/.well-known/openid-configuration", "/openid/v1/jwks",
-                                                               "tokenreviews", "other"};
+static const char *const metrics_path_names[METRICS_NPATHS] = {PATHS_DISCOVERY, PATHS_JWKS, "tokenreviews", "other"};
 static const char *const metrics_method_names[METRICS_NMETHODS] = {"GET", "HEAD", "POST", "other"};
 static const char *const metrics_status_names[METRICS_NSTATUSES] = {"200", "201", "304", "400", "404", "405",
                                                                     "413", "415", "421", "431", "5xx", "other"};

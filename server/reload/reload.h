@@ -1,60 +1,73 @@
 /*
- * reload: keeps the published key set in step with the key files.
+ * reload: the key sources -> the next snapshot, or an error.
  *
- * Runs on its own thread (reload_start): it builds the next snapshot off
- * the request path whenever inotify reports a change to a key file or its
- * directory (which includes atomic renames and the kubelet's "..data"
- * swap), on reload_request (SIGHUP), and every --key-reload-interval. A
- * snapshot is published to the workers only when its bytes differ from the
- * current one, so ETag and Last-Modified change only with the documents. A
- * failed reload keeps the last good set; a key that vanishes from a file
- * still in place leaves only once a later read confirms it
- * (keys/removal.h). It also drops retained keys on time and watches the
- * signing key's age.
+ * Each pass reads the key files, lets the removal guard hold back keys
+ * that vanished from a file still in place until a later read confirms it
+ * (keys/removal.h), applies the retention state (keys/history.h: keys that
+ * left stay published for --key-retention, and the state is saved to
+ * --state-dir when a key came or went, and every RELOAD_STATE_REFRESH
+ * seconds), and renders the snapshot. A snapshot is new only when its
+ * bytes differ from the current one, so ETag and Last-Modified change only
+ * with the documents; a failed read keeps the current one. It also watches
+ * the signing key (signing.h).
  *
- * Signals are not its business: the thread that waits for them never
- * touches a file, so SIGTERM is handled even when a read here never
- * returns; /livez reports such a stall (health.h).
+ * It knows nothing of threads, workers or HTTP: the server runs the passes
+ * on its reload thread when the schedule (schedule.h) says, and hands what
+ * they return to the workers. Every time is given, so the decisions are
+ * unit-tested with made-up clocks.
  */
 #ifndef OIDC_RELOAD_H
 #define OIDC_RELOAD_H
 
-#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
 #include "config/config.h"
 #include "publish/snapshot.h"
-#include <openssl/ssl.h>
-#include "server/worker.h"
+
+/* Seconds after which the state is saved again even though no key came or
+ * went, to keep the last-seen times of present keys fresh on disk: a key
+ * that leaves while the server is down is retained from its stored
+ * last_seen, so after a crash it may go this much (or one
+ * --key-reload-interval, if longer) early. A clean exit saves them too. */
+#define RELOAD_STATE_REFRESH 300
+
+/* A key that disappears from a file still in place leaves the published
+ * set only when a read at least this much later finds the same shrunken
+ * set (keys/removal.h): a file rewritten in place by a writer that pauses
+ * for less than this between its writes is never published half-written.
+ * Forty debounces: long against any writer's pause between two writes of
+ * one small file, short against max-age. */
+#define RELOAD_REMOVAL_CONFIRM_MS 1000
 
 struct reload;
 
-/* Loads the retention state and the key set for the first time. Returns
- * NULL (the reason is logged) when there is nothing valid to publish: the
- * server refuses to start then. */
-struct reload *reload_create(const struct config *cfg);
+/* Prepares --state-dir (created 0700 when missing; it must not be a key
+ * directory), loads the retention state, and runs the first pass at now
+ * (wall clock) and now_ms (monotonic, util/clock.h). NULL, with the reason
+ * logged, when there is nothing valid to publish: the server refuses to
+ * start then. */
+struct reload *reload_create(const struct config *cfg, time_t now, int64_t now_ms);
 
-/* The snapshot currently published (the reloader keeps its reference). */
+/* The snapshot published now; r keeps its reference. */
 struct snapshot *reload_current(const struct reload *r);
 
-/* The TLS context for --tls-listen (NULL without); the reloader keeps its
- * reference and hands new ones to the workers itself. */
-SSL_CTX *reload_tls(const struct reload *r);
+/* One pass at now and now_ms. Returns the new current snapshot when the
+ * documents changed (r keeps its reference; the caller hands it on), or
+ * NULL when they did not, or when the key files could not be read (logged
+ * and counted; what is published stays). */
+struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms);
 
-/* Starts the reload thread, which from now on hands each new snapshot and
- * TLS context to the workers. Returns 0 or an errno value. */
-int reload_start(struct reload *r, struct worker *const *workers, size_t nworkers);
+/* The deadlines the inputs set for the next pass (schedule_next): the
+ * re-read that confirms held removals (monotonic ms) and the earliest of a
+ * retained key's expiry and the signing key maturing (wall clock); 0 for
+ * none. */
+void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_at);
 
-/* Thread-safe: asks for every file to be read again now (SIGHUP). */
-void reload_request(struct reload *r);
+/* At exit: one last look at the key files, so that the state records the
+ * keys in them as seen until now, then a save. Nothing is published. */
+void reload_save_at_exit(struct reload *r, time_t now);
 
-/* Stops the thread: once this returns, nothing more is handed to the
- * workers. Waits up to timeout_ms for the thread to end and returns 0, or
- * -1 when it did not (stuck in a read): it is then abandoned, still
- * using r and the config. */
-int reload_stop(struct reload *r, unsigned timeout_ms);
-
-/* Frees r and returns 0; or, when its thread was abandoned, frees nothing
- * and returns -1: the caller must then end the process without freeing
- * the config either (_exit). */
-int reload_free(struct reload *r);
+void reload_free(struct reload *r);
 
 #endif

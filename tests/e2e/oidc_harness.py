@@ -15,11 +15,11 @@ Environment:
 
 import base64
 import email.utils
-import fcntl
 import hashlib
 import http.client
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -68,43 +68,36 @@ def int_to_min_bytes(n: int) -> bytes:
     return n.to_bytes((n.bit_length() + 7) // 8, "big")
 
 
-# Ports handed out lately by any test process on this machine, one
-# "PORT TIME" line each, under an exclusive lock (see free_port).
-PORT_REGISTRY = os.path.join(tempfile.gettempdir(), "oidc-e2e-ports")
-PORT_MEMORY = 900  # seconds a handed-out port is not handed out again
+def local_port_range():
+    """The kernel's ephemeral port range: where bind(0) and the local end
+    of every outgoing connection get their ports."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def free_port(host="127.0.0.1"):
-    """A port that was free on host a moment ago and that no test process
-    here has been given in the last PORT_MEMORY seconds. The kernel may
-    return a port it just released to the next bind(0), in this process
-    (a --listen and an --admin-listen) or in a parallel one. Two of our
-    servers given the same port and started at the same moment could then
-    both bind it (SO_REUSEPORT; each checks first that nobody listens
-    there, but that check and the bind are two steps) and share its
-    connections. Something else can still take the port before the server
-    binds; Server.start retries for that."""
+    """A port nothing was bound to a moment ago, picked at random outside
+    the kernel's ephemeral range: servers started by the harness bind port
+    0 (the kernel's choice, from that range) and client sockets take their
+    local ports from it too, so neither can take this one. For a port
+    nobody listens on, and for the few servers whose port a test must know
+    before they start (an issuer URL that names it)."""
+    lo, hi = local_port_range()
+    ports = range(max(1024, lo - 16384), lo) if lo > 2048 else range(hi + 1, 65536)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with open(PORT_REGISTRY, "a+") as registry:
-        fcntl.flock(registry, fcntl.LOCK_EX)
-        registry.seek(0)
-        now = time.time()
-        recent = {}
-        for line in registry:
-            fields = line.split()
-            if len(fields) == 2 and now - float(fields[1]) < PORT_MEMORY:
-                recent[int(fields[0])] = fields[1]
-        while True:
-            with socket.socket(family, socket.SOCK_STREAM) as s:
-                s.bind((host, 0))
-                port = s.getsockname()[1]
-            if port not in recent:
-                break
-        recent[port] = "%.0f" % now
-        registry.seek(0)
-        registry.truncate()
-        registry.write("".join("%d %s\n" % kv for kv in recent.items()))
+    for _ in range(200):
+        port = random.choice(ports)
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
         return port
+    raise AssertionError("no free port outside the ephemeral range on %s" % host)
 
 
 def ipv6_loopback_available():
@@ -431,18 +424,20 @@ def memcheck_problems(logdir):
     return problems
 
 
-def run_once(args, timeout=None, input=None):
+def run_once(args, timeout=None, input=None, env=None):
     """Runs the binary to completion (for --help, bad flags, ...), with
-    optional bytes on standard input. Returns (returncode, stdout, stderr)
-    as str. A process still alive at the timeout (RUN_TIMEOUT, or the given
-    seconds stretched by SLOW) is killed and reported as returncode None.
-    Under OIDC_VALGRIND=1 a memcheck report raises AssertionError."""
+    optional bytes on standard input and variables added to the
+    environment. Returns (returncode, stdout, stderr) as str. A process
+    still alive at the timeout (RUN_TIMEOUT, or the given seconds stretched
+    by SLOW) is killed and reported as returncode None. Under
+    OIDC_VALGRIND=1 a memcheck report raises AssertionError."""
     timeout = RUN_TIMEOUT if timeout is None else timeout * SLOW
     logdir = tempfile.mkdtemp(prefix="oidc-e2e-memcheck-")
     try:
         p = subprocess.Popen(memcheck_argv([BIN, *args], logdir),
                              stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(os.environ, **env) if env else None)
         try:
             out, err = p.communicate(input, timeout=timeout)
             rc = p.returncode
@@ -458,32 +453,39 @@ def run_once(args, timeout=None, input=None):
     return rc, out.decode(errors="replace"), err.decode(errors="replace")
 
 
+# "listening on URL (N threads): WHAT", one line per address, in the
+# order of the flags; text or JSON log lines alike.
+LISTENING = re.compile(r"listening on (?:(https?)://(?:\[[^\]]*\]|[^:/\s]+):(\d+)|unix:\S+) \(\d+ threads?\): "
+                       r"(/livez|POST |[a-z])")
+LISTEN_FLAGS = ("--listen", "--tls-listen", "--token-review-listen", "--admin-listen")
+
+
 class Server:
     """The binary running as a server.
 
     args: arguments after the program name. Unless listen=False, the
-    harness appends `--listen 127.0.0.1:<free port>`; with listen=False the
-    caller passes its own --listen (or a config file) and sets port/host."""
+    harness appends `--listen HOST:PORT`, port 0 unless given (the kernel
+    chooses), and unless args name one, `--admin-listen 127.0.0.1:0`. Once
+    started, the port every listener got is read from its "listening on"
+    log line: port (the first --listen), admin_port, and port_of(flag, i)
+    for the i-th address of any listen flag. With listen=False the caller
+    passes its own --listen (or a config file) and may set port/host;
+    port is then that of the first TCP --listen address."""
 
-    def __init__(self, args, listen=True, host="127.0.0.1", port=None, command="serve", repick=()):
+    def __init__(self, args, listen=True, host="127.0.0.1", port=None, command="serve"):
         self.host = host
-        self.port = port if port is not None else free_port(host)
+        self.port = port
+        self.listen = listen
         self.admin_port = None
-        # flags whose free_port() value may be replaced on a clash: the
-        # caller's, and those of the addresses the harness appends itself
-        self.repick = list(repick)
+        self.ports = {}  # listen flag -> the ports of its addresses, in order (None: a Unix socket)
         argv = [BIN] + ([command] if command else []) + list(args)
         if listen:
             h = "[%s]" % host if ":" in host else host
-            argv += ["--listen", "%s:%d" % (h, self.port)]
-            if port is None:
-                self.repick.append("--listen")
+            argv += ["--listen", "%s:%d" % (h, port or 0)]
         # Parallel tests must not fight over the default admin port, and a
         # test's SIGTERM should not wait for the production drain grace.
         if "--admin-listen" not in argv:
-            self.admin_port = free_port("127.0.0.1")
-            argv += ["--admin-listen", "127.0.0.1:%d" % self.admin_port]
-            self.repick.append("--admin-listen")
+            argv += ["--admin-listen", "127.0.0.1:0"]
         if "--shutdown-grace" not in argv:
             argv += ["--shutdown-grace", "0s"]
         self.argv = argv
@@ -495,40 +497,8 @@ class Server:
 
     # lifecycle --------------------------------------------------------
     def start(self):
-        """Starts the server and waits until it accepts. Tests run in
-        parallel, so a port free_port chose may be bound by another test's
-        server first; then the server is started again on fresh ports."""
-        for attempt in range(3):
-            try:
-                return self._start_once()
-            except AssertionError:
-                clash = "Address already in use" in self.stderr()
-                if not (clash and self.repick) or attempt == 2:
-                    raise
-            self._close_files()
-            self._repick_ports()
-
-    def _repick_ports(self):
-        """New ports for the flags in repick, rewritten in argv itself so
-        that a wrapper a test put in front of it stays."""
-        for flag in self.repick:
-            i = self._flag_index(flag) + 1
-            host = self.argv[i].rsplit(":", 1)[0]
-            self.argv[i] = "%s:%d" % (host, free_port(host.strip("[]")))
-        if "--listen" in self.repick:
-            self.port = self.port_of("--listen")
-        if "--admin-listen" in self.repick:
-            self.admin_port = self.port_of("--admin-listen")
-
-    def _flag_index(self, flag):
-        """Where flag last stands in argv (the harness appends its own)."""
-        return len(self.argv) - 1 - self.argv[::-1].index(flag)
-
-    def port_of(self, flag):
-        """The port given to flag (e.g. --tls-listen 127.0.0.1:PORT)."""
-        return int(self.argv[self._flag_index(flag) + 1].rsplit(":", 1)[1])
-
-    def _start_once(self):
+        """Starts the server and waits until every listener has logged the
+        port it got and the public one accepts connections."""
         self._err = open(self.errpath, "wb")
         self._out = open(self.outpath, "wb")
         self.proc = subprocess.Popen(memcheck_argv(self.argv, self.errdir), stdin=subprocess.DEVNULL,
@@ -538,17 +508,47 @@ class Server:
             if self.proc.poll() is not None:
                 raise AssertionError("server exited with status %s before accepting connections;"
                                      " argv=%r stderr:\n%s" % (self.proc.returncode, self.argv, self.stderr()))
-            try:
-                family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-                with socket.socket(family, socket.SOCK_STREAM) as s:
-                    s.settimeout(1.0)
-                    s.connect((self.host, self.port))
+            if self._read_ports() and (self.port is None or wait_accepting(self.port, self.host, 0)):
                 return self
-            except OSError:
-                time.sleep(0.05)
+            time.sleep(0.05)
         self.kill()
-        raise AssertionError("server did not accept connections on %s:%d within %.0fs; stderr:\n%s"
-                             % (self.host, self.port, START_TIMEOUT, self.stderr()))
+        raise AssertionError("server did not log its listeners and accept connections within %.0fs; argv=%r "
+                             "stderr:\n%s" % (START_TIMEOUT, self.argv, self.stderr()))
+
+    def _expected_listeners(self):
+        """How many addresses the command line names (a config file may
+        add more), and whether one is the admin listener's."""
+        n, admin = 0, False
+        for i, a in enumerate(self.argv[:-1]):
+            if a in LISTEN_FLAGS and self.argv[i + 1] != "none":
+                n += 1
+                admin = admin or a == "--admin-listen"
+        return n, admin
+
+    def _read_ports(self):
+        """Reads the listeners' ports from the log into self.ports; True
+        once all of them are there. The admin listener's line is written
+        last, so once it is there, every line is."""
+        ports = {}
+        for m in LISTENING.finditer(self.stderr()):
+            scheme, port, what = m.groups()
+            flag = ("--admin-listen" if what == "/livez" else "--token-review-listen" if what == "POST "
+                    else "--tls-listen" if scheme == "https" else "--listen")
+            ports.setdefault(flag, []).append(int(port) if port else None)
+        n, admin = self._expected_listeners()
+        if sum(len(v) for v in ports.values()) < n or (admin and "--admin-listen" not in ports):
+            return False
+        self.ports = ports
+        tcp = [p for p in ports.get("--listen", []) if p is not None]
+        if self.port is None and tcp:
+            # the harness's own --listen comes after the caller's
+            self.port = tcp[-1] if self.listen else tcp[0]
+        self.admin_port = ports.get("--admin-listen", [None])[0]
+        return True
+
+    def port_of(self, flag, index=0):
+        """The port the index-th address of flag got (e.g. --tls-listen)."""
+        return self.ports[flag][index]
 
     def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
         """Sends sig and waits; returns the exit status (None if it had to
@@ -981,12 +981,11 @@ def mint_token(signing_key, issuer, audiences=(), namespace="default", sa="defau
 
 
 def start_review_server(testcase, args, public_port=None):
-    """Starts `serve` with the TokenReview API on a second free loopback port
-    (accepting once the public one does). Returns the Server; its review
-    port is server.review_port."""
+    """Starts `serve` with the TokenReview API on a second loopback port
+    (the kernel's choice). Returns the Server; its review port is
+    server.review_port."""
     kw = {"port": public_port} if public_port else {}
-    srv = testcase.start_server(list(args) + ["--enable-token-review", "--token-review-listen",
-                                              "127.0.0.1:%d" % free_port()], repick=["--token-review-listen"], **kw)
+    srv = testcase.start_server(list(args) + ["--enable-token-review", "--token-review-listen", "127.0.0.1:0"], **kw)
     srv.review_port = srv.port_of("--token-review-listen")
     return srv
 
@@ -1338,11 +1337,9 @@ class TLSServerTestCase(ServerTestCase):
 
     def start_tls_server(self, args, cert, key, tls_port=None, **kw):
         """Starts a server that also listens with TLS on tls_port (by
-        default a free port), accepting once the plain port does."""
-        repick = [] if tls_port else ["--tls-listen"]
-        srv = self.start_server(list(args) + ["--tls-listen", "127.0.0.1:%d" % (tls_port or free_port()),
-                                              "--tls-cert-file", cert, "--tls-private-key-file", key],
-                                repick=repick, **kw)
+        default the kernel's choice): server.tls_port."""
+        srv = self.start_server(list(args) + ["--tls-listen", "127.0.0.1:%d" % (tls_port or 0),
+                                              "--tls-cert-file", cert, "--tls-private-key-file", key], **kw)
         srv.tls_port = srv.port_of("--tls-listen")
         return srv
 

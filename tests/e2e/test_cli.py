@@ -1,11 +1,14 @@
 """End-to-end: command line (help, version, flag errors), the config file,
 signals, startup log, listeners (several, IPv6)."""
 
+import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import subprocess
 import time
 import unittest
 
@@ -77,7 +80,6 @@ class FlagErrors(H.ServerTestCase):
     def setUp(self):
         super().setUp()
         self.key = self.keys.ec("P-256")
-        self.port = H.free_port()
 
     def base(self, issuer=ISSUER, key=True, listen=True):
         a = ["serve"]
@@ -86,7 +88,7 @@ class FlagErrors(H.ServerTestCase):
         if key:
             a += ["--service-account-key-file", self.key.pub]
         if listen:
-            a += ["--listen", "127.0.0.1:%d" % self.port]
+            a += ["--listen", "127.0.0.1:0"]
         return a
 
     def assert_config_error(self, args, flag, value=None):
@@ -203,40 +205,37 @@ class ConfigFile(H.ServerTestCase):
 
     def test_config_file(self):
         k = self.keys.rsa()
-        port = H.free_port()
         cfg = self.write_config({"service-account-issuer": ["https://a.example"],
                                  "service-account-key-file": [k.pub],
-                                 "listen": ["127.0.0.1:%d" % port],
+                                 "listen": ["127.0.0.1:0"],
                                  "max-age": 600})
-        srv = self.start_server(["--config", cfg], listen=False, port=port)
+        srv = self.start_server(["--config", cfg], listen=False)
         self.check_both(srv, "https://a.example", [k], max_age=600)
         self.stop_ok(srv)
 
     def test_flag_overrides_config(self):
         k = self.keys.rsa()
         k2 = self.keys.ec("P-256")
-        port = H.free_port()
         cfg = self.write_config({"service-account-issuer": ["https://a.example"],
                                  "service-account-key-file": [k.pub],
-                                 "listen": ["127.0.0.1:%d" % port],
+                                 "listen": ["127.0.0.1:0"],
                                  "max-age": 600})
         srv = self.start_server(["--config", cfg, "--max-age", "60",
                                  "--service-account-issuer", "https://b.example",
-                                 "--service-account-key-file", k2.pub], listen=False, port=port)
+                                 "--service-account-key-file", k2.pub], listen=False)
         # repeatable flags on the command line replace the file's lists
         self.check_both(srv, "https://b.example", [k2], max_age=60)
         self.stop_ok(srv)
 
     def test_config_other_keys(self):
         k = self.keys.ec("P-384")
-        port = H.free_port()
         cfg = self.write_config({"service-account-issuer": ["https://a.example/"],
                                  "service-account-jwks-uri": "https://cdn.example/keys",
                                  "service-account-key-file": [k.pub],
-                                 "listen": ["127.0.0.1:%d" % port],
+                                 "listen": ["127.0.0.1:0"],
                                  "jwks-content-type": "application/json",
                                  "threads": 2})
-        srv = self.start_server(["--config", cfg], listen=False, port=port)
+        srv = self.start_server(["--config", cfg], listen=False)
         self.check_both(srv, "https://a.example/", [k], jwks_uri="https://cdn.example/keys",
                         content_type="application/json")
         self.stop_ok(srv)
@@ -245,7 +244,7 @@ class ConfigFile(H.ServerTestCase):
         k = self.keys.rsa()
         cfg = self.write_config({"service-account-issuer": ["http://insecure.example"],
                                  "service-account-key-file": [k.pub],
-                                 "listen": ["127.0.0.1:%d" % H.free_port()]})
+                                 "listen": ["127.0.0.1:0"]})
         rc, _, err = H.run_once(["serve", "--config", cfg])
         self.assertEqual(rc, 2, err)
         self.assertIn("service-account-issuer", err)
@@ -261,12 +260,73 @@ class ConfigFile(H.ServerTestCase):
                 self.assertTrue(path in err or "--config" in err, err)
 
 
+# An LD_PRELOAD library that makes the signal set-up call OIDC_SHIM_FAIL
+# names fail, as libc may: "sigmask" pthread_sigmask blocking SIGTERM,
+# "sigpipe" sigaction ignoring SIGPIPE.
+SIGNAL_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failing(const char *what)
+{
+    const char *f = getenv("OIDC_SHIM_FAIL");
+    return f != NULL && strcmp(f, what) == 0;
+}
+
+int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    int (*real)(int, const sigset_t *, sigset_t *) = (int (*)(int, const sigset_t *, sigset_t *))dlsym(
+        RTLD_NEXT, "pthread_sigmask");
+    if (failing("sigmask") && how == SIG_BLOCK && set != NULL && sigismember(set, SIGTERM) == 1)
+        return EINVAL;
+    return real(how, set, old);
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    int (*real)(int, const struct sigaction *, struct sigaction *) =
+        (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+    if (failing("sigpipe") && sig == SIGPIPE && act != NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    return real(sig, act, old);
+}
+"""
+
+
 class Lifecycle(H.ServerTestCase):
 
     def setUp(self):
         super().setUp()
         self.key = self.keys.rsa()
         self.args = ["--service-account-issuer", ISSUER, "--service-account-key-file", self.key.pub]
+
+    def test_signal_setup_failure_refuses_to_start(self):
+        """A server whose signals cannot be set up could not be stopped
+        cleanly (SIGTERM would kill it mid-response, or SIGPIPE on a write
+        to a client that left): it refuses to start, saying why, before it
+        listens."""
+        if H.VALGRIND:
+            self.skipTest("the LD_PRELOAD shim would be loaded into valgrind as well")
+        cc = shutil.which("cc")
+        self.assertIsNotNone(cc, "cc is needed to build this test's LD_PRELOAD library")
+        src, lib = os.path.join(self.tmp, "shim.c"), os.path.join(self.tmp, "shim.so")
+        with open(src, "w") as f:
+            f.write(SIGNAL_SHIM)
+        subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src, "-ldl"], check=True, timeout=60)
+        for fail in ("sigmask", "sigpipe"):
+            with self.subTest(fail):
+                rc, out, err = H.run_once(["serve", *self.args, "--listen", "127.0.0.1:0", "--admin-listen", "none"],
+                                          timeout=5, env={"LD_PRELOAD": lib, "OIDC_SHIM_FAIL": fail,
+                                                          "ASAN_OPTIONS": "verify_asan_link_order=0"})
+                self.assertEqual(rc, 1, "stderr:\n" + err)
+                self.assertIn("cannot set up signal handling (Invalid argument); not starting", err)
+                self.assertNotIn("listening on", err)
 
     def test_sigterm(self):
         srv = self.start_server(self.args)
@@ -337,8 +397,9 @@ class Lifecycle(H.ServerTestCase):
         self.stop_ok(srv)
 
     def test_two_listeners(self):
-        p2 = H.free_port()
-        srv = self.start_server(self.args + ["--listen", "127.0.0.1:%d" % p2])
+        srv = self.start_server(self.args + ["--listen", "127.0.0.1:0"])
+        p2 = srv.port_of("--listen", 0)  # the test's; the harness's is srv.port
+        self.assertNotEqual(p2, srv.port)
         a = srv.get(JWKS)
         srv2 = H.Server([], listen=False, port=p2)  # only for its HTTP helpers
         b = srv2.request("GET", JWKS)
@@ -347,6 +408,29 @@ class Lifecycle(H.ServerTestCase):
         self.assertEqual(b[0], 200)
         self.assertEqual(a[2], b[2])
         self.assertEqual(one(a[1], "etag"), one(b[1], "etag"))
+        self.stop_ok(srv)
+
+    def test_port_zero_binds_and_logs_a_port_per_listener(self):
+        """Port 0 on every listen flag: each address gets a port of its
+        own, and its "listening on" line names that port (the harness
+        starts every server so; here each port is checked to serve its
+        kind)."""
+        srv = self.start_server(self.args + ["--enable-token-review", "--token-review-listen", "127.0.0.1:0",
+                                             "--listen", "127.0.0.1:0"])
+        public = [srv.port_of("--listen", 0), srv.port_of("--listen", 1)]
+        review = srv.port_of("--token-review-listen")
+        ports = public + [review, srv.admin_port]
+        self.assertEqual(len(set(ports)), 4, "each listener its own port: %r\n%s" % (ports, srv.stderr()))
+        self.assertNotIn(0, ports)
+        for p in public:
+            with self.subTest(listen=p):
+                c = http.client.HTTPConnection("127.0.0.1", p, timeout=H.SOCK_TIMEOUT)
+                try:
+                    self.assertEqual(H.do_request(c, "GET", JWKS)[0], 200)
+                finally:
+                    c.close()
+        self.assertEqual(H.review_post(review, H.review_body("x.y.z"))[0], 201)
+        self.assertEqual(H.admin_get(srv.admin_port, "/livez")[0], 200)
         self.stop_ok(srv)
 
     def test_ipv6_listener(self):

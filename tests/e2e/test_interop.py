@@ -146,9 +146,8 @@ class SignedElsewhere(InteropBase):
 class MintedHere(InteropBase):
 
     def test_c_our_tokens_verify_in_jose_and_pyjwt(self):
-        port = H.free_port()
         # jose and PyJWKClient fetch the JWKS over http from our server
-        srv = self.start(port=port)
+        srv = self.start()
         jwks_url = srv.url(H.JWKS)
         pyjwk = jwt.PyJWKClient(jwks_url, cache_keys=False)
         for key in self.all:

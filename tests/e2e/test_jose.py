@@ -51,12 +51,11 @@ class Jose(H.ServerTestCase):
         return r.returncode, r.stdout, r.stderr
 
     def start(self, use_private, issuer=None, extra=()):
-        port = H.free_port()
         issuer = issuer or "https://issuer.example.com"
         args = ["--service-account-issuer", issuer]
         for k in self.all:
             args += ["--service-account-key-file", k.priv if use_private else k.pub]
-        srv = self.start_server(args + list(extra), port=port)
+        srv = self.start_server(args + list(extra))
         self.check_both(srv, issuer, self.all,
                         content_type=dict(zip(extra[::2], extra[1::2])).get("--jwks-content-type",
                                                                              "application/jwk-set+json"))

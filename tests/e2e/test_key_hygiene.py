@@ -336,13 +336,13 @@ class ModeWarningTest(H.ServerTestCase):
         cert, tkey = H.make_server_cert(self.tmp, ca, "IP:127.0.0.1")
         os.chmod(tkey, 0o644)
         srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.pub,
-                                 "--tls-listen", "127.0.0.1:%d" % H.free_port(), "--tls-cert-file", cert,
-                                 "--tls-private-key-file", tkey], repick=["--tls-listen"])
+                                 "--tls-listen", "127.0.0.1:0", "--tls-cert-file", cert,
+                                 "--tls-private-key-file", tkey])
         self.assert_once(srv, r"\bwarn\b.*" + re.escape(tkey) + ": " + self.WARNING, "--tls-private-key-file")
         os.chmod(tkey, 0o600)
         srv2 = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", ec.pub,
-                                  "--tls-listen", "127.0.0.1:%d" % H.free_port(), "--tls-cert-file", cert,
-                                  "--tls-private-key-file", tkey], repick=["--tls-listen"])
+                                  "--tls-listen", "127.0.0.1:0", "--tls-cert-file", cert,
+                                  "--tls-private-key-file", tkey])
         self.assertTrue(H.sighup_and_wait(srv2), srv2.stderr())
         self.assertNotIn(self.WARNING, srv2.stderr())
 

@@ -151,7 +151,7 @@ class Rejected(H.ServerTestCase):
     def assert_exit2_naming(self, path, extra_args=()):
         rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER,
                                    "--service-account-key-file", path,
-                                   "--listen", "127.0.0.1:%d" % H.free_port(), *extra_args])
+                                   "--listen", "127.0.0.1:0", *extra_args])
         self.assertIsNotNone(rc, "server started (did not exit) for key file %s; stderr:\n%s" % (path, err))
         self.assertEqual(rc, 2, "exit status for key file %s; stderr:\n%s" % (path, err))
         self.assertIn(path, err)
@@ -185,7 +185,7 @@ class Rejected(H.ServerTestCase):
         rc, _, err = H.run_once(["serve", "--service-account-issuer", ISSUER,
                                  "--service-account-key-file", k.pub,
                                  "--service-account-key-file", missing,
-                                 "--listen", "127.0.0.1:%d" % H.free_port()])
+                                 "--listen", "127.0.0.1:0"])
         self.assertEqual(rc, 2, err)
         self.assertIn(missing, err)
 
@@ -243,7 +243,7 @@ class KeySources(H.ServerTestCase):
 
     def refused(self, *flags, needles=()):
         """serve and keys both exit 2 (promptly) and name every needle."""
-        for cmd in (["serve", "--service-account-issuer", ISSUER, "--listen", "127.0.0.1:%d" % H.free_port(),
+        for cmd in (["serve", "--service-account-issuer", ISSUER, "--listen", "127.0.0.1:0",
                      "--admin-listen", "none"], ["keys"]):
             with self.subTest(cmd[0]):
                 rc, out, err = H.run_once(cmd + list(flags), timeout=10)
@@ -331,15 +331,15 @@ class NotRegularFiles(H.ServerTestCase):
         fifo = self.fifo("sa.pub")
         self.assert_fails_fast(["keys", "--service-account-key-file", fifo], fifo)
         self.assert_fails_fast(["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", fifo,
-                                "--listen", "127.0.0.1:%d" % H.free_port(), "--admin-listen", "none"], fifo)
+                                "--listen", "127.0.0.1:0", "--admin-listen", "none"], fifo)
 
     def test_fifo_as_tls_file(self):
         k = self.keys.ec("P-256")
         ca = H.make_ca(self.tmp)
         cert, tkey = H.make_server_cert(self.tmp, ca, "IP:127.0.0.1")
         base = ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", k.pub,
-                "--listen", "127.0.0.1:%d" % H.free_port(), "--admin-listen", "none",
-                "--tls-listen", "127.0.0.1:%d" % H.free_port()]
+                "--listen", "127.0.0.1:0", "--admin-listen", "none",
+                "--tls-listen", "127.0.0.1:0"]
         fifo = self.fifo("fifo")
         for what, extra in (("--tls-cert-file", ["--tls-cert-file", fifo, "--tls-private-key-file", tkey]),
                             ("--tls-private-key-file", ["--tls-cert-file", cert, "--tls-private-key-file", fifo])):

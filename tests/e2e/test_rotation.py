@@ -278,9 +278,8 @@ class Rotation(RotationBase):
     def test_refuses_to_start(self):
         a = self.keys.ec("P-256")
         d = self.secret("secret", a)
-        port = H.free_port()
         base = ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", d,
-                "--listen", "127.0.0.1:%d" % port]
+                "--listen", "127.0.0.1:0"]
         cases = []
         for name, text in (("garbage", b"{not json"), ("wrong version", b'{"version":7,"keys":[]}'),
                            ("truncated", b'{"version":1,"keys":[{"kid":"x"')):
@@ -606,9 +605,8 @@ class StateFile(RotationBase):
         depth = 2000000
         sd = self.plant(raw=b'{"version":1,"keys":' + b"[" * depth + b"]" * depth + b"}")
         state_file = os.path.join(sd, "keys.json")
-        port = H.free_port()
         rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", d,
-                                   "--listen", "127.0.0.1:%d" % port, "--state-dir", sd, "--key-retention", "1h"])
+                                   "--listen", "127.0.0.1:0", "--state-dir", sd, "--key-retention", "1h"])
         self.assertEqual(rc, 2, err)  # not a signal
         self.assertIn(state_file, err)
         self.assertIn("nested too deeply", err)
@@ -659,9 +657,8 @@ class StateFile(RotationBase):
     def test_state_directory_others_can_write_is_refused(self):
         a = self.keys.ec("P-256")
         d = self.secret("secret", a)
-        port = H.free_port()
         base = ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", d,
-                "--listen", "127.0.0.1:%d" % port, "--key-retention", "1h"]
+                "--listen", "127.0.0.1:0", "--key-retention", "1h"]
         cases = [("world-writable", 0o777, None), ("group-writable", 0o770, None)]
         if os.geteuid() == 0:
             cases.append(("owned by another user", 0o700, 12345))

@@ -251,19 +251,18 @@ class TestCertificateReload(TLSBase):
 
     def test_mismatched_pair_at_start(self):
         cert2, tkey2 = self.new_cert("server2")
-        admin = H.free_port()
-        rc, out, err = H.run_once(["serve", *self.base_args(), "--listen", "127.0.0.1:%d" % H.free_port(),
-                                   "--admin-listen", "127.0.0.1:%d" % admin,
-                                   "--tls-listen", "127.0.0.1:%d" % H.free_port(),
+        rc, out, err = H.run_once(["serve", *self.base_args(), "--listen", "127.0.0.1:0",
+                                   "--admin-listen", "127.0.0.1:0",
+                                   "--tls-listen", "127.0.0.1:0",
                                    "--tls-cert-file", self.cert1, "--tls-private-key-file", tkey2])
         self.assertIsNotNone(rc, "server kept running with a mismatched certificate and key")
         self.assertNotEqual(rc, 0)
         self.assertTrue(self.cert1 in err or tkey2 in err, "message names neither file: %r" % err)
         # a missing certificate file
         missing = os.path.join(self.tmp, "missing.crt")
-        rc, out, err = H.run_once(["serve", *self.base_args(), "--listen", "127.0.0.1:%d" % H.free_port(),
-                                   "--admin-listen", "127.0.0.1:%d" % admin,
-                                   "--tls-listen", "127.0.0.1:%d" % H.free_port(),
+        rc, out, err = H.run_once(["serve", *self.base_args(), "--listen", "127.0.0.1:0",
+                                   "--admin-listen", "127.0.0.1:0",
+                                   "--tls-listen", "127.0.0.1:0",
                                    "--tls-cert-file", missing, "--tls-private-key-file", self.tkey1])
         self.assertNotIn(rc, (0, None))
         self.assertIn(missing, err)

@@ -26,15 +26,12 @@ static char tmp[64];
 
 static void tmp_setup(void)
 {
-    snprintf(tmp, sizeof(tmp), "/tmp/oidc-removal-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
+    tmpdir_make(tmp, "removal");
 }
 
 static void tmp_teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-    cr_assert_eq(system(cmd), 0);
+    tmpdir_remove(tmp);
     leak_check();
 }
 
@@ -42,22 +39,7 @@ static void tmp_teardown(void)
  * (NULL-ended). */
 static void put(const char *name, const char *const *fixtures)
 {
-    char path[PATH_MAX], src[PATH_MAX], buf[8192];
-    FILE *out;
-
-    snprintf(path, sizeof(path), "%s/%s", tmp, name);
-    out = fopen(path, "wb");
-    cr_assert_not_null(out, "%s", path);
-    for (size_t i = 0; fixtures[i] != NULL; i++) {
-        snprintf(src, sizeof(src), "%s/%s", FIXTURES, fixtures[i]);
-        FILE *in = fopen(src, "rb");
-        cr_assert_not_null(in, "%s", src);
-        size_t n;
-        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-            fwrite(buf, 1, n, out);
-        fclose(in);
-    }
-    fclose(out);
+    fixture_write(tmp, name, fixtures);
 }
 
 static void make_dir(const char *name)

@@ -1,6 +1,7 @@
 /*
- * What every criterion test file shares: COUNT, loading fixture keys, and
- * the leak check each suite runs as its .fini.
+ * What every criterion test file shares: COUNT, loading fixture keys,
+ * temporary directories of fixture files, a serve config, and the leak
+ * check each suite runs as its .fini.
  */
 #ifndef OIDC_TEST_SUPPORT_H
 #define OIDC_TEST_SUPPORT_H
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "config/config.h"
 #include "keys/keyset.h"
 
 #define COUNT(a)          (sizeof(a) / sizeof((a)[0]))
@@ -33,6 +35,61 @@ static inline struct keyset *fixture_keyset(const char *const *names, size_t n)
 static inline struct keyset *fixture_keyset1(const char *name)
 {
     return fixture_keyset(&name, 1);
+}
+
+/* A fresh temporary directory (/tmp/oidc-NAME-XXXXXX) into dir. */
+static inline void tmpdir_make(char dir[64], const char *name)
+{
+    snprintf(dir, 64, "/tmp/oidc-%s-XXXXXX", name);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
+}
+
+/* Removes dir and everything in it. */
+static inline void tmpdir_remove(const char *dir)
+{
+    char cmd[PATH_MAX + 16];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* Writes dir/name, in place (the same file, rewritten), with the contents
+ * of the fixtures listed (NULL-ended). */
+static inline void fixture_write(const char *dir, const char *name, const char *const *fixtures)
+{
+    char path[PATH_MAX], src[PATH_MAX], buf[8192];
+    FILE *out;
+    size_t n;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    cr_assert_not_null(out = fopen(path, "wb"), "%s", path);
+    for (size_t i = 0; fixtures[i] != NULL; i++) {
+        snprintf(src, sizeof(src), "%s/%s", FIXTURES, fixtures[i]);
+        FILE *in = fopen(src, "rb");
+        cr_assert_not_null(in, "%s", src);
+        while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+            fwrite(buf, 1, n, out);
+        fclose(in);
+    }
+    fclose(out);
+}
+
+/* config_parse of `serve` with issuer and key_file and then the nextra
+ * arguments of extra (at most 16); fails the test on error. */
+static inline void serve_config(struct config *cfg, const char *issuer, const char *key_file, const char *const *extra,
+                                size_t nextra)
+{
+    char *argv[6 + 16] = {
+        "oidc-discovery", "serve", "--service-account-issuer", (char *)issuer, "--service-account-key-file",
+        (char *)key_file};
+    char err[CONFIG_ERR_MAX];
+    enum config_command cmd;
+    int argc = 6;
+
+    cr_assert_leq(nextra, 16);
+    for (size_t i = 0; i < nextra; i++)
+        argv[argc++] = (char *)extra[i];
+    cr_assert_eq(config_parse(argc, argv, &cmd, cfg, err, sizeof(err)), 0, "%s", err);
 }
 
 /* Under AddressSanitizer a test that leaks crashes in its teardown, which

@@ -24,6 +24,7 @@
 #include "keys/keyset.h"
 #include "jose/token.h"
 #include "jose/token_mint.h"
+#include "jose/verifier.h"
 
 #define ISS "https://kubernetes.default.svc"
 #define NOW 1700000000L
@@ -33,6 +34,7 @@
 static const char *const pub_files[] = {"rsa4096.pub", "rsa2048.pub", "ec256.pub", "ec384.pub", "ec521.padded.pub"};
 
 static struct keyset *ks;
+static struct verifier *ver; /* ks prepared for verification */
 static EVP_PKEY *rsa, *ec256, *ec384, *ec521;
 static char *issuers[] = {ISS};
 static char *audiences[] = {"vault", "api"};
@@ -55,6 +57,7 @@ static void setup(void)
     }
     ks = keyset_load(argv, COUNT(pub_files), NULL, NULL, err, sizeof(err));
     cr_assert_not_null(ks, "%s", err);
+    cr_assert_not_null(ver = verifier_new(ks));
     rsa = load_priv("rsa2048.pkcs8.key");
     ec256 = load_priv("ec256.sec1.key");
     ec384 = load_priv("ec384.sec1.key");
@@ -63,12 +66,14 @@ static void setup(void)
 
 static void teardown(void)
 {
+    verifier_free(ver);
     keyset_free(ks);
     EVP_PKEY_free(rsa);
     EVP_PKEY_free(ec256);
     EVP_PKEY_free(ec384);
     EVP_PKEY_free(ec521);
     ks = NULL;
+    ver = NULL;
     rsa = ec256 = ec384 = ec521 = NULL;
     leak_check();
 }
@@ -196,7 +201,7 @@ static char *payload_k8s(const char *k8s, const char *sub)
 static void expect_p(char *tok, const struct token_policy *p, enum token_error e)
 {
     struct token_result r;
-    int rc = token_verify(ks, p, tok, strlen(tok), &r);
+    int rc = token_verify(ver, p, tok, strlen(tok), &r);
     cr_expect_eq(r.error, e, "want %s, got %s (%s)", token_error_name(e), token_error_name(r.error), r.message);
     cr_expect_eq(rc, e == TOKEN_OK ? 0 : -1);
     if (e != TOKEN_OK) {
@@ -456,6 +461,7 @@ Test(token, kidless_token_tries_at_most_the_first_keys)
 {
     enum { NKEYS = TOKEN_KIDLESS_MAX_KEYS + 4 };
     struct keyset *many = keyset_new();
+    struct verifier *v;
     EVP_PKEY *priv[NKEYS];
     struct token_policy p = policy();
     struct token_result r;
@@ -472,10 +478,11 @@ Test(token, kidless_token_tries_at_most_the_first_keys)
         OPENSSL_free(der);
         cr_assert_eq(keyset_add(many, pub, "generated", &dup, err, sizeof(err)), 1, "%s", err);
     }
+    cr_assert_not_null(v = verifier_new(many));
     /* signed by the last key that is tried, and by the first that is not */
     for (int i = TOKEN_KIDLESS_MAX_KEYS - 1; i <= TOKEN_KIDLESS_MAX_KEYS; i++) {
         char *tok = sign(priv[i], "ES256", "{\"alg\":\"ES256\"}", VALID_PAYLOAD);
-        int rc = token_verify(many, &p, tok, strlen(tok), &r);
+        int rc = token_verify(v, &p, tok, strlen(tok), &r);
         if (i < TOKEN_KIDLESS_MAX_KEYS) {
             cr_expect_eq(rc, 0, "key %d: %s", i, r.message);
         } else {
@@ -489,12 +496,13 @@ Test(token, kidless_token_tries_at_most_the_first_keys)
         /* with its kid, any key verifies */
         snprintf(hdr, sizeof(hdr), "{\"alg\":\"ES256\",\"kid\":\"%s\"}", many->keys[i].kid);
         tok = sign(priv[i], "ES256", hdr, VALID_PAYLOAD);
-        cr_expect_eq(token_verify(many, &p, tok, strlen(tok), &r), 0, "key %d with kid: %s", i, r.message);
+        cr_expect_eq(token_verify(v, &p, tok, strlen(tok), &r), 0, "key %d with kid: %s", i, r.message);
         token_result_clear(&r);
         free(tok);
     }
     for (int i = 0; i < NKEYS; i++)
         EVP_PKEY_free(priv[i]);
+    verifier_free(v);
     keyset_free(many);
 }
 
@@ -658,7 +666,7 @@ Test(token, expired_message)
     struct token_policy p = policy();
     struct token_result r;
     char *tok = sign(rsa, "RS256", header("RS256", "RS256"), payload_times("1", "0", "0"));
-    cr_expect_eq(token_verify(ks, &p, tok, strlen(tok), &r), -1);
+    cr_expect_eq(token_verify(ver, &p, tok, strlen(tok), &r), -1);
     cr_expect_str_eq(r.message, "service account token has expired");
     cr_expect_str_eq(token_error_name(r.error), "expired");
     token_result_clear(&r);
@@ -705,7 +713,7 @@ Test(token, audience_mismatch)
     struct token_result r;
     char *tok = sign(rsa, "RS256", header("RS256", "RS256"),
                      payload_times_aud("1700003600", "1699999000", "1699999000", "[\"other\",\"x\"]"));
-    cr_expect_eq(token_verify(ks, &p, tok, strlen(tok), &r), -1);
+    cr_expect_eq(token_verify(ver, &p, tok, strlen(tok), &r), -1);
     cr_expect_eq(r.error, TOKEN_ERR_AUDIENCE);
     cr_expect_str_eq(r.message,
                      "token audiences [\"other\" \"x\"] is invalid for the target audiences [\"vault\" \"api\"]");
@@ -743,7 +751,7 @@ Test(token, legacy_accepted_when_allowed)
     p.accept_legacy = 1;
     p.api_audiences = api;
     p.napi_audiences = COUNT(api);
-    cr_assert_eq(token_verify(ks, &p, tok, strlen(tok), &r), 0, "%s", r.message);
+    cr_assert_eq(token_verify(ver, &p, tok, strlen(tok), &r), 0, "%s", r.message);
     cr_expect_str_eq(r.user.username, SUB);
     cr_expect_str_eq(r.user.uid, "su");
     cr_expect_str_eq(r.user.groups[0], "system:serviceaccounts");
@@ -891,7 +899,7 @@ static void expect_user(EVP_PKEY *priv)
     char *tok = mint(priv, aud, COUNT(aud));
     struct token_policy p = policy();
     struct token_result r;
-    cr_assert_eq(token_verify(ks, &p, tok, strlen(tok), &r), 0, "%s: %s", token_error_name(r.error), r.message);
+    cr_assert_eq(token_verify(ver, &p, tok, strlen(tok), &r), 0, "%s: %s", token_error_name(r.error), r.message);
     cr_expect_eq(r.error, TOKEN_OK);
     cr_expect_str_eq(r.user.username, "system:serviceaccount:kube-system:coredns");
     cr_expect_str_eq(r.user.uid, "a087d5a0-sa");
@@ -968,14 +976,19 @@ Test(token, thread_contexts_follow_the_key)
     struct token_policy p = policy();
     struct token_result r;
     struct keyset *set = fixture_keyset1("rsa2048.pub");
+    struct verifier *v = verifier_new(set);
 
-    cr_expect_eq(token_verify(set, &p, tok, strlen(tok), &r), 0, "%s", r.message);
+    cr_assert_not_null(v);
+    cr_expect_eq(token_verify(v, &p, tok, strlen(tok), &r), 0, "%s", r.message);
     token_result_clear(&r);
+    verifier_free(v);
     keyset_free(set);
     set = fixture_keyset1("rsa4096.pub");
-    cr_expect_eq(token_verify(set, &p, tok, strlen(tok), &r), -1);
+    cr_assert_not_null(v = verifier_new(set));
+    cr_expect_eq(token_verify(v, &p, tok, strlen(tok), &r), -1);
     cr_expect_eq(r.error, TOKEN_ERR_UNKNOWN_KID, "%s", r.message);
     token_result_clear(&r);
+    verifier_free(v);
     keyset_free(set);
     free(tok);
 }
@@ -997,7 +1010,7 @@ static void *verify_thread(void *arg)
     for (int round = 0; round < 40; round++)
         for (size_t i = 0; i < COUNT(job->tok); i++) {
             struct token_result r;
-            token_verify(ks, &p, job->tok[i], strlen(job->tok[i]), &r);
+            token_verify(ver, &p, job->tok[i], strlen(job->tok[i]), &r);
             job->wrong += r.error != job->want[i];
             token_result_clear(&r);
         }

@@ -1,0 +1,68 @@
+#include "jose/review.h"
+
+#include <string.h>
+
+int review_init(struct review *r, const struct config *cfg, char *const *issuer, size_t cache_size)
+{
+    memset(r, 0, sizeof(*r));
+    r->cfg = cfg;
+    r->issuers = cfg->issuers.count > 0 || issuer == NULL ? cfg->issuers.items : issuer;
+    r->nissuers = cfg->issuers.count > 0 || issuer == NULL ? cfg->issuers.count : 1;
+    r->api_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.items : r->issuers;
+    r->napi_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.count : r->nissuers;
+    if (cache_size > 0 && (r->cache = vcache_create(cache_size)) == NULL)
+        return -1;
+    return 0;
+}
+
+void review_clear(struct review *r)
+{
+    vcache_free(r->cache);
+    r->cache = NULL;
+}
+
+/* The verification policy of one review at now. */
+static void review_policy(const struct review *r, char *const *audiences, size_t naudiences, time_t now,
+                          struct token_policy *p)
+{
+    const struct config *cfg = r->cfg;
+
+    memset(p, 0, sizeof(*p));
+    p->issuers = r->issuers;
+    p->nissuers = r->nissuers;
+    p->api_audiences = r->api_audiences;
+    p->napi_audiences = r->napi_audiences;
+    p->audiences = naudiences > 0 ? audiences : r->api_audiences;
+    p->naudiences = naudiences > 0 ? naudiences : r->napi_audiences;
+    p->algs = TOKEN_ALG_ALL;
+    p->leeway = cfg->token_leeway;
+    p->max_size = cfg->max_token_size;
+    p->accept_legacy = cfg->accept_legacy_tokens;
+    p->now = now;
+}
+
+int review_token(struct review *r, const struct verifier *v, const char *token, size_t len, char *const *audiences,
+                 size_t naudiences, time_t now, struct review_result *out)
+{
+    struct token_policy p;
+
+    memset(out, 0, sizeof(*out));
+    review_policy(r, audiences, naudiences, now, &p);
+    if (r->cache != NULL &&
+        (out->user = vcache_get(r->cache, v->keys->id, token, len, p.audiences, p.naudiences, now)) != NULL) {
+        out->cached = 1;
+        return 0;
+    }
+    if (token_verify(v, &p, token, len, &out->token) != 0)
+        return -1;
+    out->user = &out->token.user;
+    if (r->cache != NULL)
+        vcache_put(r->cache, v->keys->id, token, len, p.audiences, p.naudiences, out->user);
+    return 0;
+}
+
+void review_result_clear(struct review_result *out)
+{
+    token_result_clear(&out->token);
+    out->user = NULL;
+}

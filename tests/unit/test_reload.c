@@ -1,0 +1,338 @@
+/*
+ * Unit tests for the reload decisions (server/reload): when the next pass
+ * is due (schedule: debounce, requests, the periodic re-read, removal
+ * confirmation, wall-clock deadlines and their floor), and what a pass
+ * publishes (reload: additions at once, removals once confirmed, retained
+ * keys until their expiry, the state saved on a change and every
+ * RELOAD_STATE_REFRESH seconds), and the signing-key watch (signing).
+ *
+ * The key files are fixture PEMs copied into a fresh temporary directory;
+ * both clocks are passed in, so nothing here waits.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_support.h"
+
+#include "config/config.h"
+#include "keys/history.h"
+#include "server/reload/reload.h"
+#include "server/reload/schedule.h"
+#include "server/reload/signing.h"
+#include "util/log.h"
+
+#define T0  1800000000L /* wall clock of the first pass */
+#define MS0 5000000     /* monotonic ms of the first pass */
+#define MIN 60000       /* one minute, in ms */
+
+/* --- schedule ----------------------------------------------------------- */
+
+TestSuite(schedule);
+
+Test(schedule, periodic_pass_every_interval)
+{
+    struct schedule s;
+
+    schedule_init(&s, 60, MS0);
+    cr_expect_eq(schedule_next(&s, 0, 0, MS0, T0), MS0 + MIN);
+    schedule_ran(&s, MS0 + MIN);
+    cr_expect_eq(schedule_next(&s, 0, 0, MS0 + MIN, T0 + 60), MS0 + 2 * MIN);
+}
+
+/* A burst of inotify events is read once, SCHEDULE_DEBOUNCE_MS after its
+ * last event; a pass clears it. */
+Test(schedule, changes_are_debounced)
+{
+    struct schedule s;
+
+    schedule_init(&s, 60, MS0);
+    schedule_changed(&s, MS0 + 100);
+    cr_expect_eq(schedule_next(&s, 0, 0, MS0 + 100, T0), MS0 + 100 + SCHEDULE_DEBOUNCE_MS);
+    schedule_changed(&s, MS0 + 110);
+    cr_expect_eq(schedule_next(&s, 0, 0, MS0 + 110, T0), MS0 + 110 + SCHEDULE_DEBOUNCE_MS, "the burst goes on");
+    schedule_ran(&s, MS0 + 135);
+    cr_expect_eq(schedule_next(&s, 0, 0, MS0 + 135, T0), MS0 + 135 + MIN);
+}
+
+Test(schedule, a_request_is_due_at_once)
+{
+    struct schedule s;
+
+    schedule_init(&s, 60, MS0);
+    schedule_requested(&s, MS0 + 7);
+    cr_expect_eq(schedule_next(&s, 0, 0, MS0 + 7, T0), MS0 + 7);
+}
+
+Test(schedule, removal_confirmation_is_a_deadline)
+{
+    struct schedule s;
+
+    schedule_init(&s, 60, MS0);
+    cr_expect_eq(schedule_next(&s, MS0 + 1000, 0, MS0 + 10, T0), MS0 + 1000);
+    cr_expect_eq(schedule_next(&s, MS0 + 2 * MIN, 0, MS0 + 10, T0), MS0 + MIN, "the periodic pass comes first");
+}
+
+/* A retained key's expiry or the signing key maturing: wall-clock seconds,
+ * turned into monotonic ms from the instant given on both clocks. */
+Test(schedule, wall_clock_deadlines)
+{
+    struct schedule s;
+
+    schedule_init(&s, 60, MS0);
+    cr_expect_eq(schedule_next(&s, 0, T0 + 12, MS0 + 2000, T0 + 2), MS0 + 2000 + 10000);
+    cr_expect_eq(schedule_next(&s, 0, T0 + 3600, MS0, T0), MS0 + MIN, "the periodic pass comes first");
+}
+
+/* A deadline that has passed (the files were broken at a retained key's
+ * expiry, so the pass could not drop it) is retried a second after the
+ * last pass, not in a spin. */
+Test(schedule, a_passed_deadline_does_not_spin)
+{
+    struct schedule s;
+
+    schedule_init(&s, 60, MS0);
+    schedule_ran(&s, MS0 + 500);
+    cr_expect_eq(schedule_next(&s, 0, T0 - 30, MS0 + 600, T0), MS0 + 500 + SCHEDULE_RETRY_MS);
+    cr_expect_eq(schedule_next(&s, 0, T0 - 30, MS0 + 5000, T0 + 4), MS0 + 500 + SCHEDULE_RETRY_MS,
+                 "due (in the past): the loop runs a pass now");
+}
+
+/* --- reload ------------------------------------------------------------- */
+
+static char tmp[64], keys[128], state[128];
+static struct config cfg;
+static struct reload *r;
+
+static void reload_setup(void)
+{
+    log_init(LOG_ERROR, 0); /* the passes log every key; only failures matter here */
+    tmpdir_make(tmp, "reload");
+    snprintf(keys, sizeof(keys), "%s/keys", tmp);
+    snprintf(state, sizeof(state), "%s/state", tmp);
+    cr_assert_eq(mkdir(keys, 0700), 0);
+}
+
+static void reload_teardown(void)
+{
+    reload_free(r);
+    r = NULL;
+    config_free(&cfg);
+    tmpdir_remove(tmp);
+    leak_check();
+}
+
+TestSuite(reload, .init = reload_setup, .fini = reload_teardown);
+
+#define PUT(name, ...) fixture_write(keys, name, (const char *const[]){__VA_ARGS__, NULL})
+
+static void drop(const char *name)
+{
+    char path[PATH_MAX];
+
+    snprintf(path, sizeof(path), "%s/%s", keys, name);
+    cr_assert_eq(unlink(path), 0, "%s", path);
+}
+
+/* serve over the key directory with the given extra flags, and the
+ * reloader's first pass at T0. */
+static void start(const char *const *extra, size_t nextra)
+{
+    serve_config(&cfg, "https://a.example", keys, extra, nextra);
+    cr_assert_not_null(r = reload_create(&cfg, T0, MS0));
+}
+
+#define START(...)                                                                                                     \
+    start((const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+
+static size_t published(void)
+{
+    return reload_current(r)->keyset->count;
+}
+
+static int64_t confirm_at(void)
+{
+    int64_t c;
+    time_t w;
+
+    reload_deadlines(r, &c, &w);
+    return c;
+}
+
+static time_t wall_at(void)
+{
+    int64_t c;
+    time_t w;
+
+    reload_deadlines(r, &c, &w);
+    return w;
+}
+
+/* The last_seen of the first key in the state file. */
+static long long stored_last_seen(void)
+{
+    char path[PATH_MAX], buf[8192];
+    FILE *f;
+    size_t n;
+    const char *p;
+
+    snprintf(path, sizeof(path), "%s/keys.json", state);
+    cr_assert_not_null(f = fopen(path, "r"), "%s", path);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cr_assert_not_null(p = strstr(buf, "\"last_seen\":"), "%s", buf);
+    return atoll(p + strlen("\"last_seen\":"));
+}
+
+Test(reload, unchanged_files_publish_nothing_new)
+{
+    PUT("a.pub", "rsa2048.pub");
+    START("--key-reload-interval", "60s");
+    struct snapshot *first = reload_current(r);
+    cr_expect_eq(published(), 1);
+    cr_expect_null(reload_pass(r, T0 + 60, MS0 + MIN));
+    cr_expect_eq(reload_current(r), first, "the same bytes: the same snapshot, ETag and Last-Modified");
+}
+
+Test(reload, an_added_key_is_published_at_once)
+{
+    PUT("a.pub", "rsa2048.pub");
+    START("--key-reload-interval", "60s");
+    PUT("b.pub", "ec256.pub");
+    struct snapshot *next = reload_pass(r, T0 + 1, MS0 + 1000);
+    cr_assert_not_null(next);
+    cr_expect_eq(next, reload_current(r));
+    cr_expect_eq(published(), 2);
+}
+
+/* A file rewritten in place with fewer keys may be half-written: the key
+ * stays until a read RELOAD_REMOVAL_CONFIRM_MS later finds the same set,
+ * and that re-read is the schedule's deadline. */
+Test(reload, a_removal_waits_for_a_confirming_read)
+{
+    PUT("a.pub", "rsa2048.pub", "ec256.pub");
+    START("--key-reload-interval", "60s");
+    cr_expect_eq(published(), 2);
+    cr_expect_eq(confirm_at(), 0);
+    PUT("a.pub", "rsa2048.pub");
+    cr_expect_null(reload_pass(r, T0 + 1, MS0 + 1000), "held: the documents do not change");
+    cr_expect_eq(published(), 2);
+    cr_expect_eq(confirm_at(), MS0 + 1000 + RELOAD_REMOVAL_CONFIRM_MS);
+    cr_expect_null(reload_pass(r, T0 + 1, MS0 + 1500), "too soon to confirm");
+    cr_expect_eq(published(), 2);
+    cr_expect_not_null(reload_pass(r, T0 + 2, MS0 + 1000 + RELOAD_REMOVAL_CONFIRM_MS));
+    cr_expect_eq(published(), 1);
+    cr_expect_eq(confirm_at(), 0);
+}
+
+/* A key that left stays published for --key-retention; its expiry is the
+ * schedule's wall-clock deadline, and the pass at that time drops it. */
+Test(reload, a_retained_key_expires_on_its_deadline)
+{
+    PUT("a.pub", "rsa2048.pub");
+    PUT("b.pub", "ec256.pub");
+    START("--key-retention", "30s", "--state-dir", state, "--key-reload-interval", "60s");
+    drop("b.pub");
+    reload_pass(r, T0 + 1, MS0 + 1000);
+    reload_pass(r, T0 + 2, MS0 + 1000 + RELOAD_REMOVAL_CONFIRM_MS);
+    cr_expect_eq(published(), 2, "retained");
+    cr_expect_eq(wall_at(), T0 + 2 + 30, "seen until its removal was confirmed, at T0 + 2");
+    cr_expect_null(reload_pass(r, T0 + 31, MS0 + 31000));
+    cr_expect_eq(published(), 2);
+    cr_expect_not_null(reload_pass(r, T0 + 32, MS0 + 32000));
+    cr_expect_eq(published(), 1);
+    cr_expect_eq(wall_at(), 0);
+}
+
+/* The state is written when a key comes or goes, and otherwise only every
+ * RELOAD_STATE_REFRESH seconds (to keep last_seen fresh on disk). */
+Test(reload, state_is_saved_on_change_and_every_refresh)
+{
+    PUT("a.pub", "rsa2048.pub");
+    START("--key-retention", "1h", "--state-dir", state, "--key-reload-interval", "60s");
+    cr_expect_eq(stored_last_seen(), T0, "the first pass added the key");
+    reload_pass(r, T0 + 60, MS0 + MIN);
+    cr_expect_eq(stored_last_seen(), T0, "nothing changed: not saved");
+    reload_pass(r, T0 + RELOAD_STATE_REFRESH - 1, MS0 + 2 * MIN);
+    cr_expect_eq(stored_last_seen(), T0);
+    reload_pass(r, T0 + RELOAD_STATE_REFRESH, MS0 + 3 * MIN);
+    cr_expect_eq(stored_last_seen(), T0 + RELOAD_STATE_REFRESH, "refreshed");
+    reload_save_at_exit(r, T0 + RELOAD_STATE_REFRESH + 7);
+    cr_expect_eq(stored_last_seen(), T0 + RELOAD_STATE_REFRESH + 7, "saved at exit");
+}
+
+/* While the signing key is younger than --max-age its maturing is a
+ * deadline (the log says when it becomes safe to sign with). */
+Test(reload, the_signing_key_maturing_is_a_deadline)
+{
+    char signing[PATH_MAX];
+
+    snprintf(signing, sizeof(signing), "%s/rsa2048.pkcs8.key", FIXTURES);
+    PUT("a.pub", "rsa2048.pub");
+    START("--signing-key-file", signing, "--max-age", "600", "--key-reload-interval", "60s");
+    cr_expect_eq(wall_at(), T0 + 600);
+    reload_pass(r, T0 + 599, MS0 + MIN);
+    cr_expect_eq(wall_at(), T0 + 600);
+    reload_pass(r, T0 + 600, MS0 + 2 * MIN);
+    cr_expect_eq(wall_at(), 0, "mature");
+}
+
+Test(reload, nothing_to_publish_refuses_to_start)
+{
+    serve_config(&cfg, "https://a.example", keys, NULL, 0);
+    cr_expect_null(reload_create(&cfg, T0, MS0), "an empty key directory");
+}
+
+/* --- signing ------------------------------------------------------------ */
+
+static struct keyset *ks;
+static struct history *hist;
+
+static void signing_teardown(void)
+{
+    keyset_free(ks);
+    history_free(hist);
+    ks = NULL;
+    hist = NULL;
+    leak_check();
+}
+
+TestSuite(signing, .init = reload_setup, .fini = signing_teardown);
+
+/* The published set fixture, first seen at T0. */
+static void publish_fixture(const char *name)
+{
+    char err[256];
+
+    ks = fixture_keyset1(name);
+    cr_assert_not_null(hist = calloc(1, sizeof(*hist)));
+    cr_assert_geq(history_apply(hist, ks, 0, T0, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(signing, states)
+{
+    char signing_file[PATH_MAX];
+    struct signing s;
+
+    snprintf(signing_file, sizeof(signing_file), "%s/rsa2048.pkcs8.key", FIXTURES);
+    publish_fixture("rsa2048.pub");
+    signing_init(&s, signing_file, 600);
+    cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_YOUNG);
+    cr_expect_eq(s.mature_at, T0 + 600);
+    cr_expect_eq(signing_check(&s, ks, hist, T0 + 600), SIGNING_MATURE);
+    cr_expect_eq(s.mature_at, 0);
+    signing_teardown();
+
+    publish_fixture("ec256.pub");
+    cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_UNPUBLISHED, "the set lacks the signing key");
+    cr_expect_eq(s.mature_at, 0);
+    snprintf(signing_file, sizeof(signing_file), "%s/missing.key", FIXTURES);
+    signing_init(&s, signing_file, 600);
+    cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_UNREADABLE);
+    signing_init(&s, NULL, 600);
+    cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_UNKNOWN, "nothing to watch");
+}

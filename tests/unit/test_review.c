@@ -1,0 +1,236 @@
+/*
+ * Unit tests for jose/review: the one review policy of the TokenReview
+ * endpoint and the verify command — which audiences a review asks for,
+ * which issuers it accepts, what the config's token flags change, and the
+ * cache in front of the signature check.
+ */
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#include "test_support.h"
+
+#include "config/config.h"
+#include "jose/jws.h"
+#include "jose/verifier.h"
+#include "jose/review.h"
+#include "jose/token_mint.h"
+#include "util/b64url.h"
+
+#define ISS "https://issuer.example"
+#define NOW 1700000000L
+
+static struct keyset *ks;
+static struct verifier *ver;
+static EVP_PKEY *rsa;
+static struct config cfg;
+static struct review rv;
+static struct review_result res;
+
+static void setup(void)
+{
+    char path[PATH_MAX], err[512] = "";
+
+    ks = fixture_keyset1("rsa2048.pub");
+    cr_assert_not_null(ver = verifier_new(ks));
+    snprintf(path, sizeof(path), "%s/rsa2048.pkcs8.key", FIXTURES);
+    rsa = token_mint_load_key(path, err, sizeof(err));
+    cr_assert_not_null(rsa, "%s", err);
+}
+
+static void teardown(void)
+{
+    review_result_clear(&res);
+    review_clear(&rv);
+    config_free(&cfg);
+    verifier_free(ver);
+    keyset_free(ks);
+    EVP_PKEY_free(rsa);
+    leak_check();
+}
+
+TestSuite(review, .init = setup, .fini = teardown);
+
+/* cfg from `serve` with an issuer, a key and the given extra flags, and rv
+ * set up from it with a cache of cache_size. */
+static void configure(size_t cache_size, const char *const *extra, size_t nextra)
+{
+    serve_config(&cfg, ISS, "/k.pub", extra, nextra);
+    cr_assert_eq(review_init(&rv, &cfg, NULL, cache_size), 0);
+}
+
+/* A bound token for the naud audiences aud, issued by iss at NOW. */
+static char *mint(const char *iss, char *const *aud, size_t naud)
+{
+    struct token_claims c = {.issuer = iss,
+                             .audiences = aud,
+                             .naudiences = naud,
+                             .namespace_ = "ns",
+                             .service_account = "sa",
+                             .service_account_uid = "su",
+                             .now = NOW,
+                             .duration = 3600};
+    char err[256] = "", *tok = token_mint(rsa, &c, err, sizeof(err));
+
+    cr_assert_not_null(tok, "%s", err);
+    return tok;
+}
+
+/* A legacy (Secret-based) token: no aud, no exp. */
+static char *mint_legacy(void)
+{
+    static const char payload[] =
+        "{\"iss\":\"kubernetes/serviceaccount\",\"kubernetes.io/serviceaccount/namespace\":\"ns\","
+        "\"kubernetes.io/serviceaccount/secret.name\":\"sa-token-abcde\","
+        "\"kubernetes.io/serviceaccount/service-account.name\":\"sa\","
+        "\"kubernetes.io/serviceaccount/service-account.uid\":\"su\",\"sub\":\"system:serviceaccount:ns:sa\"}";
+    char hdr[64 + KEY_KID_MAX], h[128 + 2 * KEY_KID_MAX], p[512], si[2048 + 2 * KEY_KID_MAX], s[1024], *tok;
+    size_t siglen;
+    unsigned char *sig;
+
+    snprintf(hdr, sizeof(hdr), "{\"alg\":\"RS256\",\"kid\":\"%s\"}", ks->keys[0].kid);
+    b64url_encode((const unsigned char *)hdr, strlen(hdr), h);
+    b64url_encode((const unsigned char *)payload, strlen(payload), p);
+    snprintf(si, sizeof(si), "%s.%s", h, p);
+    sig = jws_sign(jws_alg_find("RS256"), rsa, si, strlen(si), &siglen);
+    cr_assert_not_null(sig);
+    b64url_encode(sig, siglen, s);
+    free(sig);
+    cr_assert_geq(asprintf(&tok, "%s.%s", si, s), 0);
+    return tok;
+}
+
+/* Reviews tok (freed) for the audiences and expects error e. */
+static void expect(char *tok, char *const *aud, size_t naud, enum token_error e)
+{
+    review_result_clear(&res);
+    int rc = review_token(&rv, ver, tok, strlen(tok), aud, naud, NOW, &res);
+    cr_expect_eq(res.token.error, e, "want %s, got %s (%s)", token_error_name(e), token_error_name(res.token.error),
+                 res.token.message);
+    cr_expect_eq(rc, e == TOKEN_OK ? 0 : -1);
+    cr_expect_eq(res.user != NULL, e == TOKEN_OK);
+    free(tok);
+}
+
+/* A review that names audiences asks for those; one that names none asks
+ * for the API audiences, which default to the issuers (kube-apiserver). */
+Test(review, audiences_asked_for)
+{
+    char *vault[] = {"vault"}, *other[] = {"other"}, *iss[] = {ISS}, *both[] = {"other", "vault"};
+
+    configure(0, NULL, 0);
+    expect(mint(ISS, vault, 1), vault, 1, TOKEN_OK);
+    expect(mint(ISS, vault, 1), other, 1, TOKEN_ERR_AUDIENCE);
+    expect(mint(ISS, vault, 1), both, 2, TOKEN_OK);
+    expect(mint(ISS, vault, 1), NULL, 0, TOKEN_ERR_AUDIENCE);
+    expect(mint(ISS, iss, 1), NULL, 0, TOKEN_OK);
+    cr_assert_eq(res.user->naudiences, 1);
+    cr_expect_str_eq(res.user->audiences[0], ISS);
+}
+
+Test(review, api_audiences_replace_the_issuers)
+{
+    static const char *const flags[] = {"--api-audiences", "vault,api"};
+    char *vault[] = {"vault"}, *iss[] = {ISS}, *other[] = {"other"};
+
+    configure(0, flags, COUNT(flags));
+    expect(mint(ISS, vault, 1), NULL, 0, TOKEN_OK);
+    expect(mint(ISS, iss, 1), NULL, 0, TOKEN_ERR_AUDIENCE);
+    expect(mint(ISS, other, 1), other, 1, TOKEN_OK); /* asked for: the API audiences do not matter */
+}
+
+Test(review, issuers_come_from_the_config)
+{
+    static const char *const flags[] = {"--service-account-issuer", "https://second.example"};
+    char *vault[] = {"vault"};
+
+    configure(0, flags, COUNT(flags));
+    expect(mint("https://second.example", vault, 1), vault, 1, TOKEN_OK);
+    expect(mint("https://third.example", vault, 1), vault, 1, TOKEN_ERR_ISSUER);
+}
+
+/* verify --discovery-url without --service-account-issuer: the issuer the
+ * discovery document named is the one accepted, and the API audience. */
+Test(review, discovered_issuer_when_the_config_names_none)
+{
+    char *argv[] = {"oidc-discovery", "verify", "--token-file", "-", "--discovery-url", "https://d.example"};
+    char err[CONFIG_ERR_MAX], *discovered = "https://d.example", *vault[] = {"vault"}, *d[] = {"https://d.example"};
+    enum config_command cmd;
+
+    cr_assert_eq(config_parse(COUNT(argv), argv, &cmd, &cfg, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(cfg.issuers.count, 0);
+    cr_assert_eq(review_init(&rv, &cfg, &discovered, 0), 0);
+    expect(mint("https://d.example", d, 1), NULL, 0, TOKEN_OK);
+    expect(mint("https://d.example", vault, 1), NULL, 0, TOKEN_ERR_AUDIENCE);
+    expect(mint(ISS, d, 1), NULL, 0, TOKEN_ERR_ISSUER);
+}
+
+Test(review, token_flags_apply)
+{
+    static const char *const small[] = {"--max-token-size", "256"};
+    char *iss[] = {ISS};
+
+    configure(0, small, COUNT(small));
+    expect(mint(ISS, iss, 1), NULL, 0, TOKEN_ERR_TOO_LARGE);
+}
+
+/* A legacy token carries no aud: it is refused unless
+ * --accept-legacy-tokens, and then taken to carry the API audiences. */
+Test(review, legacy_tokens_follow_the_flag)
+{
+    static const char *const legacy[] = {"--accept-legacy-tokens", "--api-audiences", "api"};
+    char *api[] = {"api"}, *vault[] = {"vault"};
+
+    configure(0, NULL, 0);
+    expect(mint_legacy(), NULL, 0, TOKEN_ERR_LEGACY);
+    review_clear(&rv);
+    config_free(&cfg);
+    configure(0, legacy, COUNT(legacy));
+    expect(mint_legacy(), NULL, 0, TOKEN_OK);
+    expect(mint_legacy(), api, 1, TOKEN_OK);
+    expect(mint_legacy(), vault, 1, TOKEN_ERR_AUDIENCE);
+}
+
+/* The second review of a token for the same audiences is the cache's; for
+ * other audiences or another key set it is verified again. */
+Test(review, cache_answers_repeats)
+{
+    char *vault[] = {"vault"}, *both[] = {"vault", "x"}, *tok = mint(ISS, vault, 1);
+    struct keyset *other_keys = fixture_keyset1("rsa2048.pub");
+    struct verifier *other = verifier_new(other_keys);
+
+    configure(8, NULL, 0);
+    cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), vault, 1, NOW, &res), 0, "%s", res.token.message);
+    cr_expect_eq(res.cached, 0);
+    review_result_clear(&res);
+    cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), vault, 1, NOW, &res), 0);
+    cr_expect_eq(res.cached, 1);
+    cr_expect_str_eq(res.user->username, "system:serviceaccount:ns:sa");
+    review_result_clear(&res);
+    cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), both, 2, NOW, &res), 0);
+    cr_expect_eq(res.cached, 0, "other audiences are another review");
+    review_result_clear(&res);
+    cr_assert_eq(review_token(&rv, other, tok, strlen(tok), vault, 1, NOW, &res), 0);
+    cr_expect_eq(res.cached, 0, "a new key set empties the cache");
+    review_result_clear(&res);
+    /* a token the cache knows is still refused once expired */
+    cr_assert_eq(review_token(&rv, other, tok, strlen(tok), vault, 1, NOW + 7200, &res), -1);
+    cr_expect_eq(res.token.error, TOKEN_ERR_EXPIRED);
+    verifier_free(other);
+    keyset_free(other_keys);
+    free(tok);
+}
+
+Test(review, no_cache_verifies_every_time)
+{
+    char *vault[] = {"vault"}, *tok = mint(ISS, vault, 1);
+
+    configure(0, NULL, 0);
+    cr_assert_null(rv.cache);
+    for (int i = 0; i < 2; i++) {
+        review_result_clear(&res);
+        cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), vault, 1, NOW, &res), 0);
+        cr_expect_eq(res.cached, 0);
+    }
+    free(tok);
+}
