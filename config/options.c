@@ -64,8 +64,8 @@ const struct config_option config_options[] = {
     /* Published documents */
     {.name = "service-account-issuer", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
-     .required = FOR_SERVE | FOR_EXPORT | FOR_PUBLISH, .why_required = " (at least one)", .dev_text = "http:// and the first --listen address", SCALAR(issuers),
-     .group = CONFIG_GROUP_DOCUMENTS,
+     .required = FOR_SERVE | FOR_EXPORT | FOR_PUBLISH, .why_required = " (at least one)",
+     .dev_text = "http:// and the first --listen address", SCALAR(issuers), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Issuer, https: the iss of the tokens; repeatable, the first is published"},
     {.name = "service-account-jwks-uri", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS, .def_text = "ISSUER/openid/v1/jwks",
@@ -278,12 +278,13 @@ const struct config_option config_options[] = {
 
     /* Publishing to object storage (push/) */
     {.name = "publish-to", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
-     .check = config_check_bucket_url, .commands = CONFIG_FOR_SERVING, SCALAR(publish_to), .group = CONFIG_GROUP_PUBLISH,
+     .check = config_check_bucket_url, .commands = CONFIG_FOR_SERVING, SCALAR(publish_to),
+     .group = CONFIG_GROUP_PUBLISH,
      .help = "Also push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX whenever they "
              "change, and repair them there; keys shows what the bucket holds; repeatable"},
     {.name = "to", .arg = "URL", .kind = CONFIG_KIND_LIST, .check = config_check_bucket_url, .commands = FOR_PUBLISH,
      .required = FOR_PUBLISH, .why_required = " (s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX)",
-     SCALAR(push_to), .group = CONFIG_GROUP_PUBLISH,
+     SCALAR(push_to), .group = CONFIG_GROUP_PUBLISH, .also = "publish-to",
      .help = "Push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX; repeatable"},
     {.name = "s3-region", .arg = "REGION", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .check = config_check_region, .commands = FOR_PUSHING, .def = "us-east-1", SCALAR(s3_region),
