@@ -13,6 +13,7 @@
 #include "publish/publish.h"
 #include "push/sync.h"
 #include "push/target.h"
+#include "util/clock.h"
 
 /* How much of a key's source the table quotes. */
 #define KEYS_SOURCE_SHOWN 1024
@@ -87,7 +88,7 @@ static struct keys_published *keys_read_published(const struct config *cfg, cons
     struct keys_published *p = cfg->publish_to.count ? calloc(cfg->publish_to.count, sizeof(*p)) : NULL;
     struct push_docs docs;
 
-    push_docs_init(&docs, snap);
+    push_docs_init(&docs, snap, clock_wall_ms());
     for (size_t i = 0; p != NULL && i < cfg->publish_to.count; i++) {
         struct push_target t;
         p[i].url = cfg->publish_to.items[i];
@@ -117,14 +118,14 @@ static void keys_seen_text(const struct push_inspection *s, char *out, size_t le
         snprintf(out, len, "%s", push_seen_name(s->seen));
 }
 
-/* The generation metadata as a time, RFC 3339, or "-". */
+/* The generation metadata (Unix milliseconds) as a time, RFC 3339, or "-". */
 static void keys_generation_time(const char *gen, char *out, size_t len)
 {
     char *end;
     long long t = gen[0] ? strtoll(gen, &end, 10) : 0;
 
     if (gen[0] && *end == '\0' && t > 0)
-        keys_time((time_t)t, out, len);
+        keys_time((time_t)(t / 1000), out, len);
     else
         snprintf(out, len, "-");
 }

@@ -10,6 +10,7 @@
 #include "push/plan.h"
 #include "push/sync.h"
 #include "push/target.h"
+#include "util/clock.h"
 
 /* Tries per target before giving up, with push_backoff_ms between them. */
 #define PUBLISH_TRIES 3
@@ -70,7 +71,7 @@ int publish_command(const struct config *cfg)
         fprintf(stderr, "oidc-discovery publish: %s\n", err);
         return rc;
     }
-    push_docs_init(&docs, snap);
+    push_docs_init(&docs, snap, clock_wall_ms());
     for (size_t i = 0; i < cfg->push_to.count; i++) {
         struct push_target t;
         if (push_target_open(cfg, cfg->push_to.items[i], NULL, &t, err, sizeof(err)) != 0) {

@@ -22,9 +22,9 @@ static int push_parse_generation(const char *s, unsigned long long *out)
     return 0;
 }
 
-void push_generation(time_t loaded_at, char out[PUSH_GEN_MAX])
+void push_generation(int64_t gen_ms, char out[PUSH_GEN_MAX])
 {
-    snprintf(out, PUSH_GEN_MAX, "%lld", (long long)loaded_at);
+    snprintf(out, PUSH_GEN_MAX, "%lld", (long long)gen_ms);
 }
 
 void push_sha256_hex(const void *body, size_t len, char out[PUSH_SHA_HEX])

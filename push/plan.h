@@ -10,10 +10,12 @@
  *     (struct push_schedule).
  *
  * "Newer" (docs/bucket-publishing.md): every object pushed carries two
- * metadata values, the generation (the Unix second at which the pushing
- * process loaded the key set: its snapshot's loaded_at) and the SHA-256 of
- * the object's own bytes. A set loaded later is newer; within one second
- * the larger SHA-256 (as lowercase hex) wins, an arbitrary but shared rule.
+ * metadata values, the generation (the wall-clock millisecond at which the
+ * pushing process got the key set, made to grow with every new set within
+ * one process, so that a process never yields to its own earlier push) and
+ * the SHA-256 of the object's own bytes. A set got later is newer; within
+ * one millisecond the larger SHA-256 (as lowercase hex) wins, an arbitrary
+ * but shared rule.
  * An object whose bytes do not match its SHA-256 was changed by someone
  * else (an upload by hand, a copy that kept the metadata): its generation
  * is not believed, and it is repaired.
@@ -25,7 +27,7 @@
 #include <stdint.h>
 #include <time.h>
 
-/* Room for a generation ("1767225600") and a hex SHA-256. */
+/* Room for a generation ("1767225600000") and a hex SHA-256. */
 #define PUSH_GEN_MAX 24
 #define PUSH_SHA_HEX 65
 
@@ -66,8 +68,8 @@ enum push_verdict push_decide(const struct push_remote *r, const struct push_loc
  * newer than the local one (see above); 0 otherwise. */
 int push_newer(const struct push_remote *r, const struct push_local *l);
 
-/* The generation of a key set loaded at loaded_at, into out. */
-void push_generation(time_t loaded_at, char out[PUSH_GEN_MAX]);
+/* The generation of a key set got at gen_ms (Unix milliseconds), into out. */
+void push_generation(int64_t gen_ms, char out[PUSH_GEN_MAX]);
 
 /* The lowercase hex SHA-256 of body, into out. */
 void push_sha256_hex(const void *body, size_t len, char out[PUSH_SHA_HEX]);

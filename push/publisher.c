@@ -34,12 +34,27 @@ struct push_publisher {
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* on CLOCK_MONOTONIC: an offer or the stop */
     struct snapshot *pending; /* offered, not taken yet (mu) */
+    int64_t pending_gen;      /* its generation (mu) */
+    int64_t last_gen;         /* the last generation given (mu): each new one is larger */
     struct snapshot *current; /* the thread's */
-    atomic_int stop;          /* also cancels a transfer under way */
-    unsigned seed;            /* for the jitter */
+    int64_t current_gen;
+    atomic_int stop; /* also cancels a transfer under way */
+    unsigned seed;   /* for the jitter */
     pthread_t thread;
     int started;
 };
+
+/* The generation of a key set got now (mu held): the wall clock's
+ * millisecond, or one more than the last one given when the clock has not
+ * moved on (or went back), so that a newer set from this process is
+ * always newer. */
+static int64_t push_publisher_generation(struct push_publisher *p)
+{
+    int64_t now = clock_wall_ms();
+
+    p->last_gen = now > p->last_gen ? now : p->last_gen + 1;
+    return p->last_gen;
+}
 
 void push_publisher_offer(struct push_publisher *p, struct snapshot *s)
 {
@@ -51,6 +66,7 @@ void push_publisher_offer(struct push_publisher *p, struct snapshot *s)
     pthread_mutex_lock(&p->mu);
     dropped = p->pending;
     p->pending = s;
+    p->pending_gen = push_publisher_generation(p);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     snapshot_release(dropped);
@@ -93,7 +109,7 @@ static void push_attempt(struct push_publisher *p, struct push_slot *slot)
     int settled = slot->schedule.settled;
     int64_t now_ms, before;
 
-    push_docs_init(&docs, p->current);
+    push_docs_init(&docs, p->current, p->current_gen);
     push_sync(slot->target.ops, slot->target.store, &docs, &rep);
     if (atomic_load(&p->stop))
         return; /* cancelled: nothing to record */
@@ -115,6 +131,7 @@ static void push_take_offer(struct push_publisher *p)
         return;
     snapshot_release(p->current);
     p->current = p->pending;
+    p->current_gen = p->pending_gen;
     p->pending = NULL;
     for (size_t i = 0; i < p->nslots; i++)
         push_schedule_snapshot(&p->slots[i].schedule, clock_now_ms());
@@ -214,6 +231,7 @@ struct push_publisher *push_publisher_start(const struct config *cfg, struct sna
     p->cfg = cfg;
     p->seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     p->current = snapshot_ref(first);
+    p->current_gen = push_publisher_generation(p);
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);

@@ -48,9 +48,9 @@ struct push_report {
     char err[768];                        /* when failed */
 };
 
-/* The documents of s with its headers, generation and hashes; d points
- * into s, which must outlive it. */
-void push_docs_init(struct push_docs *d, const struct snapshot *s);
+/* The documents of s with its headers, hashes and the generation gen_ms
+ * (plan.h); d points into s, which must outlive it. */
+void push_docs_init(struct push_docs *d, const struct snapshot *s, int64_t gen_ms);
 
 /* A write that meets a change between its read and its write is read
  * and decided on again, this many times in all. */

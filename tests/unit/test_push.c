@@ -97,8 +97,8 @@ Test(plan, generation_and_sha)
 {
     char gen[PUSH_GEN_MAX], sha[PUSH_SHA_HEX];
 
-    push_generation(1767225600, gen);
-    cr_assert_str_eq(gen, "1767225600");
+    push_generation(1767225600123, gen);
+    cr_assert_str_eq(gen, "1767225600123");
     push_sha256_hex("abc", 3, sha);
     cr_assert_str_eq(sha, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
