@@ -136,7 +136,8 @@ int push_s3_open(const struct config *cfg, const struct config_bucket_url *u, co
                                  .allow_http = 1,
                                  .cancel = cancel,
                                  .meta_prefix = "x-amz-meta-oidc-",
-                                 .hint403 = PUSH_S3_HINT403};
+                                 .hint403 = PUSH_S3_HINT403,
+                                 .denied_means_missing = "AccessDenied"};
     s->sigv4 = (struct http_sigv4){.region = strdup(cfg->s3_region),
                                    .service = "s3",
                                    .access_key_id = push_env("AWS_ACCESS_KEY_ID"),

@@ -93,9 +93,16 @@ enum push_io push_http_send(const struct http_request *req, struct http_response
 enum push_io push_http_read(const struct push_http *h, const struct http_request *req, struct http_response *res,
                             struct push_object *out, char *err, size_t errlen)
 {
+    char code[PUSH_CODE_MAX + 4];
+
     memset(out, 0, sizeof(*out));
     if (res->status == 404)
         return PUSH_IO_OK;
+    if (res->status == 403 && h->denied_means_missing != NULL) {
+        push_error_code(res, code, sizeof(code));
+        if (strcmp(code, h->denied_means_missing) == 0)
+            return PUSH_IO_OK;
+    }
     if (res->status != 200)
         return push_http_fail(h, req, res, err, errlen);
     out->exists = 1;

@@ -20,6 +20,13 @@ struct push_http {
     const atomic_int *cancel; /* ends a transfer at once when the publisher stops */
     const char *meta_prefix;  /* "x-amz-meta-oidc-" or "x-ms-meta-oidc_" */
     const char *hint403;      /* what to check when the store answers 403 */
+    /* A GET refused with this error code is taken as "no such object":
+     * S3 answers AccessDenied rather than 404 for a missing key to whoever
+     * may not s3:ListBucket, and the publisher needs only GetObject and
+     * PutObject. The write that follows is conditional (If-None-Match: *)
+     * and read back, so an object that exists but cannot be read still
+     * fails, with the store's own refusal. NULL: none. */
+    const char *denied_means_missing;
 };
 
 /* base + key (+ "?" + query when not NULL), malloc'ed; NULL when out of memory. */

@@ -57,8 +57,12 @@ class S3Standin:
     x-amz-meta- -> value), etag, last_modified. log: (method, path,
     status) of every request, in order."""
 
-    def __init__(self, access_key, secret_key, region="us-east-1", token=None, buckets=("oidc",), port=0):
+    def __init__(self, access_key, secret_key, region="us-east-1", token=None, buckets=("oidc",), port=0,
+                 list_bucket=True):
         self.credentials = {access_key: secret_key}
+        # without s3:ListBucket, S3 answers a GET of a missing key with 403
+        # AccessDenied rather than 404 NoSuchKey
+        self.list_bucket = list_bucket
         self.region = region
         self.token = token
         self.buckets = set(buckets)
@@ -209,6 +213,8 @@ class Request(http.server.BaseHTTPRequestHandler):
 
     def get_object(self, bucket, key):
         o = self.standin.get(bucket, key)
+        if o is None and not self.standin.list_bucket:
+            return self.refuse(403, "AccessDenied", "Access Denied")
         if o is None:
             return self.refuse(404, "NoSuchKey", "The specified key does not exist.")
         headers = {"ETag": o["etag"], "Content-Type": o["content_type"], "Last-Modified": o["last_modified"]}

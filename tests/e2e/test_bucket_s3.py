@@ -148,6 +148,19 @@ class BucketS3(H.ServerTestCase):
         self.assertEqual(rc, 1)
         self.assertIn("HTTP 403 Forbidden (InvalidToken)", err)
 
+    def test_publisher_needs_only_get_and_put(self):
+        """Without s3:ListBucket a missing object is a 403 AccessDenied, not a
+        404: it is created all the same, and a drift check recreates it."""
+        self.s3.list_bucket = False
+        rc, out, err = self.publish([self.rsa.pub])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("openid/v1/jwks: written (missing)", out)
+        self.assertEqual(len(self.s3.refusals(403)), 2, "one refused GET per object, no other refusal")
+        self.s3.delete(BUCKET, PREFIX + DISCOVERY)
+        rc, out, err = self.publish([self.rsa.pub])
+        self.assertEqual(rc, 0, err)
+        self.assertIn(".well-known/openid-configuration: written (missing)", out)
+
     def test_serve_pushes_what_it_serves_with_other_headers(self):
         srv = self.serve([self.rsa.pub], ["--jwks-content-type", "application/json", "--max-age", "600"])
         self.wait_for_bucket(srv, "serve's documents")
