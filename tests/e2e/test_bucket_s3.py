@@ -139,9 +139,24 @@ class BucketS3(H.ServerTestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("s3://oidc/cluster-1 openid/v1/jwks: unchanged", out)
         self.assertEqual(len(self.s3.writes()), writes)
+        # keys reads what the bucket holds, and says what differs
+        self.s3.put(BUCKET, PREFIX + JWKS, b'{"keys":[]}', "application/json", "public, max-age=3600",
+                    jwks["meta"])
+        self.s3.delete(BUCKET, PREFIX + DISCOVERY)
+        rc, out, err = self.keys_cmd([self.rsa.pub, self.ec.priv], "--output", "json")
+        self.assertEqual(rc, 0, err)
+        published = json.loads(out)["published"]
+        self.assertEqual([(p["target"], p["object"], p["state"], p["why"]) for p in published],
+                         [("s3://oidc/cluster-1", "openid/v1/jwks", "differs", "changed outside oidc-discovery"),
+                          ("s3://oidc/cluster-1", ".well-known/openid-configuration", "missing", None)])
+        self.assertEqual(len(self.s3.writes()), writes, "keys writes nothing")
         # a session token travels signed
         self.s3.token = "session-token-1"
         rc, out, err = self.publish([self.rsa.pub], env=dict(CREDENTIALS, AWS_SESSION_TOKEN="session-token-1"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("openid/v1/jwks: written (changed outside oidc-discovery)", out)
+        rc, out, err = self.publish([self.rsa.pub, self.ec.priv],
+                                    env=dict(CREDENTIALS, AWS_SESSION_TOKEN="session-token-1"))
         self.assertEqual(rc, 0, err)
         self.assertIn("openid/v1/jwks: written (older)", out)
         rc, out, err = self.publish([self.rsa.pub], env=dict(CREDENTIALS, AWS_SESSION_TOKEN="other"))
@@ -264,12 +279,6 @@ class BucketS3(H.ServerTestCase):
         self.s3.put(BUCKET, PREFIX + JWKS, b'{"keys":[]}', "application/json", good[PREFIX + JWKS]["cache_control"],
                     good[PREFIX + JWKS]["meta"])
         self.s3.delete(BUCKET, PREFIX + DISCOVERY)
-        rc, out, err = self.keys_cmd([self.rsa.pub], "--output", "json")
-        self.assertEqual(rc, 0, err)
-        published = json.loads(out)["published"]
-        self.assertEqual([(p["object"], p["state"], p["why"]) for p in published],
-                         [("openid/v1/jwks", "differs", "changed outside oidc-discovery"),
-                          (".well-known/openid-configuration", "missing", None)])
         self.wait_for_bucket(srv, "the repaired documents")
         self.assert_same_as_serve(srv)
         log = srv.stderr()
