@@ -375,8 +375,8 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                             "Push the documents serve would serve to object storage once (S3, GCS, Azure Blob), with "
                             "serve's headers, checked by reading them back",
                             NULL,
-                            {CONFIG_GROUP_PUBLISH, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION,
-                             CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
+                            {CONFIG_GROUP_PUBLISH, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
+                             CONFIG_GROUP_COUNT}},
 };
 
 const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
