@@ -108,6 +108,12 @@ class BucketS3(H.ServerTestCase):
             self.assertEqual(o["content_type"], one(h, "content-type"), key)
             self.assertEqual(o["cache_control"], one(h, "cache-control"), key)
 
+    def wait_for_push(self, srv):
+        """Waits until srv has recorded a push that wrote: from then on,
+        what it writes is a repair."""
+        H.scrape_until(srv.admin_port, lambda s: (H.metric(s, "oidc_publish_attempts_total", target="s3://oidc/"
+                                                           "cluster-1", result="written") or 0) >= 1, WAIT)
+
     def wait_for_bucket(self, srv, what):
         ok = H.wait_until(lambda: all(self.body(k) == srv.get(p)[2] for k, p in OBJECTS.items()), WAIT)
         self.assertTrue(ok, "the bucket does not hold %s; log:\n%s" % (what, srv.stderr()))
@@ -274,6 +280,7 @@ class BucketS3(H.ServerTestCase):
     def test_hand_edits_and_deletions_are_repaired(self):
         srv = self.serve([self.rsa.pub])
         self.wait_for_bucket(srv, "serve's documents")
+        self.wait_for_push(srv)
         good = {k: self.s3.get(BUCKET, k) for k in OBJECTS}
         # an upload by hand that kept our metadata, and a lifecycle rule's deletion
         self.s3.put(BUCKET, PREFIX + JWKS, b'{"keys":[]}', "application/json", good[PREFIX + JWKS]["cache_control"],
