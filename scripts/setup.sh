@@ -30,7 +30,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The node test dependencies, pinned by package-lock.json.
-if [ -f tests/node/package-lock.json ] && [ ! -d tests/node/node_modules ]; then
+# The node test dependencies, pinned by package-lock.json; again when the
+# lock changed since the last install (npm records it in node_modules).
+if [ -f tests/node/package-lock.json ] && { [ ! -f tests/node/node_modules/.package-lock.json ] ||
+        [ tests/node/package-lock.json -nt tests/node/node_modules/.package-lock.json ]; }; then
     (cd tests/node && npm ci --silent --no-audit --no-fund)
 fi
