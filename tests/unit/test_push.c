@@ -288,6 +288,13 @@ static void docs_of(struct push_docs *d, const char *jwks, const char *discovery
 
 #define DISC "{\"issuer\":\"https://x\"}"
 
+/* Pushes key set A (generation 100) to s. */
+static void push_set_a(struct fake_store *s, struct push_docs *d, struct push_report *rep)
+{
+    docs_of(d, JWKS_A, DISC, "100");
+    push_sync(&fake_ops, s, d, rep);
+}
+
 static void log_is(const struct fake_store *s, size_t n, const char *const *want)
 {
     for (size_t i = 0; i < n && i < s->nlog; i++)
@@ -309,8 +316,7 @@ Test(sync, empty_store_jwks_first_created_only_if_absent_and_read_back)
         "GET .well-known/openid-configuration",
     };
 
-    docs_of(&d, JWKS_A, DISC, "100");
-    push_sync(&fake_ops, &s, &d, &rep);
+    push_set_a(&s, &d, &rep);
     cr_assert_eq(rep.outcome, PUSH_OK, "%s", rep.err);
     cr_assert_eq(rep.written, 2);
     cr_assert_eq(rep.actions[0], PUSH_ACT_WRITTEN);
@@ -339,8 +345,7 @@ Test(sync, discovery_waits_for_the_jwks)
     struct push_docs d;
     struct push_report rep;
 
-    docs_of(&d, JWKS_A, DISC, "100");
-    push_sync(&fake_ops, &s, &d, &rep);
+    push_set_a(&s, &d, &rep);
     cr_assert_eq(rep.outcome, PUSH_FAILED);
     cr_assert_str_eq(rep.err, "PUT openid/v1/jwks: HTTP 500");
     cr_assert_eq(rep.actions[1], PUSH_ACT_NONE);
@@ -357,8 +362,7 @@ Test(sync, hand_edit_replaced_under_if_match)
     struct push_report rep;
     const struct push_local edit = {"{\"keys\":[]}", 11, "text/plain", "", NULL, NULL};
 
-    docs_of(&d, JWKS_A, DISC, "100");
-    push_sync(&fake_ops, &s, &d, &rep);
+    push_set_a(&s, &d, &rep);
     fake_store_put(&s, "openid/v1/jwks", &edit);
     s.nlog = 0;
     push_sync(&fake_ops, &s, &d, &rep);
@@ -377,8 +381,7 @@ Test(sync, conflicts_are_read_again)
     struct push_docs d;
     struct push_report rep;
 
-    docs_of(&d, JWKS_A, DISC, "100");
-    push_sync(&fake_ops, &s, &d, &rep);
+    push_set_a(&s, &d, &rep);
     cr_assert_eq(rep.outcome, PUSH_OK, "%s", rep.err);
     cr_assert_str_eq(s.log[2], "GET openid/v1/jwks", "read again after the 412");
     cr_assert_str_eq(s.log[5], "PUT openid/v1/jwks if-none-match", "the third try");
@@ -450,8 +453,7 @@ Test(sync, read_back_compares_bytes)
     struct push_docs d;
     struct push_report rep;
 
-    docs_of(&d, JWKS_A, DISC, "100");
-    push_sync(&fake_ops, &s, &d, &rep);
+    push_set_a(&s, &d, &rep);
     cr_assert_eq(rep.outcome, PUSH_FAILED);
     cr_assert_str_eq(rep.err, "openid/v1/jwks: read back after writing, its bytes differ (another writer, or a store "
                               "that changes objects?)");
