@@ -26,6 +26,7 @@ import unittest
 import urllib.parse
 
 import oidc_harness as H
+H.ensure_system_modules("prometheus_client")
 from oidc_harness import DISCOVERY, JWKS, one
 
 ACCOUNT = "devstoreaccount1"

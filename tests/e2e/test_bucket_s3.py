@@ -23,8 +23,9 @@ import time
 import unittest
 
 import oidc_harness as H
-from oidc_harness import DISCOVERY, JWKS, one
-from s3_standin import S3Standin
+H.ensure_system_modules("botocore", "prometheus_client")
+from oidc_harness import DISCOVERY, JWKS, one  # noqa: E402
+from s3_standin import S3Standin  # noqa: E402
 
 ISSUER = "https://oidc.example.com/cluster-1"
 BUCKET = "oidc"
