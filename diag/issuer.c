@@ -71,14 +71,15 @@ int issuer_url_split(const char *url, struct issuer_url *u)
     return 0;
 }
 
+/* (A part that is absent has s NULL and len 0.) */
 static int same(struct issuer_part a, struct issuer_part b)
 {
-    return a.len == b.len && memcmp(a.s, b.s, a.len) == 0;
+    return a.len == b.len && (a.len == 0 || memcmp(a.s, b.s, a.len) == 0);
 }
 
 static int same_ignoring_case(struct issuer_part a, struct issuer_part b)
 {
-    return a.len == b.len && strncasecmp(a.s, b.s, a.len) == 0;
+    return a.len == b.len && (a.len == 0 || strncasecmp(a.s, b.s, a.len) == 0);
 }
 
 /* a without its trailing slashes. */
