@@ -250,7 +250,7 @@ const struct config_option config_options[] = {
      .help = "Issuer: token's iss claim (https), or the issuer doctor checks"},
     {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN | FOR_DOCTOR,
      .def_text = "token: the issuer; doctor: none", SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
-     .help = "token's aud claim, or for doctor an audience the --token-file token must hold; repeatable"},
+     .help = "Token's aud claim; for doctor, an audience the --token-file token must hold; repeatable"},
     {.name = "namespace", .arg = "NS", .kind = CONFIG_KIND_STRING, .check = config_check_dns_name_row,
      .commands = FOR_TOKEN, .def = "default", SCALAR(mint_namespace), .group = CONFIG_GROUP_TOKEN,
      .help = "Namespace, a DNS-1123 name"},

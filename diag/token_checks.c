@@ -236,29 +236,39 @@ static int date_of(const struct json_value *payload, const char *name, time_t *t
     return 1;
 }
 
-/* "token.lifetime": exp, nbf and iat against now, with the leeway. */
+/* "token.lifetime": exp, nbf and iat against now, with the leeway; a
+ * token past its exp but inside the leeway is about to be refused. */
 static void check_times(struct diag_report *r, const struct json_value *payload, const struct diag_token_input *in)
 {
     time_t exp = 0, nbf = 0, iat = 0;
     int has_exp = date_of(payload, "exp", &exp), has_nbf = date_of(payload, "nbf", &nbf);
     int has_iat = date_of(payload, "iat", &iat);
     long lw = (long)in->leeway;
+    enum diag_status status = DIAG_FAIL;
     struct diag_check *c;
 
-    if (has_exp < 0 || has_nbf < 0 || has_iat < 0 || has_exp == 0)
-        c = diag_add(r, DIAG_FAIL, "token.lifetime", "%s",
+    if (has_exp < 0 || has_nbf < 0 || has_iat < 0 || has_exp == 0) {
+        c = diag_add(r, status, "token.lifetime", "%s",
                      has_exp == 0 ? "the token has no exp: it never expires" : "exp, nbf or iat is not a number");
-    else if (exp + lw <= in->now)
-        c = diag_add(r, DIAG_FAIL, "token.lifetime", "the token expired %lld s ago", (long long)(in->now - exp));
-    else if (has_nbf && nbf - lw > in->now)
-        c = diag_add(r, DIAG_FAIL, "token.lifetime", "the token is not valid for another %lld s (nbf)",
+    } else if (exp + lw <= in->now) {
+        c = diag_add(r, status, "token.lifetime", "the token expired %lld s ago", (long long)(in->now - exp));
+    } else if (has_nbf && nbf - lw > in->now) {
+        c = diag_add(r, status, "token.lifetime", "the token is not valid for another %lld s (nbf)",
                      (long long)(nbf - in->now));
-    else if (has_iat && iat - lw > in->now)
-        c = diag_add(r, DIAG_FAIL, "token.lifetime", "the token is issued %lld s in the future (iat): clocks differ",
+    } else if (has_iat && iat - lw > in->now) {
+        c = diag_add(r, status, "token.lifetime", "the token is issued %lld s in the future (iat): clocks differ",
                      (long long)(iat - in->now));
-    else {
-        diag_add(r, DIAG_PASS, "token.lifetime", "valid for another %lld s%s", (long long)(exp - in->now),
-                 has_iat ? "" : " (no iat)");
+    } else if (exp <= in->now) {
+        status = DIAG_WARN;
+        c = diag_add(r, status, "token.lifetime",
+                     "the token expired %lld s ago, inside the %ld s leeway of kube-apiserver: about to be refused",
+                     (long long)(in->now - exp), lw);
+    } else {
+        if (has_iat)
+            diag_add(r, DIAG_PASS, "token.lifetime", "valid for another %lld s (lifetime %lld s)",
+                     (long long)(exp - in->now), (long long)(exp - iat));
+        else
+            diag_add(r, DIAG_PASS, "token.lifetime", "valid for another %lld s (no iat)", (long long)(exp - in->now));
         return;
     }
     diag_fix(r, c, "use a current projected token (the kubelet renews it), and keep the clocks in sync");
