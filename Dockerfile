@@ -1,7 +1,7 @@
 # oidc-discovery as a container: built on Debian 12, run on debian:12-slim
 # with only the runtime libraries, as an unprivileged user.
 #
-#   docker build -t oidc-discovery .
+#   docker build -t oidc-discovery --build-arg OIDC_BUILD_COMMIT="$(git rev-parse --short=12 HEAD)" .
 #   docker run --rm -p 8080:8080 -v /etc/kubernetes/pki/sa.pub:/keys/sa.pub:ro \
 #     oidc-discovery serve --service-account-issuer https://oidc.example.com \
 #     --service-account-key-file /keys/sa.pub --listen 0.0.0.0:8080 --admin-listen 0.0.0.0:9090
@@ -13,7 +13,10 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DOIDC_TESTS=OFF \
+# .git is not in the context (.dockerignore): --version and oidc_build_info
+# name this commit, e.g. --build-arg OIDC_BUILD_COMMIT=$(git rev-parse --short=12 HEAD).
+ARG OIDC_BUILD_COMMIT=
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DOIDC_TESTS=OFF -DOIDC_BUILD_COMMIT="${OIDC_BUILD_COMMIT}" \
     && cmake --build /build -j"$(nproc)" \
     && cmake --install /build --prefix /usr/local --strip
 

@@ -169,6 +169,17 @@ static void keys_json_published(struct jsonw *w, const struct keys_published *p,
     jsonw_lit(w, "]");
 }
 
+/* A number member: in JSON, sizes are numbers (bits: the RSA modulus's,
+ * or the EC field's), as a program reading them wants them. */
+static void keys_json_int(struct jsonw *w, const char *name, int value)
+{
+    char digits[16];
+
+    jsonw_raw(w, ",", 1);
+    jsonw_key(w, name);
+    jsonw_raw(w, digits, (size_t)snprintf(digits, sizeof(digits), "%d", value));
+}
+
 static int keys_print_json(const struct keys_row *rows, size_t n, const struct keys_published *pub, size_t npub)
 {
     struct jsonw w = {0};
@@ -181,7 +192,8 @@ static int keys_print_json(const struct keys_row *rows, size_t n, const struct k
         jsonw_lit(&w, i ? ",{\"kid\":" : "{\"kid\":");
         jsonw_str(&w, k->kid);
         keys_json_str_or_null(&w, "alg", k->alg);
-        keys_json_str_or_null(&w, "size", rows[i].size);
+        keys_json_int(&w, "size", k->bits);
+        keys_json_str_or_null(&w, "curve", k->curve);
         keys_json_str_or_null(&w, "source", k->source);
         keys_json_str_or_null(&w, "first_seen", strcmp(rows[i].first_seen, "new") ? rows[i].first_seen : NULL);
         keys_json_str_or_null(&w, "retained_until", rows[i].retained_until[0] ? rows[i].retained_until : NULL);

@@ -16,8 +16,14 @@
 #include "cli/verify_command.h"
 #include "config/config.h"
 #include "keys/devkeys.h"
+#include "server/obs/metrics.h"
 #include "server/server.h"
 #include "util/log.h"
+
+#include "build_info.h" /* generated: OIDC_BUILD_COMMIT, OIDC_BUILD_DATE */
+
+/* What --version prints and the start-up log line names. */
+#define MAIN_VERSION OIDC_VERSION " (commit " OIDC_BUILD_COMMIT ", built " OIDC_BUILD_DATE ")"
 
 /* `dev` serving its own key pair (config's default key file for dev):
  * generate the pair once, so that a fresh checkout runs with no cluster at
@@ -53,7 +59,7 @@ static void main_init_log(const struct config *cfg)
  * must not miss. */
 static void main_log_serving(const struct config *cfg)
 {
-    log_msg(LOG_INFO, "oidc-discovery %s starting", OIDC_VERSION);
+    log_msg(LOG_INFO, "oidc-discovery %s starting", MAIN_VERSION);
     if (cfg->allow_insecure_issuer)
         log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
     if (cfg->accept_legacy_tokens)
@@ -90,7 +96,7 @@ int main(int argc, char **argv)
     }
     if (cmd == CONFIG_CMD_HELP || cmd == CONFIG_CMD_VERSION) {
         char *help = cmd == CONFIG_CMD_HELP ? config_usage(cfg.help_topic) : NULL;
-        fputs(cmd == CONFIG_CMD_VERSION ? "oidc-discovery " OIDC_VERSION "\n"
+        fputs(cmd == CONFIG_CMD_VERSION ? "oidc-discovery " MAIN_VERSION "\n"
               : help                    ? help
                                         : "out of memory\n",
               cmd == CONFIG_CMD_VERSION || help ? stdout : stderr);
@@ -99,6 +105,7 @@ int main(int argc, char **argv)
         return cmd == CONFIG_CMD_VERSION || help ? 0 : 1;
     }
     main_init_log(&cfg);
+    metrics_set_build(OIDC_BUILD_COMMIT, OIDC_BUILD_DATE);
     for (size_t i = 0; i < cfg.warnings.count; i++)
         log_msg(LOG_WARN, "%s", cfg.warnings.items[i]);
     if (main_commands[cmd].serves)

@@ -23,4 +23,7 @@
 #define PATHS_READYZ  "/readyz"
 #define PATHS_METRICS "/metrics"
 
+/* The admin listener's status page, for people (server/obs/status.h). */
+#define PATHS_STATUS "/"
+
 #endif

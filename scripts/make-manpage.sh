@@ -18,7 +18,10 @@ fi
 bin=$1
 out=$2
 
-version=$("$bin" --version | sed -e 's/^oidc-discovery //')
+# "oidc-discovery 0.1.0 (commit 0123456789ab, built 2026-01-31)"
+version_line=$("$bin" --version)
+version=$(printf '%s\n' "$version_line" | awk '{ print $2 }')
+built=$(printf '%s\n' "$version_line" | sed -n 's/.*built \([0-9-]*\)).*/\1/p')
 help=$("$bin" help all)
 
 # roff treats '\' as an escape, a leading '.' or "'" as a request, and '-'
@@ -66,7 +69,7 @@ to_roff() {
 tmp="$out.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
 {
-    printf '.TH OIDC\\-DISCOVERY 1 "" "oidc-discovery %s" "User Commands"\n' "$version"
+    printf '.TH OIDC\\-DISCOVERY 1 "%s" "oidc-discovery %s" "User Commands"\n' "$built" "$version"
     printf '.nh\n'
     printf '.SH NAME\n'
     printf 'oidc\\-discovery \\- publish Kubernetes service\\-account signing keys as OIDC discovery and JWKS\n'

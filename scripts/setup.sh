@@ -11,7 +11,8 @@ packages=(build-essential cmake pkg-config openssl curl
           python3 python3-cryptography python3-jwt python3-prometheus-client python3-h2 nghttp2-client
           python3-yaml unzip strace valgrind clang-14 libclang-rt-14-dev
           systemd python3-seccomp
-          python3-botocore)
+          python3-botocore
+          chromium)  # the browser tests: CORS from another origin, the status page
 # python3-botocore recomputes the S3 signatures in tests/e2e/s3_standin.py.
 # Node.js runs the independent relying-party tests (panva/jose) and Azurite
 # (tests/e2e/test_bucket_azure.py); keep an
@@ -20,14 +21,38 @@ packages=(build-essential cmake pkg-config openssl curl
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 
+# On a fresh machine another apt (apt-daily, unattended-upgrades, cloud-init)
+# often holds apt's locks for a minute or more. Wait for them, at most
+# OIDC_APT_LOCK_WAIT seconds: dpkg's locks through apt's own
+# DPkg::Lock::Timeout; the package lists' and the download cache's locks,
+# for which apt 2.6 has no timeout, by trying again while apt says a lock
+# is held.
+apt_lock_wait=${OIDC_APT_LOCK_WAIT:-300}
+apt_get() {
+    local deadline=$((SECONDS + apt_lock_wait)) out said=
+    while :; do
+        if out=$(as_root env LC_ALL=C DEBIAN_FRONTEND=noninteractive \
+                 apt-get -o DPkg::Lock::Timeout="$apt_lock_wait" "$@" 2>&1); then
+            return 0
+        fi
+        if ! grep -q "Could not get lock" <<<"$out" || [ "$SECONDS" -ge "$deadline" ]; then
+            printf '%s\n' "$out" >&2
+            return 1
+        fi
+        [ -n "$said" ] || echo "setup: another apt holds a lock; waiting up to ${apt_lock_wait}s (OIDC_APT_LOCK_WAIT)"
+        said=1
+        sleep 2
+    done
+}
+
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt_get update -qq
+    apt_get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 # The node test dependencies, pinned by package-lock.json; again when the

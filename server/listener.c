@@ -68,6 +68,12 @@ static int listener_bind_first(const struct addrinfo *ai, int exclusive)
     return listener_bind(ai, 1);
 }
 
+/* What to do about errno, the reason an address could not be opened. */
+static const char *listener_advice(int err)
+{
+    return err == EADDRINUSE ? "; another process listens there: stop it or choose another address" : "";
+}
+
 /* A socket file nobody accepts on is left over from an earlier run. */
 static int listener_unix_stale(const struct sockaddr_un *sun)
 {
@@ -82,7 +88,7 @@ static int listener_unix_stale(const struct sockaddr_un *sun)
 
 /* A Unix socket for a local reverse proxy. A stale socket file left by an
  * earlier run is replaced; any other file at the path is an error. */
-static int listener_open_unix(const char *path, char *err, size_t errlen)
+static int listener_open_unix(const char *flag, const char *path, char *err, size_t errlen)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
     struct stat st;
@@ -94,7 +100,8 @@ static int listener_open_unix(const char *path, char *err, size_t errlen)
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0 ||
         bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 || chmod(path, 0666) != 0 ||
         listen(fd, LISTENER_BACKLOG) != 0) {
-        snprintf(err, errlen, "unix:%s: cannot listen: %s", path, strerror(errno));
+        int saved = errno;
+        snprintf(err, errlen, "%s unix:%s: cannot listen: %s%s", flag, path, strerror(saved), listener_advice(saved));
         if (fd >= 0)
             close(fd);
         return -1;
@@ -126,13 +133,15 @@ static unsigned short listener_bound_port(int fd)
     return ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&ss)->sin_port) : 0;
 }
 
-/* A TCP listening socket on l's host and port. first marks an address's
+/* A TCP listening socket on a's host and port. first marks an address's
  * first socket: on a given port it fails when another process already
  * listens there; on port 0 the kernel chooses a port nobody holds, and
  * the bound port is read back. The other threads' sockets then join that
- * port. Returns the fd, or -1 with a message in err. */
-static int listener_open_tcp(const struct config_listen *l, int first, unsigned short *port, char *err, size_t errlen)
+ * port. Returns the fd, or -1 with a message naming a's flag in err. */
+static int listener_open_tcp(struct listener_addr *a, int first, char *err, size_t errlen)
 {
+    const struct config_listen *l = a->l;
+    unsigned short *port = &a->port;
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *res = NULL;
     char service[8], name[300];
     int fd = -1, gai;
@@ -140,17 +149,18 @@ static int listener_open_tcp(const struct config_listen *l, int first, unsigned 
     listener_name(l, *port, name, sizeof(name));
     snprintf(service, sizeof(service), "%u", *port);
     if ((gai = getaddrinfo(l->host, service, &hints, &res)) != 0) {
-        snprintf(err, errlen, "%s: cannot resolve: %s", name, gai_strerror(gai));
+        snprintf(err, errlen, "%s %s: cannot resolve: %s", a->flag, name, gai_strerror(gai));
         return -1;
     }
     /* The first address that binds wins: "localhost" must not fail because
      * one of its families is unavailable. */
     for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next)
         fd = listener_bind_first(ai, first && *port != 0);
-    if (fd < 0)
-        snprintf(err, errlen, "%s: cannot listen: %s", name, strerror(errno));
-    else if (*port == 0 && (*port = listener_bound_port(fd)) == 0) {
-        snprintf(err, errlen, "%s: cannot tell the port the kernel chose: %s", name, strerror(errno));
+    if (fd < 0) {
+        int saved = errno;
+        snprintf(err, errlen, "%s %s: cannot listen: %s%s", a->flag, name, strerror(saved), listener_advice(saved));
+    } else if (*port == 0 && (*port = listener_bound_port(fd)) == 0) {
+        snprintf(err, errlen, "%s %s: cannot tell the port the kernel chose: %s", a->flag, name, strerror(errno));
         close(fd);
         fd = -1;
     }
@@ -164,11 +174,11 @@ static int listener_open_one(struct listener_addr *a, unsigned t, int first_fd, 
     int fd;
 
     if (a->l->unix_path == NULL)
-        return listener_open_tcp(a->l, t == 0, &a->port, err, errlen);
+        return listener_open_tcp(a, t == 0, err, errlen);
     if (t == 0)
-        return listener_open_unix(a->l->unix_path, err, errlen);
+        return listener_open_unix(a->flag, a->l->unix_path, err, errlen);
     if ((fd = fcntl(first_fd, F_DUPFD_CLOEXEC, 0)) < 0)
-        snprintf(err, errlen, "unix:%s: cannot share the socket: %s", a->l->unix_path, strerror(errno));
+        snprintf(err, errlen, "%s unix:%s: cannot share the socket: %s", a->flag, a->l->unix_path, strerror(errno));
     return fd;
 }
 

@@ -16,10 +16,12 @@ struct listener_fd {
     int tls;
 };
 
-/* One address served, whether it speaks TLS, and the port it is bound
- * to: the configured one, or the kernel's choice for port 0. */
+/* One address served, the flag that asked for it (named in errors),
+ * whether it speaks TLS, and the port it is bound to: the configured one,
+ * or the kernel's choice for port 0. */
 struct listener_addr {
     const struct config_listen *l;
+    const char *flag; /* "--listen", "--admin-listen", ... */
     int tls;
     unsigned short port; /* set by listener_open_all */
 };
@@ -31,7 +33,8 @@ struct listener_addr {
  * SO_REUSEPORT does not apply to it; a stale socket file left by an earlier
  * run is replaced. A TCP address fails when another process already
  * listens there. Returns the array, or NULL with a message naming the
- * address in err and nothing left open. */
+ * flag and the address in err (and what to do about a port in use), and
+ * nothing left open. */
 struct listener_fd *listener_open_all(struct listener_addr *addrs, size_t n, unsigned threads, char *err,
                                       size_t errlen);
 

@@ -17,6 +17,7 @@
 #include "server/http/site.h"
 #include "server/listener.h"
 #include "server/obs/accesslog.h"
+#include "server/obs/status.h"
 #include "server/reload/cert.h"
 #include "server/reload/health.h"
 #include "server/reload/reload.h"
@@ -53,7 +54,8 @@ struct server_site {
     struct listener_fd *fds; /* threads * naddrs listening sockets, until the workers take them */
 };
 
-/* What a site is made of: its kind, listener (budget, metrics) and flags. */
+/* What a site is made of: its kind, listener (budget, metrics) and the
+ * addresses of its flags (plain_flag's, then tls_flag's). */
 struct server_site_spec {
     enum site_kind kind;
     enum metrics_listener listener;
@@ -61,6 +63,7 @@ struct server_site_spec {
     const char *what;
     const struct config_listen *plain, *tls;
     size_t nplain, ntls;
+    const char *plain_flag, *tls_flag;
 };
 
 struct server {
@@ -142,6 +145,7 @@ static void server_reload_pass(struct server *s)
     server_publish(s, snap, tls);
     if (snap != NULL)
         push_publisher_offer(s->publisher, snap);
+    status_publish(reload_status(s->reload));
 }
 
 /* Milliseconds until the next pass is due. */
@@ -284,9 +288,12 @@ static int server_add_site(struct server *s, const struct server_site_spec *spec
         log_msg(LOG_ERROR, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        site->addrs[i] = (struct listener_addr){.l = i < spec->nplain ? &spec->plain[i] : &spec->tls[i - spec->nplain],
-                                                .tls = i >= spec->nplain};
+    for (size_t i = 0; i < n; i++) {
+        int tls = i >= spec->nplain;
+        site->addrs[i] = (struct listener_addr){.l = tls ? &spec->tls[i - spec->nplain] : &spec->plain[i],
+                                                .flag = tls ? spec->tls_flag : spec->plain_flag,
+                                                .tls = tls};
+    }
     site->naddrs = n;
     site->threads = spec->threads;
     site->what = spec->what;
@@ -306,11 +313,12 @@ static int server_add_sites(struct server *s)
     const struct config *cfg = s->cfg;
     const struct server_site_spec specs[SERVER_NSITES] = {
         {SITE_DOCS, METRICS_LISTENER_PUBLIC, cfg->threads, NULL, cfg->listens, cfg->tls_listens, cfg->listen_count,
-         cfg->tls_listen_count},
+         cfg->tls_listen_count, "--listen", "--tls-listen"},
         {SITE_TOKENREVIEW, METRICS_LISTENER_TOKENREVIEW, cfg->threads, "POST " PATHS_TOKENREVIEW,
-         cfg->token_review_listens, NULL, cfg->enable_token_review ? cfg->token_review_listen_count : 0, 0},
-        {SITE_ADMIN, METRICS_LISTENER_ADMIN, 1, PATHS_LIVEZ " " PATHS_READYZ " " PATHS_METRICS, cfg->admin_listens,
-         NULL, cfg->admin_listen_count, 0},
+         cfg->token_review_listens, NULL, cfg->enable_token_review ? cfg->token_review_listen_count : 0, 0,
+         "--token-review-listen", NULL},
+        {SITE_ADMIN, METRICS_LISTENER_ADMIN, 1, PATHS_LIVEZ " " PATHS_READYZ " " PATHS_METRICS " " PATHS_STATUS,
+         cfg->admin_listens, NULL, cfg->admin_listen_count, 0, "--admin-listen", NULL},
     };
     unsigned long budget[METRICS_NLISTENERS];
 
@@ -412,6 +420,13 @@ static int server_block_signals(sigset_t *set)
     return err != 0 ? -1 : 0;
 }
 
+/* SIGHUP: the reload thread re-reads the inputs now. */
+static void server_hup(struct server *s)
+{
+    atomic_store(&s->hup, 1);
+    server_wake(s);
+}
+
 /* Waits for SIGTERM or SIGINT and returns it, passing each SIGHUP on to
  * the reload thread. This thread does nothing else, so a signal is acted
  * on even while a key file read on the reload thread never returns. */
@@ -420,8 +435,7 @@ static int server_wait_signal(struct server *s, const sigset_t *signals)
     for (;;) {
         int sig = sigwaitinfo(signals, NULL);
         if (sig == SIGHUP) {
-            atomic_store(&s->hup, 1);
-            server_wake(s);
+            server_hup(s);
         } else if (sig > 0) {
             return sig;
         } else if (errno != EINTR) {
@@ -431,17 +445,37 @@ static int server_wait_signal(struct server *s, const sigset_t *signals)
     }
 }
 
-/* SIGTERM: /readyz answers 503 at once, and the listeners keep serving for
- * --shutdown-grace so load balancers notice and drain before they close. */
-static void server_grace(const struct config *cfg, int sig)
+/* SIGTERM or SIGINT: /readyz answers 503 at once, and the listeners keep
+ * serving for --shutdown-grace so load balancers notice and drain before
+ * they close. A second SIGTERM or SIGINT ends the grace at once: someone
+ * at a terminal pressed Ctrl-C again, or an orchestrator lost patience.
+ * SIGHUP still reloads meanwhile. */
+static void server_grace(struct server *s, const sigset_t *signals, int sig)
 {
-    struct timespec left = {.tv_sec = (time_t)cfg->shutdown_grace};
+    int64_t end = clock_now_ms() + (int64_t)s->cfg->shutdown_grace * 1000, left;
 
     health_begin_shutdown();
-    log_msg(LOG_INFO, "received %s; /readyz answers 503, serving %lus more before shutting down", strsignal(sig),
-            cfg->shutdown_grace);
-    while (nanosleep(&left, &left) != 0 && errno == EINTR)
-        ;
+    if (s->cfg->shutdown_grace == 0) {
+        log_msg(LOG_INFO, "received %s; shutting down", strsignal(sig));
+        return;
+    }
+    log_msg(LOG_INFO,
+            "received %s; /readyz answers 503, serving %lus more before shutting down (signal again to "
+            "stop now)",
+            strsignal(sig), s->cfg->shutdown_grace);
+    while ((left = end - clock_now_ms()) > 0) {
+        struct timespec wait = {.tv_sec = (time_t)(left / 1000), .tv_nsec = (long)(left % 1000) * 1000000};
+        int got = sigtimedwait(signals, NULL, &wait);
+        if (got == SIGHUP) {
+            server_hup(s);
+        } else if (got > 0) {
+            log_msg(LOG_INFO, "received %s during the grace; shutting down now", strsignal(got));
+            return;
+        } else if (errno != EAGAIN && errno != EINTR) {
+            log_msg(LOG_ERROR, "cannot wait for signals (%s); shutting down", strerror(errno));
+            return;
+        }
+    }
 }
 
 /* Starts everything; 0, or the exit status of a failed start. */
@@ -462,6 +496,7 @@ static int server_start(struct server *s, sigset_t *signals)
         return 2;
     if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
         return 1;
+    status_publish(reload_status(s->reload));
     server_publish(s, reload_current(s->reload), s->cert.ctx);
     health_reload_alive(clock_now_ms(), 1);
     if ((errno = pthread_create(&s->thread, NULL, server_reload_main, s)) != 0) {
@@ -491,6 +526,7 @@ static void server_stop_workers(struct server *s)
 
 static void server_free(struct server *s)
 {
+    status_clear();
     reload_free(s->reload);
     cert_clear(&s->cert);
     watch_free(s->watch);
@@ -515,7 +551,7 @@ int server_run(const struct config *cfg)
     s->wake_fd = -1;
     pthread_mutex_init(&s->publish_mu, NULL);
     if ((rc = server_start(s, &signals)) == 0)
-        server_grace(cfg, server_wait_signal(s, &signals));
+        server_grace(s, &signals, server_wait_signal(s, &signals));
     if (server_reload_stop(s, SERVER_RELOAD_STOP_MS) != 0)
         rc = 1;
     if (!s->thread_abandoned)

@@ -1,26 +1,15 @@
 #include "util/jsonw.h"
+#include "util/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Grows the buffer geometrically so that appending stays amortised O(1). */
+/* Room for extra more bytes and a NUL, grown as util/strbuf grows. */
 static int jsonw_reserve(struct jsonw *w, size_t extra)
 {
-    if (w->failed)
-        return -1;
-    if (w->len + extra + 1 <= w->cap)
-        return 0;
-    size_t cap = w->cap ? w->cap : 256;
-    while (cap < w->len + extra + 1)
-        cap *= 2;
-    char *p = realloc(w->buf, cap);
-    if (p == NULL) {
+    if (!w->failed && strbuf_grow(&w->buf, &w->cap, w->len + extra + 1) != 0)
         w->failed = 1;
-        return -1;
-    }
-    w->buf = p;
-    w->cap = cap;
-    return 0;
+    return w->failed ? -1 : 0;
 }
 
 void jsonw_raw(struct jsonw *w, const char *s, size_t n)

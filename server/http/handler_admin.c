@@ -6,6 +6,7 @@
 
 #include "server/reload/health.h"
 #include "server/obs/metrics.h"
+#include "server/obs/status.h"
 #include "publish/paths.h"
 #include "util/clock.h"
 
@@ -67,6 +68,37 @@ static int admin_metrics(h2o_req_t *req)
     return rc;
 }
 
+/* The status page (status.h), rendered now from the last status the
+ * reload thread published and the live counters. It is for people and
+ * small, so rendering per request costs nothing that matters; the status
+ * is held by reference, no lock, while it renders. The page runs no
+ * script (Content-Security-Policy forbids any), so a value that escaping
+ * missed still could not act. */
+static int admin_status(h2o_req_t *req)
+{
+    struct metrics_summary_row rows[METRICS_SUMMARY_MAX];
+    size_t nrows = metrics_summary(rows), len = 0;
+    struct status_build build = {.version = OIDC_VERSION};
+    struct status *st = status_acquire();
+    char *body;
+    int rc;
+
+    metrics_get_build(&build.commit, &build.date);
+    body = status_render_html(st, rows, nrows, &build, time(NULL), &len);
+    status_release(st);
+    if (body == NULL)
+        return admin_send(req, 500, "Internal Server Error", "text/plain; charset=utf-8",
+                          H2O_STRLIT("out of memory\n"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("content-security-policy"), 0, NULL,
+                          H2O_STRLIT("default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+                                     "form-action 'none'; frame-ancestors 'none'"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0, NULL,
+                          H2O_STRLIT("nosniff"));
+    rc = admin_send(req, 200, "OK", "text/html; charset=utf-8", body, len);
+    free(body);
+    return rc;
+}
+
 static int admin_on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     h2o_iovec_t path = req->path_normalized;
@@ -81,6 +113,8 @@ static int admin_on_req(h2o_handler_t *self, h2o_req_t *req)
         return admin_readyz(req);
     if (h2o_memis(path.base, path.len, H2O_STRLIT(PATHS_METRICS)))
         return admin_metrics(req);
+    if (h2o_memis(path.base, path.len, H2O_STRLIT(PATHS_STATUS)))
+        return admin_status(req);
     return admin_send(req, 404, "Not Found", "text/plain; charset=utf-8", H2O_STRLIT("not found\n"));
 }
 

@@ -1,7 +1,8 @@
 /*
  * handler_admin: the admin listener (--admin-listen, never a public one):
- * /livez (the process serves), /readyz (see health.h) and /metrics
- * (Prometheus text format).
+ * /livez (the process serves), /readyz (see health.h), /metrics
+ * (Prometheus text format) and, at "/", the status page for people
+ * (server/obs/status.h).
  */
 #ifndef OIDC_HANDLER_ADMIN_H
 #define OIDC_HANDLER_ADMIN_H

@@ -26,9 +26,50 @@ static const h2o_iovec_t body_not_allowed = {H2O_STRLIT("{\"error\":\"method not
 static const h2o_iovec_t body_misdirected = {H2O_STRLIT("{\"error\":\"unknown host\"}")};
 static const h2o_iovec_t body_too_large = {H2O_STRLIT("{\"error\":\"request header fields too large\"}")};
 
+/* --cors: what a browser needs to use the documents from a page of another
+ * origin (the Fetch standard's CORS protocol). The documents are public and
+ * fetched without credentials, so "*" fits every origin, and the answers
+ * are the same for every request: constant headers, added by reference.
+ * A preflight (OPTIONS, sent before a request with a header of the
+ * page's own, or with If-None-Match or If-Modified-Since set from
+ * JavaScript) is answered 204 with the methods and headers allowed
+ * ("*" allows any header; the conditional ones are also named for browsers
+ * that predate the wildcard) and how long it may be cached; a response
+ * names the headers JavaScript may read (ETag is not one by default).
+ * h2o 2.2.5 has no tokens for these names: a static token, which h2o treats
+ * as any other header name, spares the pool allocation of
+ * h2o_add_header_by_str. */
+struct handler_docs_const_header {
+    const h2o_token_t *name;
+    h2o_iovec_t value;
+};
+static const h2o_token_t token_expose_headers = {.buf = {H2O_STRLIT("access-control-expose-headers")}};
+static const h2o_token_t token_allow_methods = {.buf = {H2O_STRLIT("access-control-allow-methods")}};
+static const h2o_token_t token_allow_headers = {.buf = {H2O_STRLIT("access-control-allow-headers")}};
+static const h2o_token_t token_max_age = {.buf = {H2O_STRLIT("access-control-max-age")}};
+static const struct handler_docs_const_header cors_response[] = {
+    {H2O_TOKEN_ACCESS_CONTROL_ALLOW_ORIGIN, {H2O_STRLIT("*")}},
+    {&token_expose_headers, {H2O_STRLIT("ETag, Last-Modified, Cache-Control")}},
+};
+/* A day: Firefox keeps a preflight that long, Chromium at most 2 hours. */
+static const struct handler_docs_const_header cors_preflight[] = {
+    {H2O_TOKEN_ACCESS_CONTROL_ALLOW_ORIGIN, {H2O_STRLIT("*")}},
+    {&token_allow_methods, {H2O_STRLIT("GET, HEAD")}},
+    {&token_allow_headers, {H2O_STRLIT("If-None-Match, If-Modified-Since, *")}},
+    {&token_max_age, {H2O_STRLIT("86400")}},
+    {H2O_TOKEN_ALLOW, {H2O_STRLIT("GET, HEAD, OPTIONS")}},
+};
+#define HANDLER_DOCS_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 static void handler_docs_header(h2o_req_t *req, const h2o_token_t *token, const char *value, size_t len)
 {
     h2o_add_header(&req->pool, &req->res.headers, token, NULL, value, len);
+}
+
+static void handler_docs_const_headers(h2o_req_t *req, const struct handler_docs_const_header *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h2o_add_header(&req->pool, &req->res.headers, h[i].name, NULL, h[i].value.base, h[i].value.len);
 }
 
 /* Sends body (or, for HEAD, only its length) with the given status. The
@@ -40,6 +81,17 @@ static int handler_docs_send(h2o_req_t *req, int status, const char *reason, h2o
     req->res.content_length = body.len;
     h2o_start_response(req, &handler_docs_generator);
     h2o_send(req, is_head ? NULL : &body, is_head ? 0 : 1, H2O_SEND_STATE_FINAL);
+    return 0;
+}
+
+/* A response that has no body by its status (204, 304): no Content-Length
+ * either (RFC 9110 8.6). */
+static int handler_docs_send_empty(h2o_req_t *req, int status, const char *reason)
+{
+    req->res.status = status;
+    req->res.reason = reason;
+    h2o_start_response(req, &handler_docs_generator);
+    h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
     return 0;
 }
 
@@ -99,14 +151,9 @@ static int handler_docs_serve(struct handler_docs *self, h2o_req_t *req, const s
     handler_docs_header(req, H2O_TOKEN_ETAG, doc->etag, doc->etag_len);
     handler_docs_header(req, H2O_TOKEN_LAST_MODIFIED, snap->last_modified, snap->last_modified_len);
     if (self->cors)
-        handler_docs_header(req, H2O_TOKEN_ACCESS_CONTROL_ALLOW_ORIGIN, H2O_STRLIT("*"));
-    if (handler_docs_not_modified(req, snap, doc)) {
-        req->res.status = 304;
-        req->res.reason = "Not Modified";
-        h2o_start_response(req, &handler_docs_generator);
-        h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
-        return 0;
-    }
+        handler_docs_const_headers(req, cors_response, HANDLER_DOCS_COUNT(cors_response));
+    if (handler_docs_not_modified(req, snap, doc))
+        return handler_docs_send_empty(req, 304, "Not Modified");
     handler_docs_header(req, H2O_TOKEN_CONTENT_TYPE, doc->content_type, doc->content_type_len);
     return handler_docs_send(req, 200, "OK", h2o_iovec_init(doc->body.bytes, doc->body.len), is_head);
 }
@@ -169,6 +216,7 @@ static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
     h2o_iovec_t path = handler_docs_target(req, &authority);
     int is_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
     int is_get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
+    int is_options = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("OPTIONS"));
     int discovery = h2o_memis(path.base, path.len, self->discovery_path.base, self->discovery_path.len);
     int jwks = !discovery && h2o_memis(path.base, path.len, self->jwks_path.base, self->jwks_path.len);
     const struct snapshot *snap;
@@ -179,6 +227,10 @@ static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
         return handler_docs_error(req, 421, "Misdirected Request", body_misdirected, is_head);
     if (!discovery && !jwks)
         return handler_docs_error(req, 404, "Not Found", body_not_found, is_head);
+    if (is_options && self->cors) {
+        handler_docs_const_headers(req, cors_preflight, HANDLER_DOCS_COUNT(cors_preflight));
+        return handler_docs_send_empty(req, 204, "No Content");
+    }
     if (!is_get && !is_head) {
         handler_docs_header(req, H2O_TOKEN_ALLOW, H2O_STRLIT("GET, HEAD"));
         return handler_docs_error(req, 405, "Method Not Allowed", body_not_allowed, 0);

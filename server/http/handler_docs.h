@@ -1,8 +1,9 @@
 /*
  * handler_docs: the public listener's only handler. Serves the discovery
  * document and the JWKS from the worker's snapshot — GET and HEAD,
- * conditional requests, exact path match — and answers everything else with
- * 404 or 405.
+ * conditional requests, exact path match, with --cors the CORS headers and
+ * preflight (OPTIONS) answers browsers need — and answers everything else
+ * with 404 or 405.
  */
 #ifndef OIDC_HANDLER_DOCS_H
 #define OIDC_HANDLER_DOCS_H

@@ -1,7 +1,9 @@
 #include "server/obs/metrics.h"
 #include "publish/paths.h"
 #include "push/status.h"
+#include "util/strbuf.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,8 @@
 #define METRICS_MAX_THREADS 1024
 
 struct metrics_process metrics_process;
+
+static const char *metrics_build_commit = "unknown", *metrics_build_date = "unknown";
 
 static struct metrics_thread *metrics_threads[METRICS_MAX_THREADS];
 static atomic_size_t metrics_nthreads;
@@ -23,6 +27,12 @@ static const char *const metrics_listener_names[METRICS_NLISTENERS] = {"public",
 /* Latency bucket upper bounds in microseconds; the last is +Inf. */
 static const uint64_t metrics_bounds_us[METRICS_NBUCKETS - 1] = {50,    100,   250,    500,     1000,   2500,
                                                                  10000, 50000, 250000, 1000000, 5000000};
+
+void metrics_set_build(const char *commit, const char *date)
+{
+    metrics_build_commit = commit;
+    metrics_build_date = date;
+}
 
 struct metrics_thread *metrics_thread_new(void)
 {
@@ -68,37 +78,9 @@ void metrics_request(struct metrics_thread *m, enum metrics_path path, const cha
     metrics_add(&m->latency_sum_us, duration_us);
 }
 
-/* A growable text buffer; failures are remembered and reported at the end. */
-struct metrics_buf {
-    char *p;
-    size_t len, cap;
-    int failed;
-};
-
-__attribute__((format(printf, 2, 3))) static void mb_printf(struct metrics_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    for (int attempt = 0; attempt < 2 && !b->failed; attempt++) {
-        va_start(ap, fmt);
-        n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->failed = 1;
-        } else if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        } else {
-            size_t cap = (b->cap + (size_t)n + 1) * 2;
-            char *p = realloc(b->p, cap);
-            if (p == NULL)
-                b->failed = 1;
-            b->p = p ? p : b->p;
-            b->cap = p ? cap : b->cap;
-        }
-    }
-}
+/* /metrics is written into a util/strbuf. */
+#define metrics_buf strbuf
+#define mb_printf   strbuf_printf
 
 static uint64_t metrics_load(const atomic_uint_fast64_t *c)
 {
@@ -237,9 +219,10 @@ static void metrics_render_process(struct metrics_buf *b)
         metrics_gauge(b, "oidc_tls_certificate_expiry_timestamp_seconds", "notAfter of the served certificate.",
                       (long long)p->tls_cert_not_after);
     mb_printf(b,
-              "# HELP oidc_build_info Version of the running binary.\n# TYPE oidc_build_info gauge\n"
-              "oidc_build_info{version=\"%s\"} 1\n",
-              OIDC_VERSION);
+              "# HELP oidc_build_info Version, commit and build date of the running binary.\n"
+              "# TYPE oidc_build_info gauge\n"
+              "oidc_build_info{version=\"%s\",commit=\"%s\",build_date=\"%s\"} 1\n",
+              OIDC_VERSION, metrics_build_commit, metrics_build_date);
 }
 
 /* --publish-to: attempts by target and result, the last time each target
@@ -283,10 +266,62 @@ char *metrics_render(size_t *len)
     metrics_render_connections(&b, n);
     metrics_render_process(&b);
     metrics_render_publish(&b);
-    if (b.failed) {
-        free(b.p);
-        return NULL;
+    return strbuf_finish(&b, len);
+}
+
+/* ---- for the status page ---- */
+
+void metrics_get_build(const char **commit, const char **date)
+{
+    *commit = metrics_build_commit;
+    *date = metrics_build_date;
+}
+
+/* Appends a row named by fmt to rows (n of them so far) unless full. */
+__attribute__((format(printf, 4, 5))) static void metrics_summary_add(struct metrics_summary_row *rows, size_t *n,
+                                                                      unsigned long long value, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (*n >= METRICS_SUMMARY_MAX)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(rows[*n].name, sizeof(rows[*n].name), fmt, ap);
+    va_end(ap);
+    rows[(*n)++].value = value;
+}
+
+size_t metrics_summary(struct metrics_summary_row rows[METRICS_SUMMARY_MAX])
+{
+    struct metrics_process *p = &metrics_process;
+    size_t n = atomic_load(&metrics_nthreads), count = 0;
+    uint64_t reviews_ok, reviews = 0;
+
+    n = n < METRICS_MAX_THREADS ? n : METRICS_MAX_THREADS;
+    for (int path = 0; path < METRICS_NPATHS; path++) {
+        uint64_t sum = 0, not_modified = 0;
+        for (int m = 0; m < METRICS_NMETHODS; m++) {
+            for (int st = 0; st < METRICS_NSTATUSES; st++)
+                sum += METRICS_SUM(requests[path][m][st]);
+            not_modified += METRICS_SUM(requests[path][m][METRICS_304]);
+        }
+        metrics_summary_add(rows, &count, sum, "requests %s", metrics_path_names[path]);
+        if (path == METRICS_PATH_DISCOVERY || path == METRICS_PATH_JWKS)
+            metrics_summary_add(rows, &count, not_modified, "304 answers, %s", metrics_path_names[path]);
     }
-    *len = b.len;
-    return b.p;
+    metrics_summary_add(rows, &count, METRICS_SUM(response_bytes), "response body bytes");
+    for (int r = 0; r < METRICS_NREASONS; r++)
+        reviews += METRICS_SUM(reviews[r]);
+    reviews_ok = METRICS_SUM(reviews[TOKEN_OK]);
+    metrics_summary_add(rows, &count, reviews_ok, "token reviews authenticated");
+    metrics_summary_add(rows, &count, reviews - reviews_ok, "token reviews refused");
+    for (int l = 0; l < METRICS_NLISTENERS; l++) {
+        metrics_summary_add(rows, &count, p->connections[l], "open connections, %s", metrics_listener_names[l]);
+        metrics_summary_add(rows, &count, p->connections_refused[l], "connections refused over the budget, %s",
+                            metrics_listener_names[l]);
+    }
+    metrics_summary_add(rows, &count, METRICS_SUM(write_timeouts), "write timeouts");
+    for (int src = 0; src < METRICS_NSOURCES; src++)
+        metrics_summary_add(rows, &count, p->reload_failures[src], "failed reloads, %s", metrics_source_names[src]);
+    return count;
 }

@@ -93,7 +93,28 @@ static inline void metrics_add(atomic_uint_fast64_t *c, uint64_t n)
 void metrics_request(struct metrics_thread *m, enum metrics_path path, const char *method, size_t method_len,
                      int status, uint64_t bytes, uint64_t duration_us);
 
+/* The commit and build date oidc_build_info carries beside the version
+ * (static strings; "unknown" until set). Call before the server starts. */
+void metrics_set_build(const char *commit, const char *date);
+
 /* Renders every metric. Returns a malloc'ed body, or NULL. */
 char *metrics_render(size_t *len);
+
+/* ---- for the status page (status.h) ---- */
+
+/* One counter as the status page shows it: a name for people. */
+struct metrics_summary_row {
+    char name[96];
+    unsigned long long value;
+};
+#define METRICS_SUMMARY_MAX 32
+
+/* Fills rows with the counters summed over the threads (requests by path,
+ * 304s, bytes, reviews, connections and refusals by listener, reload
+ * failures by source, ...); returns how many. */
+size_t metrics_summary(struct metrics_summary_row rows[METRICS_SUMMARY_MAX]);
+
+/* What metrics_set_build was given. */
+void metrics_get_build(const char **commit, const char **date);
 
 #endif

@@ -13,7 +13,10 @@ static void cert_failed(struct cert *c, const char *err, time_t now)
 {
     health_reload_result(METRICS_SOURCE_TLS, 0, now);
     atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_TLS], 1);
-    log_msg(LOG_ERROR, "TLS certificate %s: %s", c->ctx ? "reload failed, keeping the current one" : "unusable", err);
+    if (c->ctx != NULL)
+        log_msg(LOG_ERROR, "TLS certificate reload failed, keeping the current one: %s", err);
+    else
+        log_msg(LOG_ERROR, "cannot start: TLS certificate unusable: %s", err);
 }
 
 SSL_CTX *cert_reload(struct cert *c, time_t now)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,8 +32,10 @@ struct reload {
     time_t state_saved; /* when the state was last saved, or 0 */
     unsigned long generation;
     unsigned long failures;
-    int64_t removal_due; /* monotonic ms of the re-read that confirms held removals, or 0 */
-    int over_limits;     /* the published set breaks a relying party's documented limit */
+    int64_t removal_due;   /* monotonic ms of the re-read that confirms held removals, or 0 */
+    int over_limits;       /* the published set breaks a relying party's documented limit */
+    time_t last_pass;      /* when the last pass read the key files */
+    char last_error[1024]; /* why that pass failed, or "" */
 };
 
 static void reload_log_event(void *ctx, enum history_event ev, const struct history_entry *e, time_t until)
@@ -163,12 +166,19 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
                 "keys (a file may have been read mid-write)",
                 removal_held(r->removal), RELOAD_REMOVAL_CONFIRM_MS);
     r->removal_due = due;
+    r->last_pass = now;
+    snprintf(r->last_error, sizeof(r->last_error), "%s", changed < 0 ? err : "");
     health_reload_result(METRICS_SOURCE_KEYS, changed >= 0, now);
+    if (changed < 0 && r->current == NULL) {
+        /* The first pass: nothing was ever published, so this is no reload
+         * but a start that cannot go on. */
+        log_msg(LOG_ERROR, "cannot start: no key set to publish: %s", err);
+        return NULL;
+    }
     if (changed < 0) {
         r->failures++;
         atomic_fetch_add(&metrics_process.reload_failures[METRICS_SOURCE_KEYS], 1);
-        log_msg(LOG_ERROR, "key reload failed (%lu so far)%s: %s", r->failures,
-                r->current ? ", keeping the published set" : "", err);
+        log_msg(LOG_ERROR, "key reload failed (%lu so far), keeping the published set: %s", r->failures, err);
         return NULL;
     }
     atomic_store(&metrics_process.last_reload_success, (long long)now);
@@ -271,6 +281,48 @@ struct reload *reload_create(const struct config *cfg, time_t now, int64_t now_m
         return NULL;
     }
     return r;
+}
+
+/* A key's role on the status page: the --signing-key-file key's. */
+static const char *reload_role(const struct reload *r, const struct key *k)
+{
+    if (strcmp(k->kid, r->signing.kid) != 0)
+        return NULL;
+    if (r->signing.state == SIGNING_MATURE)
+        return "signing";
+    return r->signing.state == SIGNING_YOUNG ? "signing (published for less than --max-age)" : NULL;
+}
+
+struct status *reload_status(const struct reload *r)
+{
+    const struct config *cfg = r->cfg;
+    const struct keyset *ks = r->current->keyset;
+    struct status *st = status_new(cfg->issuers.items[0], cfg->jwks_uri);
+
+    if (st == NULL)
+        return NULL;
+    st->generation = r->generation;
+    st->published_at = r->current->loaded_at;
+    st->reload_at = r->last_pass;
+    st->reload_failures = r->failures;
+    if (r->last_error[0] != '\0' && (st->reload_error = strdup(r->last_error)) == NULL)
+        st->failed = 1;
+    for (size_t i = 0; i < ks->count; i++) {
+        const struct key *k = &ks->keys[i];
+        const struct history_entry *e = history_find(r->history, k->kid);
+        struct status_key row = {.kid = k->kid,
+                                 .alg = k->alg,
+                                 .source = k->source,
+                                 .bits = k->bits,
+                                 .curve = k->curve,
+                                 .role = reload_role(r, k)};
+        if (e != NULL) {
+            row.first_seen = e->first_seen;
+            row.retained_until = e->present ? 0 : history_until(e, cfg->key_retention);
+        }
+        status_add_key(st, &row);
+    }
+    return st;
 }
 
 struct snapshot *reload_current(const struct reload *r)

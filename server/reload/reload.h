@@ -26,6 +26,7 @@
 
 #include "config/config.h"
 #include "publish/snapshot.h"
+#include "server/obs/status.h"
 
 /* Seconds after which the state is saved again even though no key came or
  * went, to keep the last-seen times of present keys fresh on disk: a key
@@ -65,6 +66,12 @@ struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms);
  * retained key's expiry and the signing key maturing (wall clock); 0 for
  * none. */
 void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_at);
+
+/* What the status page shows of r now (status.h): the issuer, the
+ * published keys with their history and role, the last pass and its
+ * result. A feature that reloads with the keys (a mirrored upstream, a
+ * push to a bucket) adds its own section here. NULL when out of memory. */
+struct status *reload_status(const struct reload *r);
 
 /* At exit: one last look at the key files, so that the state records the
  * keys in them as seen until now, then a save. Nothing is published. */

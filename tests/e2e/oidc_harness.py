@@ -1362,3 +1362,128 @@ class SanitizerCheck:
         if reports:
             argv, err = reports[0]
             self.fail("sanitizer report from %r:\n%s" % (argv, err[-6000:]))
+
+
+# --------------------------------------------------------------------------
+# the admin listener's status page (/) and a headless browser
+
+def html_tables(text):
+    """The tables of an HTML page, parsed with the standard library's
+    parser: {table id: [[cell text, ...] per row]}; tables without an id
+    are listed under the title of the <h2> before them."""
+    import html.parser
+
+    class Tables(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.tables, self.rows, self.cell, self.heading, self.h2 = {}, None, None, None, None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.rows = self.tables.setdefault(dict(attrs).get("id") or self.h2 or "", [])
+            elif tag == "tr" and self.rows is not None:
+                self.rows.append([])
+            elif tag in ("td", "th") and self.rows is not None:
+                self.cell = ""
+            elif tag == "h2":
+                self.heading = ""
+
+        def handle_endtag(self, tag):
+            if tag == "table":
+                self.rows = None
+            elif tag in ("td", "th") and self.cell is not None:
+                self.rows[-1].append(self.cell)
+                self.cell = None
+            elif tag == "h2" and self.heading is not None:
+                self.h2, self.heading = self.heading, None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell += data
+            if self.heading is not None:
+                self.heading += data
+
+    p = Tables()
+    p.feed(text)
+    p.close()
+    return p.tables
+
+
+def html_rows(tables, table_id):
+    """{first cell: second cell} of a two-column table (documents, reload,
+    counters and the added sections)."""
+    return {r[0]: r[1] for r in tables.get(table_id, []) if len(r) == 2}
+
+
+CHROMIUM = shutil.which("chromium")
+
+# Flags for Debian's chromium in a test: headless as root, no GPU, nothing
+# fetched from outside (component updates, sync, safe browsing lists), no
+# proxy from the environment.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--no-proxy-server", "--hide-scrollbars"]
+
+
+def require_chromium(testcase):
+    if CHROMIUM is None:
+        testcase.fail("chromium not found: scripts/setup.sh installs Debian's chromium for the browser tests")
+
+
+def chromium_argv(profile, *args):
+    """chromium with the test flags and a profile directory of its own."""
+    return [CHROMIUM, *CHROMIUM_FLAGS, "--user-data-dir=" + profile, *args]
+
+
+def chromium_start(profile, *args):
+    """Starts chromium in a process group of its own (it forks helpers),
+    output to files in profile's parent directory."""
+    out = open(os.path.join(os.path.dirname(profile), "chromium.out"), "wb")
+    err = open(os.path.join(os.path.dirname(profile), "chromium.err"), "wb")
+    p = subprocess.Popen(chromium_argv(profile, *args), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                         start_new_session=True)
+    out.close()
+    err.close()
+    return p
+
+
+def chromium_stop(p):
+    """Ends chromium and its helpers (its process group)."""
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=10)
+
+
+def chromium_output(profile):
+    """What chromium wrote: (stdout, stderr) as str."""
+    def read(name):
+        try:
+            return read_bytes(os.path.join(os.path.dirname(profile), name)).decode(errors="replace")
+        except OSError:
+            return ""
+    return read("chromium.out"), read("chromium.err")
+
+
+def chromium_run(profile, *args, timeout=60):
+    """Runs chromium to completion (--dump-dom, --screenshot): its stdout,
+    or AssertionError with its stderr when it fails or takes too long."""
+    p = chromium_start(profile, *args)
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        chromium_stop(p)
+        raise AssertionError("chromium %r did not finish within %ds:\n%s" % (args, timeout,
+                                                                            chromium_output(profile)[1][-3000:]))
+    chromium_stop(p)  # helpers it left behind
+    out, err = chromium_output(profile)
+    if p.returncode != 0:
+        raise AssertionError("chromium %r exited %d:\n%s" % (args, p.returncode, err[-3000:]))
+    return out

@@ -91,16 +91,19 @@ class TestEndpoints(AdminBase):
             public = "127.0.0.1:0"
             rc, out, err = H.run_once(["serve", *self.args("--listen", public, "--admin-listen", admin)])
         self.assertEqual(rc, 1, err)
-        self.assertIn("%s: cannot listen: Address already in use" % admin, err)
+        self.assertIn("--admin-listen %s: cannot listen: Address already in use" % admin, err)
         self.assertNotIn("listening on", err)
 
     def test_build_info(self):
+        """oidc_build_info carries what --version says: version, commit and
+        build date."""
         rc, out, err = H.run_once(["--version"])
         self.assertEqual(rc, 0, err)
-        version = H.re.search(r"[0-9]+\.[0-9]+\.[0-9]+\S*", out).group(0)
+        version, commit, date = H.re.match(r"oidc-discovery (\S+) \(commit (\S+), built (\S+)\)$", out).groups()
         srv = self.start_server(self.args())
         m = self.metrics(srv)
-        self.assertEqual(H.metric(m, "oidc_build_info", version=version), 1, sorted(k for k in m if "build" in k[0]))
+        self.assertEqual(H.metric(m, "oidc_build_info", version=version, commit=commit, build_date=date), 1,
+                         sorted(k for k in m if "build" in k[0]))
 
 
 class TestCounters(AdminBase):
@@ -205,6 +208,85 @@ class TestCounters(AdminBase):
         self.assertEqual(sum(bad.values()), 1, bad)
         (label,) = [dict(k[1]) for k, v in bad.items() if v == 1]
         self.assertNotEqual(label.get("reason", ""), "", label)
+
+
+class TestStatusPage(AdminBase):
+    """The status page at / of the admin listener, over plain HTTP: what it
+    shows (it is HTML for people; the browser test loads it in chromium),
+    that every value is escaped, and that it follows reloads."""
+
+    def setUp(self):
+        super().setUp()
+        # a key file whose path reads as markup: it must stay text
+        self.evil_dir = os.path.join(self.tmp, "<script>alert(1)<")
+        os.mkdir(self.evil_dir)
+        self.evil_file = os.path.join(self.evil_dir, "script>.pub")
+        self.rsa = self.keys.rsa()
+        with open(self.evil_file, "wb") as f:
+            f.write(H.read_bytes(self.rsa.pub))
+
+    def page(self, srv):
+        st, h, body = H.admin_get(srv.admin_port, "/")
+        self.assertEqual(st, 200, body)
+        return h, body.decode()
+
+    def test_page(self):
+        srv = self.start_server(self.args("--service-account-key-file", self.evil_file,
+                                          "--signing-key-file", self.keyfile))
+        for _ in range(3):
+            self.assertEqual(srv.get(H.JWKS)[0], 200)
+        h, text = self.page(srv)
+        self.assertEqual(H.one(h, "content-type"), "text/html; charset=utf-8")
+        self.assertEqual(H.one(h, "cache-control"), "no-store")
+        self.assertIn("default-src 'none'", H.one(h, "content-security-policy"))
+        self.assertEqual(H.one(h, "x-content-type-options"), "nosniff")
+        self.assertTrue(text.startswith("<!DOCTYPE html>"), text[:100])
+        tables = H.html_tables(text)
+        docs = H.html_rows(tables, "documents")
+        self.assertEqual(docs["issuer"], ISSUER)
+        self.assertEqual(docs["jwks_uri"], H.default_jwks_uri(ISSUER))
+        self.assertRegex(docs["version"], r"^\S+ \(commit \S+, built \d{4}-\d\d-\d\d\)$")
+        header, *rows = tables["keys"]
+        self.assertEqual(header, ["kid", "alg", "size", "source", "first seen", "retained until", "role"])
+        self.assertEqual([r[0] for r in rows], H.jwks_kids(srv.get(H.JWKS)[2]), "the published keys, in order")
+        by_kid = {r[0]: r for r in rows}
+        self.assertEqual(by_kid[self.key.kid][1:3], [self.key.alg, "P-256"])
+        self.assertEqual(by_kid[self.key.kid][3], self.keyfile + " (block 1)")
+        self.assertRegex(by_kid[self.key.kid][6], r"^signing", "the --signing-key-file key")
+        self.assertEqual(by_kid[self.rsa.kid][1:4], ["RS256", "2048", self.evil_file + " (block 1)"])
+        self.assertEqual(by_kid[self.rsa.kid][6], "-")
+        for r in rows:
+            self.assertRegex(r[4], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", "first seen")
+            self.assertEqual(r[5], "-", "not retained")
+        self.assertEqual(H.html_rows(tables, "reload")["result"], "ok")
+        counters = H.html_rows(tables, "counters")
+        self.assertGreaterEqual(int(counters["requests " + H.JWKS]), 3)
+        # the file name is text, never markup
+        self.assertNotIn("<script", text)
+        self.assertIn("&lt;script&gt;alert(1)&lt;/script&gt;.pub (block 1)", text)
+
+    def test_page_shows_a_failed_reload(self):
+        srv = self.start_server(self.args("--key-reload-interval", "1s"))
+        H.atomic_write(self.keyfile, b"<b>garbage</b>, not a PEM file\n")
+        last = [None]
+
+        def failed():
+            last[0] = H.html_tables(self.page(srv)[1])
+            return H.html_rows(last[0], "reload").get("result", "").startswith("failed: ")
+        self.assertTrue(H.wait_until(failed, 5.0, interval=0.2), "%r\n%s" % (last[0], srv.stderr()))
+        self.assertIn(self.keyfile, H.html_rows(last[0], "reload")["result"])
+        self.assertGreaterEqual(int(H.html_rows(last[0], "reload")["failed reloads"]), 1)
+        self.assertEqual([r[0] for r in last[0]["keys"][1:]], [self.key.kid], "the last good set stays")
+        # and recovers
+        H.atomic_write(self.keyfile, H.read_bytes(self.key.priv))
+        self.assertTrue(H.wait_until(lambda: H.html_rows(H.html_tables(self.page(srv)[1]), "reload")
+                                     .get("result") == "ok", 5.0, interval=0.2), srv.stderr())
+
+    def test_only_on_the_admin_listener(self):
+        srv = self.start_server(self.args())
+        st, h, b = srv.get("/")
+        self.assertEqual(st, 404, "the public listener has no status page")
+        self.assertNotIn(b"<html", b)
 
 
 class TestShutdown(AdminBase):

@@ -193,6 +193,12 @@ class BucketS3(H.ServerTestCase):
         rows = [line.split() for line in out.splitlines() if line.startswith("s3://")]
         self.assertEqual([(r[1], r[-1]) for r in rows], [("openid/v1/jwks", "current"),
                                                        (".well-known/openid-configuration", "current")], out)
+        # the admin listener's status page shows the target's last push
+        header, *pushes = H.html_tables(H.admin_get(srv.admin_port, "/")[2].decode())["pushes"]
+        self.assertEqual(header, ["target", "last push", "result", "last current", "drift repairs", "last error"])
+        self.assertEqual([(p[0], p[5]) for p in pushes], [("s3://oidc/cluster-1", "-")], pushes)
+        self.assertIn(pushes[0][2], ("written", "unchanged"), "a later drift check finds it unchanged")
+        self.assertRegex(pushes[0][3], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
         self.stop_ok(srv)
 
     def test_wrong_secret_is_refused_reported_and_serving_goes_on(self):
@@ -213,6 +219,9 @@ class BucketS3(H.ServerTestCase):
             s, "oidc_publish_attempts_total", target="s3://oidc/cluster-1", result="failed") or 0) >= 1)
         self.assertEqual(H.metric(samples, "oidc_publish_last_success_timestamp_seconds",
                                   target="s3://oidc/cluster-1"), 0)
+        (push,) = H.html_tables(H.admin_get(srv.admin_port, "/")[2].decode())["pushes"][1:]
+        self.assertEqual((push[0], push[2], push[3]), ("s3://oidc/cluster-1", "failed", "-"), push)
+        self.assertIn("SignatureDoesNotMatch", push[5])
         self.assertEqual(self.s3.writes(), [])
         self.stop_ok(srv)
         # no credentials at all: serve does not start, and says what to set

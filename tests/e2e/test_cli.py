@@ -18,6 +18,20 @@ from oidc_harness import DISCOVERY, JWKS, one
 ISSUER = "https://issuer.example.com"
 
 
+VERSION_LINE = re.compile(r"^oidc-discovery (?P<version>[0-9]+\.[0-9]+\.[0-9]+\S*) \(commit "
+                          r"(?P<commit>[0-9a-f]{12}(?:-dirty)?|unknown), built (?P<date>\d{4}-\d\d-\d\d)\)\n$")
+
+
+def git_head():
+    """The checkout's commit as --version shows it, or None outside git."""
+    try:
+        r = subprocess.run(["git", "-C", H.REPO, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                           timeout=30)
+    except OSError:
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
 def project_version():
     try:
         with open(os.path.join(H.REPO, "CMakeLists.txt")) as f:
@@ -67,12 +81,60 @@ class HelpVersion(H.ServerTestCase):
             self.assertRegex(out, r"(?m)^  %s\b" % flag)
 
     def test_version(self):
+        """--version names the version, the commit (one of this checkout's
+        when the binary was built from it) and the build date."""
         rc, out, err = H.run_once(["--version"])
         self.assertEqual(rc, 0, err)
-        self.assertRegex(out, r"[0-9]+\.[0-9]+\.[0-9]+")
+        m = VERSION_LINE.match(out)
+        self.assertIsNotNone(m, out)
         v = project_version()
         if v:
-            self.assertIn(v, out)
+            self.assertEqual(m.group("version"), v)
+        commit = m.group("commit").removesuffix("-dirty")
+        if git_head() and os.path.realpath(H.BIN).startswith(os.path.realpath(H.REPO) + os.sep):
+            # built from this checkout: HEAD, or one before it when not rebuilt since
+            r = subprocess.run(["git", "-C", H.REPO, "merge-base", "--is-ancestor", commit, "HEAD"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, "commit %s is not in this checkout's history: %s" % (commit, r.stderr))
+
+    def build_info(self, src, env=None, commit=None):
+        """The header cmake/build_info.cmake writes for source dir src."""
+        out = os.path.join(self.tmp, "build_info.h")
+        argv = ["cmake", "-DSRC=" + src, "-DOUT=" + out, "-P", os.path.join(H.REPO, "cmake", "build_info.cmake")]
+        if commit is not None:
+            argv[1:1] = ["-DCOMMIT=" + commit]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **(env or {})))
+        if r.returncode != 0:
+            return None, r.stderr
+        return dict(re.findall(r'#define (OIDC_BUILD_\w+)\s+"([^"]*)"', H.read_bytes(out).decode())), r.stderr
+
+    def test_build_info_from_a_tarball_and_reproducible(self):
+        """A source without .git says the commit is unknown (or what
+        -DOIDC_BUILD_COMMIT says), and SOURCE_DATE_EPOCH fixes the date."""
+        src = os.path.join(self.tmp, "oidc-discovery-0.1.0")
+        os.mkdir(src)
+        info, err = self.build_info(src, env={"SOURCE_DATE_EPOCH": "1700000000"})
+        self.assertEqual(info, {"OIDC_BUILD_COMMIT": "unknown", "OIDC_BUILD_DATE": "2023-11-14"}, err)
+        info, err = self.build_info(src, commit="0123456789ab")
+        self.assertEqual(info["OIDC_BUILD_COMMIT"], "0123456789ab", err)
+        info, err = self.build_info(src, commit='x" evil')
+        self.assertIsNone(info)
+        self.assertIn("OIDC_BUILD_COMMIT", err)
+        head = git_head()
+        if head:
+            info, err = self.build_info(H.REPO, env={"SOURCE_DATE_EPOCH": "0"})
+            self.assertEqual(info["OIDC_BUILD_COMMIT"].removesuffix("-dirty"), head, err)
+            self.assertEqual(info["OIDC_BUILD_DATE"], "1970-01-01")
+            # a tarball unpacked inside a checkout does not take its commit
+            inner = os.path.join(H.REPO, "build", "oidc-e2e-tarball-%d" % os.getpid())
+            if os.path.isdir(os.path.dirname(inner)):
+                os.mkdir(inner)
+                try:
+                    info, err = self.build_info(inner)
+                    self.assertEqual(info["OIDC_BUILD_COMMIT"], "unknown", err)
+                finally:
+                    os.rmdir(inner)
 
 
 class FlagErrors(H.ServerTestCase):
@@ -184,14 +246,61 @@ class FlagErrors(H.ServerTestCase):
         self.stop_ok(srv)
 
     def test_port_in_use(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            s.listen(1)
-            port = s.getsockname()[1]
-            rc, _, err = H.run_once(self.base(listen=False) + ["--listen", "127.0.0.1:%d" % port])
-            self.assertIsNotNone(rc, "server did not exit although the port is taken")
-            self.assertNotEqual(rc, 0, err)
-            self.assertTrue(err.strip())
+        """A taken port stops the start with a message that names the flag
+        whose address it is, and says what to do."""
+        tls_files = ["--tls-cert-file", os.path.join(H.FIXTURES, "rsa2048.crt"),
+                     "--tls-private-key-file", os.path.join(H.FIXTURES, "rsa2048.pkcs8.key")]
+        others = {"--listen": "127.0.0.1:0", "--admin-listen": "127.0.0.1:0", "--tls-listen": None,
+                  "--token-review-listen": None}
+        for flag in others:
+            with self.subTest(flag=flag), socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                s.listen(1)
+                taken = "127.0.0.1:%d" % s.getsockname()[1]
+                args = self.base(listen=False)
+                for other, addr in others.items():
+                    if other != flag and addr:
+                        args += [other, addr]
+                args += [flag, taken]
+                if flag == "--tls-listen":
+                    args += tls_files
+                if flag == "--token-review-listen":
+                    args += ["--enable-token-review"]
+                rc, _, err = H.run_once(args)
+                self.assertEqual(rc, 1, err)
+                self.assertIn("%s %s: cannot listen: Address already in use; another process listens there: stop "
+                              "it or choose another address" % (flag, taken), err)
+                self.assertNotIn("listening on", err)
+
+    def test_startup_key_error_says_it_is_the_start(self):
+        """Key files that give nothing to publish at start are a start-up
+        error, not a reload that failed."""
+        missing = os.path.join(self.tmp, "missing.pub")
+        rc, _, err = H.run_once(self.base(key=False) + ["--service-account-key-file", missing,
+                                                       "--admin-listen", "none"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("cannot start: no key set to publish: %s: cannot read: No such file or directory" % missing, err)
+        self.assertNotIn("reload", err)
+        self.assertNotIn("so far", err)
+
+
+class KeysCommand(H.ServerTestCase):
+
+    def test_json_members_have_json_types(self):
+        """keys --output json: sizes are numbers (bits), the curve a string
+        or null, times strings (RFC 3339) or null, for programs to read."""
+        rsa, ec = self.keys.rsa(3072), self.keys.ec("P-521")
+        rc, out, err = H.run_once(["keys", "--service-account-key-file", rsa.pub, "--service-account-key-file", ec.pub,
+                                   "--output", "json"])
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(list(doc), ["keys"])
+        a, b = doc["keys"]
+        self.assertEqual(a, {"kid": rsa.kid, "alg": "RS256", "size": 3072, "curve": None,
+                             "source": rsa.pub + " (block 1)", "first_seen": None, "retained_until": None})
+        self.assertEqual((b["kid"], b["alg"], b["size"], b["curve"]), (ec.kid, "ES512", 521, "P-521"))
+        for k in (a, b):
+            self.assertIs(type(k["size"]), int)
 
 
 class ConfigFile(H.ServerTestCase):
@@ -371,6 +480,26 @@ class Lifecycle(H.ServerTestCase):
             partial.close()
             stalled.close()
 
+    def test_second_signal_ends_the_grace(self):
+        """SIGINT starts the grace (5 minutes here); a second SIGINT or
+        SIGTERM ends it at once, while SIGHUP in between only reloads."""
+        for second in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(second=second.name):
+                srv = self.start_server(self.args + ["--shutdown-grace", "5m"])
+                srv.proc.send_signal(signal.SIGINT)
+                self.assertEqual(H.wait_for_log(srv, r"received Interrupt; /readyz answers 503, serving 300s more",
+                                                1, 10), 1, srv.stderr())
+                srv.proc.send_signal(signal.SIGHUP)
+                self.assertEqual(H.wait_for_log(srv, r"SIGHUP: reloading keys", 1, 10), 1, srv.stderr())
+                self.assertEqual(srv.get(JWKS)[0], 200, "still serving during the grace")
+                t0 = time.monotonic()
+                rc = srv.stop(second, timeout=30 * H.SLOW)
+                took = time.monotonic() - t0
+                self.assertEqual(rc, 0, srv.stderr())
+                self.assertLess(took, 30 * H.SLOW, "the second signal did not end the 300 s grace")
+                self.assertEqual(H.count_log(srv, r"received %s during the grace; shutting down now"
+                                             % re.escape(signal.strsignal(second))), 1, srv.stderr())
+
     def test_sigterm_before_any_request(self):
         srv = self.start_server(self.args)
         self.stop_ok(srv, signal.SIGTERM)
@@ -445,9 +574,13 @@ class Dev(H.ServerTestCase):
     ./dev-keys on the first start and reused after, an http issuer on the
     listen address, both documents served."""
 
-    def start_dev(self, work):
+    def start_dev(self, work, grace="0s"):
+        """dev in work; grace None: dev's own --shutdown-grace."""
         port = H.free_port()
-        srv = H.Server([], command="dev", port=port)
+        srv = H.Server([] if grace is None else ["--shutdown-grace", grace], command="dev", port=port)
+        if grace is None:  # the harness's own 0s would hide dev's default
+            i = srv.argv.index("--shutdown-grace")
+            del srv.argv[i:i + 2]
         # run in work, where dev-keys/ goes: a wrapper the harness keeps
         srv.argv[0] = os.path.abspath(srv.argv[0])
         srv.argv[:0] = ["sh", "-c", 'cd "$0" && exec "$@"', work]
@@ -467,6 +600,23 @@ class Dev(H.ServerTestCase):
         keys = json.loads(body)["keys"]
         self.assertEqual([(k["kty"], k["alg"]) for k in keys], [("RSA", "RS256")])
         return keys[0]["kid"]
+
+    def test_ctrl_c_stops_dev_at_once(self):
+        """dev has no shutdown grace (no load balancer drains it): Ctrl-C
+        stops it at once, not after serve's 5 s."""
+        work = os.path.join(self.tmp, "checkout")
+        os.mkdir(work)
+        srv = self.start_dev(work, grace=None)
+        self.assertNotIn("--shutdown-grace", srv.argv)
+        self.assertEqual(srv.get(JWKS)[0], 200)
+        t0 = time.monotonic()
+        rc = srv.stop(signal.SIGINT)
+        took = time.monotonic() - t0
+        self.assertEqual(rc, 0, srv.stderr())
+        if not H.VALGRIND:
+            self.assertLess(took, 4, "dev waited for a grace after Ctrl-C")
+        self.assertEqual(H.count_log(srv, r"received Interrupt; shutting down$"), 1, srv.stderr())
+        self.assertNotIn("more before shutting down", srv.stderr())
 
     def test_dev_generates_then_reuses_its_key_pair(self):
         work = os.path.join(self.tmp, "checkout")

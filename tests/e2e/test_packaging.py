@@ -155,11 +155,12 @@ class Install(unittest.TestCase):
         self.assertTrue(os.access(b, os.X_OK), b)
         r = subprocess.run([b, "--version"], capture_output=True, text=True, timeout=H.RUN_TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"^oidc-discovery [0-9]+\.[0-9]+\.[0-9]+\n$")
+        self.assertRegex(r.stdout, r"^oidc-discovery [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), "
+                                   r"built \d{4}-\d\d-\d\d\)\n$")
 
     def test_man_page(self):
         page = H.read_bytes(self.path("share", "man", "man1", "oidc-discovery.1")).decode()
-        self.assertTrue(page.startswith(".TH OIDC\\-DISCOVERY 1 "), page[:80])
+        self.assertRegex(page, r'^\.TH OIDC\\-DISCOVERY 1 "\d{4}-\d\d-\d\d" "oidc-discovery [0-9.]+" ', page[:80])
         for section in (".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH OPTIONS", ".SH EXIT STATUS",
                         ".SH SEE ALSO"):
             self.assertIn("\n" + section + "\n", page)

@@ -380,10 +380,10 @@ class Rotation(RotationBase):
         self.assertEqual([k["kid"] for k in doc["keys"]], [b.kid, c.kid, a.kid])
         kb, kc, ka = doc["keys"]
         for k in doc["keys"]:
-            self.assertEqual(set(k), {"kid", "alg", "size", "source", "first_seen", "retained_until"})
-        self.assertEqual((kb["alg"], kb["size"]), ("ES256", "P-256"))
-        self.assertEqual((kc["alg"], kc["size"]), ("ES384", "P-384"))
-        self.assertEqual((ka["alg"], ka["size"]), ("RS256", "2048"))
+            self.assertEqual(set(k), {"kid", "alg", "size", "curve", "source", "first_seen", "retained_until"})
+        self.assertEqual((kb["alg"], kb["size"], kb["curve"]), ("ES256", 256, "P-256"))
+        self.assertEqual((kc["alg"], kc["size"], kc["curve"]), ("ES384", 384, "P-384"))
+        self.assertEqual((ka["alg"], ka["size"], ka["curve"]), ("RS256", 2048, None))
         self.assertIsNone(kc["first_seen"], "a key not yet in the state is new")
         self.assertIsNone(kc["retained_until"])
         self.assertIsNone(kb["retained_until"])

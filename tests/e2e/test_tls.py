@@ -258,6 +258,8 @@ class TestCertificateReload(TLSBase):
         self.assertIsNotNone(rc, "server kept running with a mismatched certificate and key")
         self.assertNotEqual(rc, 0)
         self.assertTrue(self.cert1 in err or tkey2 in err, "message names neither file: %r" % err)
+        self.assertIn("cannot start: TLS certificate unusable: ", err, "a start-up error, not a reload's")
+        self.assertNotIn("reload", err)
         # a missing certificate file
         missing = os.path.join(self.tmp, "missing.crt")
         rc, out, err = H.run_once(["serve", *self.base_args(), "--listen", "127.0.0.1:0",

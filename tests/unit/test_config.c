@@ -375,6 +375,10 @@ Test(config, dev_defaults)
     cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
     cr_assert_eq(cfg.listens[0].port, 8080);
     cr_assert_eq(cfg.max_age, 3600);
+    /* Ctrl-C stops dev at once: no load balancer waits for it to drain */
+    cr_assert_eq(cfg.shutdown_grace, 0);
+    ok("dev", "--shutdown-grace", "5s", NULL);
+    cr_assert_eq(cfg.shutdown_grace, 5);
 }
 
 Test(config, dev_issuer_follows_first_listen)
@@ -2109,8 +2113,9 @@ static const struct flag_case production_flags[] = {
     {"--http2", NULL},
 };
 
-/* The defaults of the production serving settings, for any command. */
-static void production_defaults_are_set(void)
+/* The defaults of the production serving settings, for any command;
+ * grace is --shutdown-grace's (dev stops at once). */
+static void production_defaults_are_set(unsigned long grace)
 {
     cr_assert_eq(cfg.tls_listen_count, 0);
     cr_assert_null(cfg.tls_listens);
@@ -2131,7 +2136,7 @@ static void production_defaults_are_set(void)
     cr_assert_eq(cfg.request_timeout, 10);
     cr_assert_eq(cfg.write_timeout, 10);
     cr_assert_eq(cfg.idle_timeout, 60);
-    cr_assert_eq(cfg.shutdown_grace, 5);
+    cr_assert_eq(cfg.shutdown_grace, grace);
     cr_assert_eq(cfg.max_connections, 10000);
     cr_assert_eq(cfg.token_review_max_connections, 1000);
     cr_assert_eq(cfg.admin_max_connections, 64);
@@ -2142,12 +2147,12 @@ static void production_defaults_are_set(void)
 Test(config, production_defaults)
 {
     OK_WITH(NULL);
-    production_defaults_are_set();
+    production_defaults_are_set(5);
     cr_assert_null(cfg.listens[0].unix_path);
     ok("dev", NULL);
-    production_defaults_are_set();
+    production_defaults_are_set(0);
     ok("--help", NULL);
-    production_defaults_are_set();
+    production_defaults_are_set(5);
     ok(VERIFY_ARGS, NULL);
     cr_assert_str_eq(cfg.log_level, "info");
     cr_assert_str_eq(cfg.log_format, "text");

@@ -284,6 +284,57 @@ Test(reload, the_signing_key_maturing_is_a_deadline)
     cr_expect_eq(wall_at(), 0, "mature");
 }
 
+/* What the status page shows (reload_status): every published key with
+ * when it was first seen, until when a retained one stays, the signing
+ * key's role as it matures, and the last pass with its error. */
+Test(reload, status_shows_keys_history_role_and_last_pass)
+{
+    char signing[PATH_MAX], garbage[PATH_MAX];
+    struct status *st;
+
+    snprintf(signing, sizeof(signing), "%s/rsa2048.pkcs8.key", FIXTURES);
+    PUT("a.pub", "rsa2048.pub");
+    PUT("b.pub", "ec256.pub");
+    START("--signing-key-file", signing, "--max-age", "600", "--key-retention", "30s", "--state-dir", state,
+          "--key-reload-interval", "60s");
+    cr_assert_not_null(st = reload_status(r));
+    cr_expect_str_eq(st->issuer, "https://a.example");
+    cr_expect_str_eq(st->jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_expect_eq(st->generation, 1);
+    cr_expect_eq(st->published_at, T0);
+    cr_expect_eq(st->reload_at, T0);
+    cr_expect_null(st->reload_error);
+    cr_assert_eq(st->nkeys, 2);
+    for (size_t i = 0; i < 2; i++) {
+        cr_expect_str_eq(st->keys[i].kid, reload_current(r)->keyset->keys[i].kid);
+        cr_expect_eq(st->keys[i].first_seen, T0);
+        cr_expect_eq(st->keys[i].retained_until, 0);
+    }
+    cr_expect_str_eq(st->keys[0].alg, "RS256");
+    cr_expect_eq(st->keys[0].bits, 2048);
+    cr_expect_null(st->keys[0].curve);
+    cr_expect_str_eq(st->keys[0].role, "signing (published for less than --max-age)");
+    cr_expect_str_eq(st->keys[1].curve, "P-256");
+    cr_expect_null(st->keys[1].role);
+    status_release(st);
+
+    drop("b.pub");
+    reload_pass(r, T0 + 1, MS0 + 1000);
+    reload_pass(r, T0 + 2, MS0 + 1000 + RELOAD_REMOVAL_CONFIRM_MS);
+    snprintf(garbage, sizeof(garbage), "%s/a.pub", keys);
+    PUT("a.pub", "garbage.pem");
+    reload_pass(r, T0 + 600, MS0 + 2 * MIN);
+    cr_assert_not_null(st = reload_status(r));
+    cr_expect_eq(st->reload_at, T0 + 600);
+    cr_assert_not_null(st->reload_error, "the last pass failed");
+    cr_expect_not_null(strstr(st->reload_error, garbage), "%s", st->reload_error);
+    cr_expect_eq(st->reload_failures, 1);
+    cr_assert_eq(st->nkeys, 2, "the last good set stays");
+    cr_expect_eq(st->keys[1].retained_until, T0 + 2 + 30);
+    cr_expect_str_eq(st->keys[0].role, "signing", "mature at T0 + 600");
+    status_release(st);
+}
+
 Test(reload, nothing_to_publish_refuses_to_start)
 {
     serve_config(&cfg, "https://a.example", keys, NULL, 0);

@@ -1,0 +1,363 @@
+#include "server/obs/status.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "push/status.h"
+#include "util/strbuf.h"
+
+static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct status *status_current; /* guarded by status_mu */
+
+/* A copy of s (NULL stays NULL); a failed copy marks st failed. */
+static char *status_dup(struct status *st, const char *s)
+{
+    char *copy;
+
+    if (s == NULL)
+        return NULL;
+    if ((copy = strdup(s)) == NULL)
+        st->failed = 1;
+    return copy;
+}
+
+/* Room for one more element of an array of n elements of size bytes. */
+static int status_grow(struct status *st, void **array, size_t n, size_t size)
+{
+    void *p = realloc(*array, (n + 1) * size);
+
+    if (p == NULL) {
+        st->failed = 1;
+        return -1;
+    }
+    *array = p;
+    return 0;
+}
+
+struct status *status_new(const char *issuer, const char *jwks_uri)
+{
+    struct status *st = calloc(1, sizeof(*st));
+
+    if (st == NULL)
+        return NULL;
+    atomic_init(&st->refs, 1);
+    st->issuer = status_dup(st, issuer);
+    st->jwks_uri = status_dup(st, jwks_uri);
+    return st;
+}
+
+void status_add_key(struct status *st, const struct status_key *k)
+{
+    struct status_key *copy;
+
+    if (status_grow(st, (void **)&st->keys, st->nkeys, sizeof(*st->keys)) != 0)
+        return;
+    copy = &st->keys[st->nkeys++];
+    *copy = *k;
+    copy->kid = status_dup(st, k->kid);
+    copy->alg = status_dup(st, k->alg);
+    copy->source = status_dup(st, k->source);
+    copy->role = status_dup(st, k->role);
+}
+
+struct status_section *status_add_section(struct status *st, const char *title)
+{
+    struct status_section *sec;
+
+    if (status_grow(st, (void **)&st->sections, st->nsections, sizeof(*st->sections)) != 0)
+        return NULL;
+    sec = &st->sections[st->nsections++];
+    *sec = (struct status_section){.title = status_dup(st, title)};
+    return sec;
+}
+
+void status_section_row(struct status *st, struct status_section *sec, const char *name, const char *value)
+{
+    if (sec == NULL || status_grow(st, (void **)&sec->rows, sec->nrows, sizeof(*sec->rows)) != 0)
+        return;
+    sec->rows[sec->nrows++] = (struct status_row){status_dup(st, name), status_dup(st, value)};
+}
+
+static void status_free(struct status *st)
+{
+    for (size_t i = 0; i < st->nkeys; i++) {
+        free((char *)st->keys[i].kid);
+        free((char *)st->keys[i].alg);
+        free((char *)st->keys[i].source);
+        free((char *)st->keys[i].role);
+    }
+    for (size_t i = 0; i < st->nsections; i++) {
+        for (size_t j = 0; j < st->sections[i].nrows; j++) {
+            free(st->sections[i].rows[j].name);
+            free(st->sections[i].rows[j].value);
+        }
+        free(st->sections[i].rows);
+        free(st->sections[i].title);
+    }
+    free(st->sections);
+    free(st->keys);
+    free(st->reload_error);
+    free(st->issuer);
+    free(st->jwks_uri);
+    free(st);
+}
+
+void status_release(struct status *st)
+{
+    if (st != NULL && atomic_fetch_sub_explicit(&st->refs, 1, memory_order_acq_rel) == 1)
+        status_free(st);
+}
+
+void status_publish(struct status *st)
+{
+    struct status *old;
+
+    if (st == NULL || st->failed) {
+        status_release(st);
+        return;
+    }
+    pthread_mutex_lock(&status_mu);
+    old = status_current;
+    status_current = st;
+    pthread_mutex_unlock(&status_mu);
+    status_release(old);
+}
+
+void status_clear(void)
+{
+    struct status *old;
+
+    pthread_mutex_lock(&status_mu);
+    old = status_current;
+    status_current = NULL;
+    pthread_mutex_unlock(&status_mu);
+    status_release(old);
+}
+
+struct status *status_acquire(void)
+{
+    struct status *st;
+
+    pthread_mutex_lock(&status_mu);
+    if ((st = status_current) != NULL)
+        atomic_fetch_add_explicit(&st->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&status_mu);
+    return st;
+}
+
+/* ---- the page ---------------------------------------------------------- */
+
+/* s as HTML text or attribute value: every character that could end one
+ * (or start markup) is escaped; control characters other than tab and
+ * newline, which a file name may hold, are shown as U+FFFD. */
+static void status_text(struct strbuf *b, const char *s)
+{
+    const char *run = s;
+
+    for (; s != NULL && *s != '\0'; s++) {
+        const char *esc = *s == '&'                                              ? "&amp;"
+                          : *s == '<'                                            ? "&lt;"
+                          : *s == '>'                                            ? "&gt;"
+                          : *s == '"'                                            ? "&quot;"
+                          : *s == '\''                                           ? "&#39;"
+                          : (unsigned char)*s < 0x20 && *s != '\t' && *s != '\n' ? "\xef\xbf\xbd"
+                                                                                 : NULL;
+        if (esc == NULL)
+            continue;
+        strbuf_add(b, run, (size_t)(s - run));
+        strbuf_puts(b, esc);
+        run = s + 1;
+    }
+    if (run != NULL)
+        strbuf_puts(b, run);
+}
+
+/* t as RFC 3339 UTC, or "-" for 0. */
+static void status_time(struct strbuf *b, time_t t)
+{
+    char when[32];
+    struct tm tm;
+
+    if (t == 0) {
+        strbuf_puts(b, "-");
+        return;
+    }
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strbuf_puts(b, when);
+}
+
+/* <tr><th>name</th><td>value</td></tr>, value escaped. */
+static void status_row(struct strbuf *b, const char *name, const char *value)
+{
+    strbuf_puts(b, "<tr><th>");
+    status_text(b, name);
+    strbuf_puts(b, "</th><td>");
+    status_text(b, value);
+    strbuf_puts(b, "</td></tr>\n");
+}
+
+/* <td class="cls">text</td>, text escaped; cls is a literal. */
+static void status_cell(struct strbuf *b, const char *cls, const char *text)
+{
+    strbuf_printf(b, "<td class=\"%s\">", cls);
+    status_text(b, text);
+    strbuf_puts(b, "</td>");
+}
+
+static void status_cell_time(struct strbuf *b, const char *cls, time_t t)
+{
+    strbuf_printf(b, "<td class=\"%s\">", cls);
+    status_time(b, t);
+    strbuf_puts(b, "</td>");
+}
+
+static void status_row_time(struct strbuf *b, const char *name, time_t t)
+{
+    strbuf_printf(b, "<tr><th>%s</th><td>", name);
+    status_time(b, t);
+    strbuf_puts(b, "</td></tr>\n");
+}
+
+static const char status_head[] =
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+    "<title>oidc-discovery status</title>\n<style>\n"
+    "body{font-family:system-ui,sans-serif;margin:1.5em;color:#1d1d1f;background:#fff}\n"
+    "h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}\n"
+    "table{border-collapse:collapse}th,td{border:1px solid #d0d0d5;padding:.25em .6em;text-align:left;"
+    "vertical-align:top}\nthead th,tbody th{background:#f2f2f5;font-weight:600}\n"
+    "td.kid,td.source{font-family:ui-monospace,monospace;word-break:break-all}\n"
+    "td.alg,td.size,td.first-seen,td.retained-until{white-space:nowrap}\n"
+    ".ok{color:#176f2c}.failed{color:#b3261e;font-weight:600}\n"
+    "</style></head><body>\n";
+
+static void status_render_documents(struct strbuf *b, const struct status *st, const struct status_build *build,
+                                    time_t now)
+{
+    char version[160];
+
+    strbuf_puts(b, "<h1>oidc-discovery</h1>\n<table id=\"documents\">\n");
+    status_row(b, "issuer", st->issuer);
+    status_row(b, "jwks_uri", st->jwks_uri);
+    strbuf_printf(b, "<tr><th>key set generation</th><td>%lu</td></tr>\n", st->generation);
+    status_row_time(b, "published at", st->published_at);
+    snprintf(version, sizeof(version), "%s (commit %s, built %s)", build->version, build->commit, build->date);
+    status_row(b, "version", version);
+    status_row_time(b, "this page", now);
+    strbuf_puts(b, "</table>\n");
+}
+
+static void status_render_keys(struct strbuf *b, const struct status *st)
+{
+    strbuf_printf(b,
+                  "<h2>Keys (%zu published)</h2>\n<table id=\"keys\">\n<thead><tr><th>kid</th><th>alg</th>"
+                  "<th>size</th><th>source</th><th>first seen</th><th>retained until</th><th>role</th></tr>"
+                  "</thead>\n<tbody>\n",
+                  st->nkeys);
+    for (size_t i = 0; i < st->nkeys; i++) {
+        const struct status_key *k = &st->keys[i];
+        char size[16];
+        if (k->curve != NULL)
+            snprintf(size, sizeof(size), "%s", k->curve);
+        else
+            snprintf(size, sizeof(size), "%d", k->bits);
+        strbuf_puts(b, "<tr class=\"key\">");
+        status_cell(b, "kid", k->kid);
+        status_cell(b, "alg", k->alg);
+        status_cell(b, "size", size);
+        status_cell(b, "source", k->source);
+        status_cell_time(b, "first-seen", k->first_seen);
+        status_cell_time(b, "retained-until", k->retained_until);
+        status_cell(b, "role", k->role != NULL ? k->role : "-");
+        strbuf_puts(b, "</tr>\n");
+    }
+    strbuf_puts(b, "</tbody></table>\n");
+}
+
+static void status_render_reload(struct strbuf *b, const struct status *st)
+{
+    strbuf_puts(b, "<h2>Last reload</h2>\n<table id=\"reload\">\n");
+    status_row_time(b, "at", st->reload_at);
+    if (st->reload_error == NULL) {
+        strbuf_puts(b, "<tr><th>result</th><td class=\"ok\">ok</td></tr>\n");
+    } else {
+        strbuf_puts(b, "<tr><th>result</th><td class=\"failed\">failed: ");
+        status_text(b, st->reload_error);
+        strbuf_puts(b, " (the last good key set stays published)</td></tr>\n");
+    }
+    strbuf_printf(b, "<tr><th>failed reloads</th><td>%lu</td></tr>\n</table>\n", st->reload_failures);
+}
+
+/* The sections other features added (see status.h). */
+static void status_render_sections(struct strbuf *b, const struct status *st)
+{
+    for (size_t i = 0; i < st->nsections; i++) {
+        const struct status_section *sec = &st->sections[i];
+        strbuf_puts(b, "<h2>");
+        status_text(b, sec->title);
+        strbuf_puts(b, "</h2>\n<table class=\"section\">\n");
+        for (size_t j = 0; j < sec->nrows; j++)
+            status_row(b, sec->rows[j].name, sec->rows[j].value);
+        strbuf_puts(b, "</table>\n");
+    }
+}
+
+/* --publish-to: each target's last push (push/status.h), read now: the
+ * publisher thread updates it between reload passes. */
+static void status_render_pushes(struct strbuf *b)
+{
+    size_t n = push_status_count();
+    struct push_status ps;
+
+    if (n == 0)
+        return;
+    strbuf_puts(b, "<h2>Publishing to object storage</h2>\n<table id=\"pushes\">\n<thead><tr><th>target</th>"
+                   "<th>last push</th><th>result</th><th>last current</th><th>drift repairs</th><th>last error</th>"
+                   "</tr></thead>\n<tbody>\n");
+    for (size_t i = 0; i < n && push_status_get(i, &ps) == 0; i++) {
+        strbuf_puts(b, "<tr class=\"push\">");
+        status_cell(b, "target", ps.target);
+        status_cell_time(b, "last-push", ps.last_attempt);
+        status_cell(b, "result", ps.last_attempt != 0 ? push_result_name(ps.last_result) : "-");
+        status_cell_time(b, "last-current", ps.last_current);
+        strbuf_printf(b, "<td class=\"drift-repairs\">%llu</td>", (unsigned long long)ps.drift_repairs);
+        status_cell(b, "error", ps.last_error[0] != '\0' ? ps.last_error : "-");
+        strbuf_puts(b, "</tr>\n");
+    }
+    strbuf_puts(b, "</tbody></table>\n");
+}
+
+static void status_render_counters(struct strbuf *b, const struct metrics_summary_row *rows, size_t nrows)
+{
+    strbuf_puts(b, "<h2>Counters</h2>\n<table id=\"counters\">\n");
+    for (size_t i = 0; i < nrows; i++) {
+        strbuf_puts(b, "<tr><th>");
+        status_text(b, rows[i].name);
+        strbuf_printf(b, "</th><td>%llu</td></tr>\n", rows[i].value);
+    }
+    strbuf_puts(b, "</table>\n<p>For machines: <a href=\"/metrics\">/metrics</a>, <a href=\"/readyz\">/readyz</a>, "
+                   "<a href=\"/livez\">/livez</a>.</p>\n");
+}
+
+char *status_render_html(const struct status *st, const struct metrics_summary_row *rows, size_t nrows,
+                         const struct status_build *build, time_t now, size_t *len)
+{
+    struct strbuf b = {0};
+
+    strbuf_puts(&b, status_head);
+    if (st != NULL) {
+        status_render_documents(&b, st, build, now);
+        status_render_keys(&b, st);
+        status_render_reload(&b, st);
+        status_render_sections(&b, st);
+        status_render_pushes(&b);
+    } else {
+        strbuf_puts(&b, "<h1>oidc-discovery</h1>\n<p>Nothing published yet.</p>\n");
+    }
+    status_render_counters(&b, rows, nrows);
+    strbuf_puts(&b, "</body></html>\n");
+    return strbuf_finish(&b, len);
+}

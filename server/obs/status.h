@@ -1,0 +1,109 @@
+/*
+ * status: what the admin listener's page at "/" shows an operator — the
+ * issuer, the jwks_uri, every published key with where it came from and
+ * how long it stays, the last reload and its result, and the counters —
+ * as a small HTML page with no script.
+ *
+ * The reload thread builds a struct status after every pass (reload.h's
+ * reload_status) and publishes it here; from then on it is read-only and
+ * reference counted. The admin handler takes the current one for the few
+ * microseconds it renders the page (per request: the page is for people,
+ * and the counters move), and releases it. A mutex guards only the swap
+ * of the pointer, never a render or a write to a socket.
+ *
+ * Extension points, for features that add to the page without touching
+ * its layout:
+ *  - a section (status_add_section, status_section_row): a titled list of
+ *    name/value rows, e.g. the upstream's freshness when mirroring an
+ *    issuer, or the last push of the documents to a bucket. Sections are
+ *    shown in the order added, between the last reload and the counters.
+ *  - a key's role (struct status_key.role): "signing" for the
+ *    --signing-key-file key today; other roles of a key go there.
+ *  - what changes between passes, read when the page is rendered: the
+ *    pushes to object storage (push/status.h) are shown this way.
+ */
+#ifndef OIDC_STATUS_H
+#define OIDC_STATUS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "server/obs/metrics.h"
+
+/* One published key. In a status, the strings are its own copies. */
+struct status_key {
+    const char *kid, *alg, *source;
+    int bits;              /* RSA modulus or EC field bits */
+    const char *curve;     /* "P-256", ... or NULL for RSA (static) */
+    time_t first_seen;     /* 0: unknown */
+    time_t retained_until; /* 0: still in the key files */
+    const char *role;      /* e.g. "signing", or NULL */
+};
+
+struct status_row {
+    char *name, *value;
+};
+
+struct status_section {
+    char *title;
+    struct status_row *rows;
+    size_t nrows;
+};
+
+struct status {
+    atomic_uint refs;
+    int failed; /* an allocation failed while it was built: it is not published */
+    char *issuer, *jwks_uri;
+    unsigned long generation; /* of the published key set */
+    time_t published_at;      /* when that set was published (its Last-Modified) */
+    struct status_key *keys;
+    size_t nkeys;
+    time_t reload_at;   /* the last reload pass, wall clock; 0: none yet */
+    char *reload_error; /* why it failed, or NULL when it succeeded */
+    unsigned long reload_failures;
+    struct status_section *sections;
+    size_t nsections;
+};
+
+/* A status for issuer and jwks_uri, with nothing else yet. NULL when out
+ * of memory. */
+struct status *status_new(const char *issuer, const char *jwks_uri);
+
+/* Adds a copy of k (its strings copied too). */
+void status_add_key(struct status *st, const struct status_key *k);
+
+/* Adds an empty section titled title and returns it, for
+ * status_section_row; NULL when out of memory (st is then failed). */
+struct status_section *status_add_section(struct status *st, const char *title);
+
+/* Adds a row to sec, a section of st (copies of name and value). */
+void status_section_row(struct status *st, struct status_section *sec, const char *name, const char *value);
+
+/* Makes st the status shown (taking the caller's reference), unless it
+ * failed while being built: it is then freed and the previous one stays.
+ * Thread-safe. */
+void status_publish(struct status *st);
+
+/* Shows nothing any more (at exit). Thread-safe. */
+void status_clear(void);
+
+/* The status shown now, with a reference for the caller (NULL: none yet).
+ * Thread-safe. */
+struct status *status_acquire(void);
+
+void status_release(struct status *st);
+
+/* The build the page names: version, commit, date (static strings). */
+struct status_build {
+    const char *version, *commit, *date;
+};
+
+/* The page for st at now, with the counters rows (metrics_summary), the
+ * pushes to object storage as they are now (push/status.h) and build:
+ * malloc'ed HTML whose length is *len, or NULL when out of memory. Every
+ * value is escaped; st may be NULL (nothing published yet). */
+char *status_render_html(const struct status *st, const struct metrics_summary_row *rows, size_t nrows,
+                         const struct status_build *build, time_t now, size_t *len);
+
+#endif

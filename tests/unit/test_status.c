@@ -1,0 +1,252 @@
+/*
+ * Unit tests for the status page (server/obs/status): what it shows, that
+ * every value is escaped wherever it lands (text, the sections other
+ * features add, the reload error, the pushes to object storage), its
+ * order, and the publication of the status between threads (a reader
+ * keeps its status while a newer one is published). Also util/strbuf,
+ * which the page is written with.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "test_support.h"
+
+#include "push/status.h"
+#include "server/obs/status.h"
+#include "util/strbuf.h"
+
+#define T0 1800000000L /* 2027-01-15T08:00:00Z */
+
+static const struct status_build build = {"0.1.0", "0123456789ab", "2027-01-01"};
+
+static void status_teardown(void)
+{
+    status_clear();
+    leak_check();
+}
+
+TestSuite(status, .fini = status_teardown);
+
+/* A status with two keys (one retained, one the signing key), a failed
+ * last pass and a section; values take the hostile forms given. */
+static struct status *sample(const char *source, const char *error, const char *row_value)
+{
+    struct status *st = status_new("https://issuer.example", "https://issuer.example/openid/v1/jwks");
+    struct status_section *sec;
+
+    cr_assert_not_null(st);
+    st->generation = 3;
+    st->published_at = T0;
+    st->reload_at = T0 + 60;
+    st->reload_failures = 2;
+    st->reload_error = strdup(error);
+    status_add_key(st, &(struct status_key){.kid = "kid-rsa",
+                                            .alg = "RS256",
+                                            .source = source,
+                                            .bits = 2048,
+                                            .first_seen = T0 - 3600,
+                                            .role = "signing"});
+    status_add_key(st, &(struct status_key){.kid = "kid-ec",
+                                            .alg = "ES256",
+                                            .source = "retained (state)",
+                                            .bits = 256,
+                                            .curve = "P-256",
+                                            .first_seen = T0 - 7200,
+                                            .retained_until = T0 + 86400});
+    sec = status_add_section(st, "Upstream <mirror>");
+    status_section_row(st, sec, "last fetched", row_value);
+    cr_assert_eq(st->failed, 0);
+    return st;
+}
+
+static char *render(const struct status *st, size_t *len)
+{
+    struct metrics_summary_row rows[2] = {{"requests /openid/v1/jwks", 7}, {"<b>odd</b> counter", 1}};
+    char *html = status_render_html(st, rows, 2, &build, T0 + 61, len);
+
+    cr_assert_not_null(html);
+    cr_assert_eq(strlen(html), *len);
+    return html;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+Test(status, shows_documents_keys_reload_sections_and_counters)
+{
+    struct status *st = sample("/etc/keys/sa.pub (block 1)", "a.pub: no key", "2027-01-15T08:00:59Z");
+    size_t len;
+    char *html = render(st, &len);
+
+    cr_expect_not_null(strstr(html, "<td>https://issuer.example</td>"));
+    cr_expect_not_null(strstr(html, "<td>https://issuer.example/openid/v1/jwks</td>"));
+    cr_expect_not_null(strstr(html, "<tr><th>key set generation</th><td>3</td></tr>"));
+    cr_expect_not_null(strstr(html, "<td>0.1.0 (commit 0123456789ab, built 2027-01-01)</td>"));
+    cr_expect_eq(count(html, "<tr class=\"key\">"), 2);
+    cr_expect_not_null(strstr(html, "<tr class=\"key\"><td class=\"kid\">kid-rsa</td><td class=\"alg\">RS256</td>"
+                                    "<td class=\"size\">2048</td><td class=\"source\">/etc/keys/sa.pub (block 1)</td>"
+                                    "<td class=\"first-seen\">2027-01-15T07:00:00Z</td>"
+                                    "<td class=\"retained-until\">-</td><td class=\"role\">signing</td></tr>"),
+                       "%s", html);
+    cr_expect_not_null(strstr(html, "<td class=\"size\">P-256</td>"));
+    cr_expect_not_null(strstr(html, "<td class=\"retained-until\">2027-01-16T08:00:00Z</td><td class=\"role\">-</td>"));
+    cr_expect_not_null(strstr(html, "<tr><th>at</th><td>2027-01-15T08:01:00Z</td></tr>"));
+    cr_expect_not_null(strstr(html, "failed: a.pub: no key"));
+    cr_expect_not_null(strstr(html, "<tr><th>failed reloads</th><td>2</td></tr>"));
+    cr_expect_not_null(strstr(html, "<tr><th>requests /openid/v1/jwks</th><td>7</td></tr>"));
+    /* the order: documents, keys, last reload, the added sections, counters */
+    const char *order[] = {"id=\"documents\"", "id=\"keys\"", "id=\"reload\"", "Upstream", "id=\"counters\""};
+    for (size_t i = 1; i < COUNT(order); i++)
+        cr_expect_lt(strstr(html, order[i - 1]), strstr(html, order[i]), "%s before %s", order[i - 1], order[i]);
+    cr_expect_null(strstr(html, "<script"), "the page runs no script");
+    free(html);
+    status_release(st);
+}
+
+/* Whatever a key file's name, a reload error or a section holds, it is
+ * text on the page, never markup: a file named like a script stays one. */
+Test(status, every_value_is_escaped)
+{
+    const char *evil = "/k/<script>alert(\"x\")</script>'&.pub";
+    const char *escaped = "/k/&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;&amp;.pub";
+    struct status *st = sample(evil, evil, evil);
+    size_t len;
+    char *html = render(st, &len);
+
+    cr_expect_null(strstr(html, "<script"), "%s", html);
+    cr_expect_null(strstr(html, "<b>"));
+    cr_expect_eq(count(html, escaped), 3, "the source, the reload error and the section's row: %s", html);
+    cr_expect_not_null(strstr(html, "<h2>Upstream &lt;mirror&gt;</h2>"));
+    cr_expect_not_null(strstr(html, "&lt;b&gt;odd&lt;/b&gt; counter"));
+    free(html);
+    status_release(st);
+}
+
+/* With --publish-to, each target's last push as the publisher left it,
+ * read when the page is rendered; without, no such table. */
+Test(status, shows_the_pushes_to_object_storage)
+{
+    const char *urls[] = {"s3://oidc/<b>cluster</b>"};
+    struct push_status ps = {
+        .last_attempt = T0 + 30, .last_current = T0 + 31, .last_result = PUSH_RESULT_FAILED, .drift_repairs = 2};
+    struct status *st = sample("/k/a.pub", "bad", "x");
+    size_t len;
+    char *html = render(st, &len);
+
+    cr_expect_null(strstr(html, "id=\"pushes\""), "no --publish-to: no table");
+    free(html);
+    cr_assert_eq(push_status_init(urls, 1), 0);
+    snprintf(ps.target, sizeof(ps.target), "%s", urls[0]);
+    snprintf(ps.last_error, sizeof(ps.last_error), "PUT <x>: 403");
+    push_status_put(0, &ps);
+    html = render(st, &len);
+    cr_expect_not_null(strstr(html,
+                              "<tr class=\"push\"><td class=\"target\">s3://oidc/&lt;b&gt;cluster&lt;/b&gt;</td>"
+                              "<td class=\"last-push\">2027-01-15T08:00:30Z</td><td class=\"result\">failed</td>"
+                              "<td class=\"last-current\">2027-01-15T08:00:31Z</td>"
+                              "<td class=\"drift-repairs\">2</td><td class=\"error\">PUT &lt;x&gt;: 403</td></tr>"),
+                       "%s", html);
+    cr_expect_lt(strstr(html, "id=\"pushes\""), strstr(html, "id=\"counters\""));
+    push_status_reset();
+    free(html);
+    status_release(st);
+}
+
+Test(status, control_characters_are_replaced)
+{
+    struct status *st = sample("/k/a\x1b[31m\r.pub", "bad", "x");
+    size_t len;
+    char *html = render(st, &len);
+
+    cr_expect_not_null(strstr(html, "/k/a\xef\xbf\xbd[31m\xef\xbf\xbd.pub"), "%s", html);
+    free(html);
+    status_release(st);
+}
+
+Test(status, nothing_published_yet)
+{
+    size_t len;
+    char *html = render(NULL, &len);
+
+    cr_expect_not_null(strstr(html, "Nothing published yet."));
+    cr_expect_not_null(strstr(html, "id=\"counters\""));
+    free(html);
+}
+
+/* A reader holds its status while a newer one replaces it; the last
+ * reference frees it (LeakSanitizer checks at the suite's end). */
+Test(status, publication_between_threads)
+{
+    struct status *a = status_new("https://a.example", "https://a.example/jwks");
+    struct status *b = status_new("https://b.example", "https://b.example/jwks");
+    struct status *held, *now;
+
+    cr_expect_null(status_acquire(), "nothing yet");
+    status_publish(a);
+    held = status_acquire();
+    cr_assert_eq(held, a);
+    status_publish(b);
+    cr_expect_str_eq(held->issuer, "https://a.example", "still the reader's");
+    now = status_acquire();
+    cr_expect_eq(now, b);
+    status_release(now);
+    status_release(held);
+}
+
+/* A status whose building ran out of memory is not shown: the last good
+ * one stays. */
+Test(status, a_failed_status_is_not_published)
+{
+    struct status *good = status_new("https://a.example", "https://a.example/jwks");
+    struct status *bad = status_new("https://b.example", "https://b.example/jwks");
+    struct status *now;
+
+    status_publish(good);
+    bad->failed = 1;
+    status_publish(bad);
+    now = status_acquire();
+    cr_expect_eq(now, good);
+    status_release(now);
+}
+
+TestSuite(strbuf, .fini = leak_check);
+
+Test(strbuf, grows_and_finishes)
+{
+    struct strbuf b = {0};
+    char *text;
+    size_t len = 0;
+
+    for (int i = 0; i < 1000; i++)
+        strbuf_printf(&b, "%04d,", i);
+    strbuf_puts(&b, "end");
+    strbuf_add(&b, "!?", 1);
+    cr_assert_not_null(text = strbuf_finish(&b, &len));
+    cr_expect_eq(len, 5000 + 4);
+    cr_expect_eq(strncmp(text, "0000,0001,", 10), 0);
+    cr_expect_str_eq(text + 4995, "0999,end!");
+    cr_expect_eq(b.p, NULL, "the buffer is empty again");
+    free(text);
+    cr_assert_not_null(text = strbuf_finish(&b, &len), "nothing written: an empty string");
+    cr_expect_eq(len, 0);
+    cr_expect_str_eq(text, "");
+    free(text);
+}
+
+Test(strbuf, a_failure_is_reported_once_at_the_end)
+{
+    struct strbuf b = {0};
+    size_t len = 99;
+
+    strbuf_puts(&b, "some");
+    b.failed = 1;
+    strbuf_puts(&b, "more");
+    cr_expect_null(strbuf_finish(&b, &len));
+    cr_expect_eq(len, 99);
+}
