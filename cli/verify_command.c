@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "jose/jwks_parse.h"
+#include "keys/jwks_parse.h"
 #include "jose/jwt.h"
 #include "keys/keyset.h"
 #include "jose/review.h"
