@@ -202,6 +202,19 @@ const char *config_check_url(const char *url, int allow_http)
     return check_authority(rest, strcspn(rest, "/"));
 }
 
+const char *config_check_upstream(const char *v, int allow_http)
+{
+    const char *why;
+
+    (void)allow_http;
+    if (strcmp(v, "in-cluster") == 0)
+        return NULL;
+    why = config_check_url(v, 0);
+    return why != NULL && strcmp(why, HTTP_NOT_ALLOWED) == 0
+               ? "must be https (a bearer token is sent there), or in-cluster for this pod's API server"
+               : why;
+}
+
 int config_is_unix_listen(const char *s)
 {
     return strncmp(s, UNIX_PREFIX, strlen(UNIX_PREFIX)) == 0;

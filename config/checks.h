@@ -39,6 +39,11 @@ void config_format_duration(unsigned long seconds, char *out, size_t len);
  * no query, no fragment, no characters outside RFC 3986. */
 const char *config_check_url(const char *url, int allow_http);
 
+/* --upstream: "in-cluster", or an https URL (whatever allow_http says:
+ * a bearer token goes there) without query or fragment, to which the
+ * paths of the two documents are appended. */
+const char *config_check_upstream(const char *v, int allow_http);
+
 /* The parts of HOST:PORT, pointing into the value. */
 struct config_hostport {
     const char *host;

@@ -495,9 +495,63 @@ static int put_dev_issuer(struct parser *p)
     return setting_put(p, config_option("service-account-issuer"), NULL, url);
 }
 
+/* --upstream in-cluster: the pod's API server, as client-go finds it
+ * (docs/compatibility.md §8), with the pod's CA and token unless given. */
+static int put_in_cluster(struct parser *p)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT"), *why;
+    const struct config_option *o = config_option("upstream");
+    char url[URL_MAX + 64];
+    unsigned long n;
+
+    if (host == NULL || *host == '\0' || port == NULL || *port == '\0')
+        return fail(p, "--upstream in-cluster needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, which "
+                       "Kubernetes sets in every pod; outside a pod give the API server's URL (--upstream "
+                       "https://HOST:PORT)");
+    snprintf(url, sizeof url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
+    if (host[strspn(host, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:")] != '\0' ||
+        config_parse_decimal(port, strlen(port), 65535, &n) < 0 || n == 0 || (why = config_check_url(url, 0)) != NULL)
+        return fail(p,
+                    "--upstream in-cluster: KUBERNETES_SERVICE_HOST %s and KUBERNETES_SERVICE_PORT %s do not make "
+                    "an https URL; give the API server's URL (--upstream https://HOST:PORT)",
+                    quote(host, strlen(host)).s, quote(port, strlen(port)).s);
+    p->cfg.upstream_in_cluster = 1;
+    if (setting_put(p, o, NULL, url) < 0 ||
+        (!is_set(p, "upstream-ca-file") &&
+         setting_put(p, config_option("upstream-ca-file"), NULL, CONFIG_POD_SA_DIR "/ca.crt") < 0))
+        return -1;
+    if (!is_set(p, "upstream-token-file"))
+        return setting_put(p, config_option("upstream-token-file"), NULL, CONFIG_POD_SA_DIR "/token");
+    return 0;
+}
+
+/* The --upstream flags' defaults, which apply only with --upstream: the
+ * refresh interval, the timeout, and a staleness of ten intervals. */
+static int put_upstream(struct parser *p)
+{
+    const struct config_option *refresh = config_option("upstream-refresh-interval");
+    const char *up = setting_value(named(p, "upstream"));
+    char stale[32];
+
+    if (up == NULL || !(config_option("upstream")->commands & CMD(p->cmd)))
+        return 0;
+    if (strcmp(up, "in-cluster") == 0 && put_in_cluster(p) < 0)
+        return -1;
+    if ((!is_set(p, refresh->name) && setting_put(p, refresh, NULL, CONFIG_UPSTREAM_REFRESH) < 0) ||
+        (!is_set(p, "upstream-timeout") &&
+         setting_put(p, config_option("upstream-timeout"), NULL, CONFIG_UPSTREAM_TIMEOUT) < 0))
+        return -1;
+    snprintf(stale, sizeof stale, "%lu",
+             CONFIG_UPSTREAM_STALE_REFRESH * config_option_number(refresh, setting_value(setting_of(p, refresh))));
+    if (!is_set(p, "upstream-max-staleness"))
+        return setting_put(p, config_option("upstream-max-staleness"), NULL, stale);
+    return 0;
+}
+
 /* Derives the defaults that depend on other options, from values already
  * checked: dev's issuer, the jwks_uri (the first issuer, less trailing
- * slashes, plus PATHS_JWKS), and a minted token's audience (its issuer). */
+ * slashes, plus PATHS_JWKS), a minted token's audience (its issuer), and
+ * the --upstream defaults. */
 static int put_derived(struct parser *p)
 {
     const struct config_strlist *issuers = &named(p, "service-account-issuer")->values;
@@ -515,9 +569,9 @@ static int put_derived(struct parser *p)
         if (setting_put(p, config_option("service-account-jwks-uri"), NULL, url) < 0)
             return -1;
     }
-    if (mint_issuer && !is_set(p, "audience"))
-        return setting_put(p, config_option("audience"), NULL, mint_issuer);
-    return 0;
+    if (mint_issuer && !is_set(p, "audience") && setting_put(p, config_option("audience"), NULL, mint_issuer) < 0)
+        return -1;
+    return put_upstream(p);
 }
 
 /* Refuses to run a command without what it needs, in the rows' order. */
@@ -609,6 +663,31 @@ static int check_listener_clashes(struct parser *p)
     return 0;
 }
 
+/* serve publishes key files, an upstream's keys, or both; the --upstream
+ * flags mean nothing without --upstream, and a staleness bound shorter
+ * than the refresh interval would turn /readyz 503 between two reads. */
+static int check_upstream(struct parser *p)
+{
+    static const char *const flags[] = {"upstream-ca-file", "upstream-token-file", "upstream-refresh-interval",
+                                        "upstream-timeout", "upstream-max-staleness"};
+    const struct config_option *refresh = config_option("upstream-refresh-interval");
+    const struct config_option *stale = config_option("upstream-max-staleness");
+    int upstream = is_set(p, "upstream");
+
+    if (p->cmd != CONFIG_CMD_SERVE)
+        return 0;
+    if (!upstream && !is_set(p, "service-account-key-file"))
+        return fail(p, "--service-account-key-file is required (at least one) unless --upstream is given");
+    for (size_t i = 0; !upstream && i < sizeof flags / sizeof flags[0]; i++)
+        if (is_set(p, flags[i]))
+            return fail(p, "--%s needs --upstream", flags[i]);
+    if (upstream && config_option_number(stale, setting_value(setting_of(p, stale))) <
+                        config_option_number(refresh, setting_value(setting_of(p, refresh))))
+        return fail(p, "--upstream-max-staleness must be at least --upstream-refresh-interval: /readyz would "
+                       "otherwise fail between two reads");
+    return 0;
+}
+
 /* The rules between serving options: a retention that a restart would
  * silently forget is refused, and so are a misplaced TokenReview API, TLS
  * listeners without a certificate and listeners that share an address.
@@ -620,7 +699,7 @@ static int check_serving(struct parser *p)
 
     if (config_option_number(retention, setting_value(setting_of(p, retention))) > 0 && !is_set(p, "state-dir"))
         return fail(p, "--key-retention needs --state-dir, so that retained keys survive a restart");
-    if (check_token_review(p) < 0)
+    if (check_token_review(p) < 0 || check_upstream(p) < 0)
         return -1;
     if ((CMD(p->cmd) & CONFIG_FOR_SERVERS) && check_tls(p) < 0)
         return -1;

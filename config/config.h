@@ -64,6 +64,15 @@ struct config {
     int cors;                  /* --cors / --no-cors */
     int allow_insecure_issuer; /* --allow-insecure-issuer */
 
+    /* Mirroring an API server (serve --upstream): a key source of its own. */
+    char *upstream;                          /* --upstream: its base URL ("in-cluster" resolved), or NULL */
+    int upstream_in_cluster;                 /* --upstream in-cluster */
+    char *upstream_ca_file;                  /* --upstream-ca-file, or NULL: the system's */
+    char *upstream_token_file;               /* --upstream-token-file, or NULL: no token */
+    unsigned long upstream_refresh_interval; /* --upstream-refresh-interval (0 without --upstream) */
+    unsigned long upstream_timeout;          /* --upstream-timeout (0 without --upstream) */
+    unsigned long upstream_max_staleness;    /* --upstream-max-staleness (0 without --upstream) */
+
     /* Key rotation. */
     unsigned long key_reload_interval; /* --key-reload-interval */
     unsigned long key_retention;       /* --key-retention; 0: off */

@@ -403,6 +403,24 @@ struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb war
     return l.ks;
 }
 
+int keyset_add_all(struct keyset *dst, const struct keyset *src, keyset_warn_cb warn, void *warn_ctx, char *err,
+                   size_t errlen)
+{
+    char msg[2048];
+
+    for (size_t i = 0; i < src->count; i++) {
+        const struct key *k = &src->keys[i], *had = keyset_find(dst, k->kid);
+        if (had != NULL && EVP_PKEY_eq(had->pub, k->pub) != 1 && warn != NULL) {
+            snprintf(msg, sizeof(msg), "%.900s: kid %.64s names another key in %.900s; only that one is published",
+                     k->source, k->kid, had->source);
+            warn(warn_ctx, msg);
+        }
+        if (had == NULL && keyset_add_copy(dst, k, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 const struct key *keyset_find(const struct keyset *ks, const char *kid)
 {
     for (size_t i = 0; i < ks->count; i++)

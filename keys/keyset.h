@@ -55,6 +55,13 @@ int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const char 
  * the reason in err. */
 int keyset_add_copy(struct keyset *ks, const struct key *k, char *err, size_t errlen);
 
+/* Adds a copy of every key of src after dst's, in src's order. A key of
+ * src whose kid dst has already is left out: silently when it is the same
+ * key, with a warning naming both when it is another one (the first
+ * stays; one kid cannot name two keys). 0, or -1 with the reason in err. */
+int keyset_add_all(struct keyset *dst, const struct keyset *src, keyset_warn_cb warn, void *warn_ctx, char *err,
+                   size_t errlen);
+
 /* Looks a key up by kid; NULL when absent. */
 const struct key *keyset_find(const struct keyset *ks, const char *kid);
 

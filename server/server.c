@@ -15,6 +15,7 @@
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/listener.h"
+#include "server/mirror_thread.h"
 #include "server/obs/accesslog.h"
 #include "server/reload/cert.h"
 #include "server/reload/health.h"
@@ -73,6 +74,7 @@ struct server {
     struct reload *reload;
     struct cert cert;
     struct watch *watch;
+    struct mirror_thread *mirror; /* reads --upstream, or NULL */
     struct schedule schedule;
     int warned_no_inotify;
     int wake_fd;                /* eventfd: SIGHUP and the stop wake the reload thread */
@@ -150,10 +152,12 @@ static int server_reload_timeout(const struct server *s)
     return next <= now ? 0 : next - now > SERVER_HEARTBEAT_MS ? SERVER_HEARTBEAT_MS : (int)(next - now);
 }
 
-/* Takes what woke the thread: a re-read asked for (SIGHUP) is due now, a
- * change to a watched file after the debounce. */
+/* Takes what woke the thread: a re-read asked for (SIGHUP) is due now
+ * (and a read of the --upstream), and so is a pass with a new set from
+ * the --upstream; a change to a watched file after the debounce. */
 static void server_take_wakeups(struct server *s, int watch_ready)
 {
+    struct keyset *upstream;
     uint64_t n;
 
     if (read(s->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
@@ -161,6 +165,12 @@ static void server_take_wakeups(struct server *s, int watch_ready)
     }
     if (atomic_exchange(&s->hup, 0)) {
         log_msg(LOG_INFO, "SIGHUP: reloading keys");
+        schedule_requested(&s->schedule, clock_now_ms());
+        if (s->mirror != NULL)
+            mirror_thread_hurry(s->mirror);
+    }
+    if (s->mirror != NULL && (upstream = mirror_thread_take(s->mirror)) != NULL) {
+        reload_upstream(s->reload, upstream);
         schedule_requested(&s->schedule, clock_now_ms());
     }
     if (watch_ready && watch_read(s->watch))
@@ -202,6 +212,12 @@ static void server_wake(struct server *s)
     }
 }
 
+/* mirror_thread's wake callback: a new set from the --upstream waits. */
+static void server_wake_for_upstream(void *s)
+{
+    server_wake(s);
+}
+
 /* Stops the reload thread: once this returns, nothing more reaches the
  * workers. Waits up to timeout_ms for the thread to end; returns 0, or -1
  * when it did not (stuck in a read): it is then abandoned. */
@@ -215,13 +231,7 @@ static int server_reload_stop(struct server *s, unsigned timeout_ms)
     if (!s->thread_started)
         return 0;
     server_wake(s);
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
+    deadline = clock_deadline(CLOCK_REALTIME, timeout_ms);
     if (pthread_timedjoin_np(s->thread, NULL, &deadline) != 0) {
         s->thread_abandoned = 1;
         log_msg(LOG_ERROR, "the key reload thread did not stop within %ums (stuck reading a file); exiting without it",
@@ -440,6 +450,8 @@ static int server_start(struct server *s, sigset_t *signals)
         return rc;
     if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
         return 1;
+    if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_for_upstream, s)) == NULL)
+        return 1;
     server_publish(s, reload_current(s->reload), s->cert.ctx);
     health_reload_alive(clock_now_ms(), 1);
     if ((errno = pthread_create(&s->thread, NULL, server_reload_main, s)) != 0) {
@@ -496,6 +508,10 @@ int server_run(const struct config *cfg)
         server_grace(cfg, server_wait_signal(s, &signals));
     if (server_reload_stop(s, SERVER_RELOAD_STOP_MS) != 0)
         rc = 1;
+    /* A read of the --upstream that does not end in time is harmless to
+     * leave behind, but it still uses s and cfg: exit without freeing. */
+    if (s->mirror != NULL && mirror_thread_stop(s->mirror, SERVER_RELOAD_STOP_MS) != 0)
+        s->thread_abandoned = 1;
     server_stop_workers(s);
     if (s->thread_abandoned) {
         accesslog_close(s->accesslog);

@@ -86,6 +86,7 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
     struct review *rv = h2o_context_get_handler_context(req->conn->ctx, super);
     struct tokenreview_request review;
+    const struct snapshot *snap;
     char err[256], *body;
     size_t len;
 
@@ -99,7 +100,13 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
         return tokenreview_refuse(req, 415, "UnsupportedMediaType", "Content-Type must be application/json");
     if (tokenreview_parse(req->entity.base, req->entity.len, &review, err, sizeof(err)) != 0)
         return tokenreview_refuse(req, 400, "BadRequest", err);
-    body = tokenreview_answer(rv, worker_metrics(req->conn->ctx), worker_pin_snapshot(req)->verifier, &review, &len);
+    /* An --upstream not read yet: no key is known, and "not authenticated"
+     * would be a wrong answer, not a late one. */
+    if ((snap = worker_pin_snapshot(req))->unavailable) {
+        tokenreview_request_clear(&review);
+        return tokenreview_refuse(req, 503, "ServiceUnavailable", "no keys are published yet; retry later");
+    }
+    body = tokenreview_answer(rv, worker_metrics(req->conn->ctx), snap->verifier, &review, &len);
     tokenreview_request_clear(&review);
     return tokenreview_send(req, 201, "Created", body, len);
 }

@@ -241,6 +241,29 @@ static void metrics_render_process(struct metrics_buf *b)
               OIDC_VERSION);
 }
 
+/* The --upstream's reads and freshness, when there is one. */
+static void metrics_render_upstream(struct metrics_buf *b)
+{
+    struct metrics_process *p = &metrics_process;
+    long long last = (long long)atomic_load(&p->upstream_last_success);
+
+    if (!atomic_load(&p->upstream_enabled))
+        return;
+    mb_printf(b, "# HELP oidc_upstream_fetches_total Reads of the --upstream API server's two documents, by "
+                 "result.\n# TYPE oidc_upstream_fetches_total counter\n");
+    for (int r = 0; r < UPSTREAM_NRESULTS; r++)
+        mb_printf(b, "oidc_upstream_fetches_total{result=\"%s\"} %llu\n", upstream_result_name((enum upstream_result)r),
+                  (unsigned long long)atomic_load(&p->upstream_fetches[r]));
+    metrics_gauge(b, "oidc_upstream_last_success_timestamp_seconds",
+                  "When the --upstream last answered well (200 or 304); 0: never.", last);
+    if (last > 0)
+        metrics_gauge(b, "oidc_upstream_data_age_seconds",
+                      "Seconds since the --upstream last confirmed the published keys.", (long long)time(NULL) - last);
+    metrics_gauge(b, "oidc_upstream_issuer_mismatch",
+                  "1 while the --upstream names another issuer than --service-account-issuer.",
+                  (long long)atomic_load(&p->upstream_issuer_mismatch));
+}
+
 char *metrics_render(size_t *len)
 {
     struct metrics_buf b = {0};
@@ -252,6 +275,7 @@ char *metrics_render(size_t *len)
     metrics_render_reviews(&b, n);
     metrics_render_connections(&b, n);
     metrics_render_process(&b);
+    metrics_render_upstream(&b);
     if (b.failed) {
         free(b.p);
         return NULL;

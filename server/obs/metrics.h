@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "jose/token.h"
+#include "keys/upstream.h"
 
 enum metrics_path {
     METRICS_PATH_DISCOVERY,
@@ -75,6 +76,12 @@ struct metrics_process {
     atomic_uint_fast64_t connections[METRICS_NLISTENERS];         /* open client connections, all threads */
     atomic_uint_fast64_t connections_refused[METRICS_NLISTENERS]; /* closed at once over the budget */
     atomic_uint_fast64_t accept_pauses;                           /* accept() out of descriptors or memory */
+
+    /* Mirroring an API server (--upstream), written by its thread. */
+    atomic_int upstream_enabled;
+    atomic_uint_fast64_t upstream_fetches[UPSTREAM_NRESULTS]; /* by result */
+    atomic_int_fast64_t upstream_last_success;                /* unix seconds, 0 = never */
+    atomic_int upstream_issuer_mismatch;                      /* it names another issuer */
 };
 
 extern struct metrics_process metrics_process;

@@ -3,6 +3,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "server/reload/mirror.h"
+
 static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state"};
 
 static atomic_int health_stopping;
@@ -51,11 +53,15 @@ void health_begin_shutdown(void)
 
 int health_ready(time_t now, int64_t now_ms, char *why, size_t len)
 {
+    struct mirror_status mirror;
+
     if (atomic_load(&health_stopping)) {
         snprintf(why, len, "shutting down");
         return 0;
     }
     if (!health_live(now_ms, why, len))
+        return 0;
+    if (mirror_status_get(&mirror) && !mirror_ready(&mirror, now, why, len))
         return 0;
     for (int s = 0; s < METRICS_NSOURCES; s++) {
         long long since = atomic_load(&health_failing_since[s]);

@@ -406,8 +406,8 @@ Test(config, dev_with_issuer_and_keys)
  * keeps https unless told otherwise. */
 Test(config, dev_defaults_stay_with_dev)
 {
-    fails("--service-account-key-file is required (at least one)", "--service-account-issuer", "https://a.example",
-          NULL);
+    fails("--service-account-key-file is required (at least one) unless --upstream is given",
+          "--service-account-issuer", "https://a.example", NULL);
     fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http "
           "for development only)",
           "export", "--service-account-issuer", "http://a.example", "--out", "/o", NULL);
@@ -850,8 +850,8 @@ Test(config, required_flags)
 {
     fails("--service-account-issuer is required (at least one)", NULL);
     fails("--service-account-issuer is required (at least one)", "--service-account-key-file", "/k", NULL);
-    fails("--service-account-key-file is required (at least one)", "--service-account-issuer", "https://a.example",
-          NULL);
+    fails("--service-account-key-file is required (at least one) unless --upstream is given",
+          "--service-account-issuer", "https://a.example", NULL);
 }
 
 Test(config, issuer_errors)
@@ -1671,10 +1671,18 @@ struct flag_case {
     const char *flag, *value;
 };
 
-/* What the refusal of flag suggests instead: token's --issuer is the
- * only such flag whose last words name a flag the other commands take. */
-static const char *hint_for(const char *flag)
+/* What the refusal of flag given to command suggests instead: token's
+ * --issuer and verify's --token-file and --ca-file are the only such flags
+ * whose last words name a flag the other commands take (serve's
+ * --upstream-token-file and --upstream-ca-file for the latter). */
+static const char *hint_for(const char *flag, const char *command)
 {
+    int serve = command == NULL || command[0] == '-' || strcmp(command, "serve") == 0;
+
+    if (strcmp(flag, "--token-file") == 0 && serve)
+        return "; did you mean --upstream-token-file?";
+    if (strcmp(flag, "--ca-file") == 0 && serve)
+        return "; did you mean --upstream-ca-file?";
     return strcmp(flag, "--issuer") == 0 ? "; did you mean --service-account-issuer?" : "";
 }
 
@@ -1724,7 +1732,7 @@ static void each_flag_fails(const char *const *args, size_t nargs, const struct 
     cr_assert_leq(nargs, 8);
     memcpy(a, args, nargs * sizeof *args);
     for (size_t i = 0; i < ncases; i++) {
-        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, suffix, hint_for(cases[i].flag));
+        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, suffix, hint_for(cases[i].flag, args[0]));
         a[nargs] = cases[i].flag;
         a[nargs + 1] = cases[i].value; /* NULL ends the arguments early for a flag without a value */
         fails(want, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
@@ -3046,7 +3054,8 @@ static const struct file_refusal {
     {"{\"token-review-listen\": [\"x\"]}",
      "key \"token-review-listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6"},
     /* verify's and token's flags are not file keys */
-    {"{\"token-file\": \"/t\"}", "unknown key \"token-file\" (--token-file is a command-line flag only)"},
+    {"{\"token-file\": \"/t\"}",
+     "unknown key \"token-file\"; did you mean \"upstream-token-file\"? (--token-file is a command-line flag only)"},
     {"{\"discovery-url\": \"https://a.example\"}",
      "unknown key \"discovery-url\" (--discovery-url is a command-line flag only)"},
     {"{\"repeat\": 2}", "unknown key \"repeat\" (--repeat is a command-line flag only)"},
@@ -3247,4 +3256,111 @@ Test(config, table_file_keys_are_long_names)
             cr_assert_eq(strncmp(err, want, strlen(want)), 0, "%s", err);
         }
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* --upstream: mirroring an API server                                        */
+
+#define UPSTREAM_ARGS "--service-account-issuer", "https://a.example", "--upstream"
+#define POD_SA        "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* An upstream instead of key files, with the defaults of its flags. */
+Test(config, upstream_alone_with_defaults)
+{
+    ok(UPSTREAM_ARGS, "https://api.example:6443", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_SERVE);
+    cr_assert_str_eq(cfg.upstream, "https://api.example:6443");
+    cr_assert_eq(cfg.key_files.count, 0);
+    cr_assert_not(cfg.upstream_in_cluster);
+    cr_assert_null(cfg.upstream_ca_file);
+    cr_assert_null(cfg.upstream_token_file);
+    cr_assert_eq(cfg.upstream_refresh_interval, 60);
+    cr_assert_eq(cfg.upstream_timeout, 10);
+    cr_assert_eq(cfg.upstream_max_staleness, 600, "ten refresh intervals");
+}
+
+Test(config, upstream_with_key_files_and_every_flag)
+{
+    ok(SERVE_ARGS, "--upstream", "https://rancher.example/k8s/clusters/c-1", "--upstream-ca-file", "/ca.crt",
+       "--upstream-token-file", "/token", "--upstream-refresh-interval", "1s", "--upstream-timeout", "2s", NULL);
+    list_is(&cfg.key_files, 1, "/k.pub");
+    cr_assert_str_eq(cfg.upstream, "https://rancher.example/k8s/clusters/c-1", "a base URL may have a path");
+    cr_assert_str_eq(cfg.upstream_ca_file, "/ca.crt");
+    cr_assert_str_eq(cfg.upstream_token_file, "/token");
+    cr_assert_eq(cfg.upstream_refresh_interval, 1, "1s is accepted (tests need it)");
+    cr_assert_eq(cfg.upstream_timeout, 2);
+    cr_assert_eq(cfg.upstream_max_staleness, 10, "ten of the refresh intervals given");
+    ok(UPSTREAM_ARGS, "https://a:1", "--upstream-refresh-interval", "30s", "--upstream-max-staleness", "30s", NULL);
+    cr_assert_eq(cfg.upstream_max_staleness, 30);
+}
+
+/* in-cluster is the pod's API server, as client-go finds it: the service
+ * environment, and the pod's CA and token unless given. */
+Test(config, upstream_in_cluster)
+{
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    ok(UPSTREAM_ARGS, "in-cluster", NULL);
+    cr_assert_str_eq(cfg.upstream, "https://10.96.0.1:443");
+    cr_assert(cfg.upstream_in_cluster);
+    cr_assert_str_eq(cfg.upstream_ca_file, POD_SA "/ca.crt");
+    cr_assert_str_eq(cfg.upstream_token_file, POD_SA "/token");
+    ok(UPSTREAM_ARGS, "in-cluster", "--upstream-token-file", "/t", "--upstream-ca-file", "/c", NULL);
+    cr_assert_str_eq(cfg.upstream_token_file, "/t", "a token file given wins");
+    cr_assert_str_eq(cfg.upstream_ca_file, "/c");
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    ok(UPSTREAM_ARGS, "in-cluster", NULL);
+    cr_assert_str_eq(cfg.upstream, "https://[fd00::1]:443");
+    write_file("{\"upstream\": \"in-cluster\", \"upstream-refresh-interval\": \"5s\"}");
+    ok("--service-account-issuer", "https://a.example", "--config", path, NULL);
+    cr_assert_str_eq(cfg.upstream, "https://[fd00::1]:443", "a config-file key too");
+    cr_assert_eq(cfg.upstream_max_staleness, 50);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    fails("--upstream in-cluster needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, which Kubernetes sets in "
+          "every pod; outside a pod give the API server's URL (--upstream https://HOST:PORT)",
+          UPSTREAM_ARGS, "in-cluster", NULL);
+    /* keys reads the same file, and does not read an upstream */
+    ok("keys", "--config", path, "--service-account-key-file", "/k", NULL);
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "https", 1);
+    fails("--upstream in-cluster: KUBERNETES_SERVICE_HOST \"10.96.0.1\" and KUBERNETES_SERVICE_PORT \"https\" do not "
+          "make an https URL; give the API server's URL (--upstream https://HOST:PORT)",
+          UPSTREAM_ARGS, "in-cluster", NULL);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    setenv("KUBERNETES_SERVICE_HOST", "a/b", 1);
+    fails("--upstream in-cluster: KUBERNETES_SERVICE_HOST \"a/b\" and KUBERNETES_SERVICE_PORT \"443\" do not make an "
+          "https URL; give the API server's URL (--upstream https://HOST:PORT)",
+          UPSTREAM_ARGS, "in-cluster", NULL);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
+Test(config, upstream_refusals)
+{
+    fails("--upstream \"http://api.example\": must be https (a bearer token is sent there), or in-cluster for this "
+          "pod's API server",
+          UPSTREAM_ARGS, "http://api.example", NULL);
+    fails("--upstream \"http://api.example\": must be https (a bearer token is sent there), or in-cluster for this "
+          "pod's API server",
+          UPSTREAM_ARGS, "http://api.example", "--allow-insecure-issuer", NULL);
+    fails("--upstream \"https://api.example/?x=1\": must not have a query", UPSTREAM_ARGS, "https://api.example/?x=1",
+          NULL);
+    fails("--upstream \"https://u:p@api.example\": must not contain user information", UPSTREAM_ARGS,
+          "https://u:p@api.example", NULL);
+    fails("--upstream \"\": must be an https URL", UPSTREAM_ARGS, "", NULL);
+    fails("--upstream-timeout needs --upstream", SERVE_ARGS, "--upstream-timeout", "5s", NULL);
+    fails("--upstream-token-file needs --upstream", SERVE_ARGS, "--upstream-token-file", "/t", NULL);
+    fails("--upstream-refresh-interval needs --upstream", SERVE_ARGS, "--upstream-refresh-interval", "5s", NULL);
+    fails("--upstream-max-staleness must be at least --upstream-refresh-interval: /readyz would otherwise fail "
+          "between two reads",
+          UPSTREAM_ARGS, "https://a:1", "--upstream-refresh-interval", "1m", "--upstream-max-staleness", "59s", NULL);
+    fails("--upstream-refresh-interval \"0\": must be a duration between 1s and 1d (like 90s, 15m, 24h, 7d or plain "
+          "seconds)",
+          UPSTREAM_ARGS, "https://a:1", "--upstream-refresh-interval", "0", NULL);
+    fails("--service-account-issuer is required (at least one)", "--upstream", "https://a:1", NULL);
+    fails("--upstream is only valid for the serve command", "keys", "--service-account-key-file", "/k", "--upstream",
+          "https://a:1", NULL);
+    fails("--upstream is not valid for the export command", "export", SERVE_ARGS, "--out", "/o", "--upstream",
+          "https://a:1", NULL);
+    fails("--upstream is only valid for the serve command", "dev", "--upstream", "https://a:1", NULL);
 }
