@@ -209,7 +209,7 @@ static int export_build(const struct config *cfg, struct snapshot **out, char *e
     int rc = 2;
 
     *out = NULL;
-    if (h != NULL && publish_keyset(cfg, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) >= 0) {
+    if (h != NULL && publish_keyset(cfg, h, NULL, NULL, 0, now, NULL, NULL, &ks, err, errlen) >= 0) {
         *out = publish_snapshot(cfg, ks, now);
         rc = *out ? 0 : 1;
         if (*out == NULL)

@@ -127,7 +127,7 @@ int keys_command(const struct config *cfg)
     struct keys_row *rows = NULL;
     int json = strcmp(cfg->output, "json") == 0, rc = 2;
 
-    if (before == NULL || publish_keyset(cfg, h, NULL, 0, now, NULL, NULL, &ks, err, sizeof(err)) < 0 ||
+    if (before == NULL || publish_keyset(cfg, h, NULL, NULL, 0, now, NULL, NULL, &ks, err, sizeof(err)) < 0 ||
         (rows = calloc(ks->count, sizeof(*rows))) == NULL) {
         fprintf(stderr, "oidc-discovery keys: %s\n", err[0] ? err : "out of memory");
         goto out;

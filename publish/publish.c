@@ -54,19 +54,15 @@ struct keyset *publish_read_files(const struct config *cfg, struct removal *rm, 
     return ks;
 }
 
-int publish_add_upstream(const struct config *cfg, struct history *h, struct keyset *ks, const struct keyset *upstream,
-                         time_t now, history_event_cb cb, void *cb_ctx, char *err, size_t errlen)
-{
-    if (upstream != NULL && keyset_add_all(ks, upstream, publish_log_warning, NULL, err, errlen) != 0)
-        return -1;
-    return history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen);
-}
-
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, int64_t now_ms, time_t now,
-                   history_event_cb cb, void *cb_ctx, struct keyset **out, char *err, size_t errlen)
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, const struct keyset *upstream,
+                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
+                   size_t errlen)
 {
     struct keyset *ks = publish_read_files(cfg, rm, now_ms, err, errlen);
-    int changed = ks ? publish_add_upstream(cfg, h, ks, NULL, now, cb, cb_ctx, err, errlen) : -1;
+    int changed = -1;
+
+    if (ks != NULL && (upstream == NULL || keyset_add_all(ks, upstream, publish_log_warning, NULL, err, errlen) == 0))
+        changed = history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen);
 
     if (changed < 0) {
         keyset_free(ks);

@@ -110,7 +110,8 @@ static void server_rewatch(struct server *s)
     char *paths[cfg->key_files.count + 3];
     size_t n = cfg->key_files.count;
 
-    memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
+    if (n > 0) /* none with only an --upstream: items is NULL then */
+        memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
     if (cfg->signing_key_file != NULL)
         paths[n++] = cfg->signing_key_file;
     if (cfg->tls_listen_count > 0) {

@@ -8,6 +8,7 @@
 static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state"};
 
 static atomic_int health_stopping;
+static atomic_int health_unavailable;                       /* the current snapshot has no documents */
 static atomic_llong health_failing_since[METRICS_NSOURCES]; /* 0: the last reload succeeded */
 static atomic_llong health_reload_seen;                     /* monotonic ms of the last pass; -1: not watched */
 static unsigned long health_tolerance;
@@ -46,6 +47,11 @@ void health_reload_result(enum metrics_source src, int ok, time_t now)
         atomic_compare_exchange_strong(&health_failing_since[src], &zero, (long long)now);
 }
 
+void health_documents(int available)
+{
+    atomic_store(&health_unavailable, !available);
+}
+
 void health_begin_shutdown(void)
 {
     atomic_store(&health_stopping, 1);
@@ -63,6 +69,10 @@ int health_ready(time_t now, int64_t now_ms, char *why, size_t len)
         return 0;
     if (mirror_status_get(&mirror) && !mirror_ready(&mirror, now, why, len))
         return 0;
+    if (atomic_load(&health_unavailable)) {
+        snprintf(why, len, "no keys are published yet");
+        return 0;
+    }
     for (int s = 0; s < METRICS_NSOURCES; s++) {
         long long since = atomic_load(&health_failing_since[s]);
         if (since != 0 && now - since >= (long long)health_tolerance) {

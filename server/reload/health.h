@@ -38,6 +38,11 @@ int health_live(int64_t now_ms, char *why, size_t len);
 /* Records the outcome of a reload of src at now. */
 void health_reload_result(enum metrics_source src, int ok, time_t now);
 
+/* Whether the snapshot just made current has documents to serve (not
+ * while an --upstream has yet to answer): /readyz follows what is
+ * published, not what is read. */
+void health_documents(int available);
+
 /* From now on /readyz answers 503: the process is shutting down. */
 void health_begin_shutdown(void);
 

@@ -60,6 +60,7 @@ static void reload_publish(struct reload *r, struct snapshot *snap)
 {
     snapshot_release(r->current);
     r->current = snap;
+    health_documents(!snap->unavailable);
     if (snap->unavailable) {
         log_msg(LOG_INFO, "waiting for the first good answer of --upstream %s: both documents answer 503 until then",
                 r->cfg->upstream);
@@ -111,9 +112,9 @@ void reload_save_at_exit(struct reload *r, time_t now)
 
     if (r->cfg->state_dir == NULL || reload_waiting(r))
         return;
-    if ((ks = publish_read_files(r->cfg, NULL, 0, err, sizeof(err))) != NULL)
-        publish_add_upstream(r->cfg, r->history, ks, r->upstream, now, reload_log_event, NULL, err, sizeof(err));
-    keyset_free(ks);
+    if (publish_keyset(r->cfg, r->history, NULL, r->upstream, 0, now, reload_log_event, NULL, &ks, err, sizeof(err)) >=
+        0)
+        keyset_free(ks);
     reload_save_state(r, now);
 }
 
@@ -121,24 +122,6 @@ void reload_upstream(struct reload *r, struct keyset *ks)
 {
     keyset_free(r->upstream);
     r->upstream = ks;
-}
-
-/* The key files (through the removal guard) and the --upstream's set,
- * with the retention state applied: the set to publish, or NULL with the
- * reason in err. *changed is history_apply's. */
-static struct keyset *reload_inputs(struct reload *r, time_t now, int64_t now_ms, int *changed, char *err,
-                                    size_t errlen)
-{
-    struct keyset *ks = publish_read_files(r->cfg, r->removal, now_ms, err, errlen);
-
-    *changed = ks != NULL
-                   ? publish_add_upstream(r->cfg, r->history, ks, r->upstream, now, reload_log_event, NULL, err, errlen)
-                   : -1;
-    if (*changed < 0) {
-        keyset_free(ks);
-        return NULL;
-    }
-    return ks;
 }
 
 /* Builds the next snapshot from the files, the --upstream's set and the
@@ -156,7 +139,8 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
     int64_t due;
 
     if (!reload_waiting(r))
-        ks = reload_inputs(r, now, now_ms, &changed, err, sizeof(err));
+        changed = publish_keyset(cfg, r->history, r->removal, r->upstream, now_ms, now, reload_log_event, NULL, &ks,
+                                 err, sizeof(err));
     else if ((ks = publish_read_files(cfg, r->removal, now_ms, err, sizeof(err))) == NULL)
         changed = -1;
     due = removal_due(r->removal);

@@ -72,8 +72,12 @@ class MirrorBase(H.SanitizerCheck, H.ServerTestCase):
         return srv
 
     def wait_ready(self, srv, timeout=FOLLOW):
+        """Until /readyz is 200; then, as every worker thread takes the
+        published set from its own queue, until the JWKS is served."""
         ok = H.wait_until(lambda: H.admin_get(srv.admin_port, "/readyz")[0] == 200, timeout)
         self.assertTrue(ok, "not ready: %r\n%s" % (H.admin_get(srv.admin_port, "/readyz"), srv.stderr()[-3000:]))
+        self.assertTrue(H.wait_until(lambda: srv.get(H.JWKS)[0] == 200, 1), "ready, but the JWKS is not served")
+        time.sleep(H.PUBLISH_SETTLE)
 
     def good_reads(self, srv):
         samples = H.scrape_metrics(srv.admin_port)
@@ -161,9 +165,20 @@ class TestBeforeAndAfterTheFirstRead(MirrorBase):
         kids = ["external-signer:rsa/2024-06", "k2"]
         jwks = jwks_with_kids([self.a, self.b], kids)
         self.api.set_documents(ISSUER, [self.a, self.b], jwks=jwks)
-        srv = self.start()
+        self.api.set_mode("down")
+        srv = H.start_review_server(self, self.args())
+        # before the first read, TokenReview does not say "not authenticated": it cannot know yet
+        token = jwt.encode(H.kube_claims(ISSUER, [ISSUER]), H.read_bytes(self.a.priv), algorithm="RS256",
+                           headers={"kid": kids[0]})
+        st, answer = H.review(srv.review_port, token)
+        self.assertEqual((st, answer.get("reason")), (503, "ServiceUnavailable"), answer)
+        self.api.set_mode("ok")
+        self.wait_ready(srv)
         st, h, body = self.wait_jwks(srv, jwks)
         self.assertEqual(H.jwks_kids(body), kids)
+        # our own verifier finds the key by that kid
+        st, answer = H.review(srv.review_port, token)
+        self.assertEqual((st, answer["status"].get("authenticated")), (201, True), answer)
         # a relying party nobody here wrote finds and verifies by that kid
         claims = {"iss": ISSUER, "aud": "vault", "sub": "system:serviceaccount:ns:sa",
                   "iat": int(time.time()), "exp": int(time.time()) + 600}

@@ -16,6 +16,7 @@
 #include "test_support.h"
 
 #include "keys/upstream.h"
+#include "server/reload/health.h"
 #include "server/reload/mirror.h"
 
 #define T0  1800000000L /* wall clock of the start */
@@ -271,6 +272,29 @@ Test(mirror, status_shared_between_threads)
     mirror_status_set(&in);
     cr_assert_not(mirror_status_get(&out), "disabled");
     cr_assert(mirror_ready(&out, T0, NULL, 0), "without --upstream it does not matter");
+}
+
+/* /readyz follows what is published: not before the upstream's first set
+ * is the current snapshot, whatever the mirror has read. */
+Test(mirror, readyz_follows_the_published_documents)
+{
+    struct mirror_status s = {.enabled = 1, .has_data = 1, .last_success = T0, .max_staleness = 600};
+    char why[512] = "";
+
+    snprintf(s.url, sizeof s.url, "https://api");
+    health_init(60, MS0);
+    mirror_status_set(&s);
+    health_documents(0);
+    cr_assert_not(health_ready(T0, MS0, why, sizeof why), "read, but not published yet");
+    cr_assert_str_eq(why, "no keys are published yet");
+    health_documents(1);
+    cr_assert(health_ready(T0, MS0, why, sizeof why), "%s", why);
+    s.has_data = 0;
+    mirror_status_set(&s);
+    cr_assert_not(health_ready(T0, MS0, why, sizeof why));
+    cr_assert(strstr(why, "no good answer from the --upstream https://api yet") != NULL, "%s", why);
+    memset(&s, 0, sizeof s);
+    mirror_status_set(&s);
 }
 
 /* --- keys/upstream: the pure parts -------------------------------------- */
