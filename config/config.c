@@ -3,8 +3,8 @@
  * immutable config. What each flag is (its kind, range, commands, default
  * and field) is in the table of options.c; this file runs the stages:
  *
- *   parse_command()  picks "serve", "dev", "keys", "verify", "token" or
- *                    "export" from argv[1];
+ *   parse_command()  picks "serve", "dev", "keys", "verify", "token",
+ *                    "export" or "publish" from argv[1];
  *   scan_flags()     reads argv with getopt_long into a list of flags without
  *                    applying them, because --config must take effect first
  *                    wherever it appears;
@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config/bucket_url.h"
 #include "config/checks.h"
 #include "config/fields.h"
 #include "config/file.h"
@@ -735,11 +736,46 @@ static int check_token(struct parser *p)
     return 0;
 }
 
-/* The rules between options, which differ by command. export takes the
- * serving rules too: it opens no listener, so only the retention rule can
- * apply to it. */
+/* How many of the targets of --publish-to (or publish --to) are of kind. */
+static size_t count_targets(struct parser *p, enum config_bucket_kind kind)
+{
+    const struct setting *s = named(p, p->cmd == CONFIG_CMD_PUBLISH ? "to" : "publish-to");
+    struct config_bucket_url parts;
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->values.count; i++)
+        n += config_split_bucket_url(s->values.items[i], &parts) == NULL && parts.kind == kind;
+    return n;
+}
+
+/* The store flags mean something only with a target of their store, and
+ * an Azure target is authorised one way: a SAS token or the account key. */
+static int check_publishing(struct parser *p)
+{
+    static const char *const s3_flags[] = {"s3-endpoint"};
+    static const char *const azure_flags[] = {"azblob-endpoint", "azblob-sas-file", "azblob-key-file"};
+    const char *targets = p->cmd == CONFIG_CMD_PUBLISH ? "--to" : "--publish-to";
+
+    for (size_t i = 0; i < sizeof s3_flags / sizeof s3_flags[0]; i++)
+        if (is_set(p, s3_flags[i]) && count_targets(p, CONFIG_BUCKET_S3) == 0)
+            return fail(p, "--%s needs an s3:// target (%s s3://BUCKET/PREFIX)", s3_flags[i], targets);
+    for (size_t i = 0; i < sizeof azure_flags / sizeof azure_flags[0]; i++)
+        if (is_set(p, azure_flags[i]) && count_targets(p, CONFIG_BUCKET_AZBLOB) == 0)
+            return fail(p, "--%s needs an azblob:// target (%s azblob://ACCOUNT/CONTAINER/PREFIX)", azure_flags[i],
+                        targets);
+    if (is_set(p, "azblob-sas-file") && is_set(p, "azblob-key-file"))
+        return fail(p, "--azblob-sas-file and --azblob-key-file are mutually exclusive (a SAS token or the account "
+                       "key)");
+    return 0;
+}
+
+/* The rules between options, which differ by command. export and publish
+ * take the serving rules too: they open no listener, so only the retention
+ * rule can apply to them. */
 static int check_rules(struct parser *p)
 {
+    if ((CMD(p->cmd) & (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH))) && check_publishing(p) < 0)
+        return -1;
     if (CMD(p->cmd) & CONFIG_FOR_DOCUMENTS)
         return check_serving(p);
     return p->cmd == CONFIG_CMD_VERIFY ? check_verify(p) : check_token(p);
@@ -766,6 +802,22 @@ static int warn_trailing_slash(struct parser *p, const struct config_option *o)
     return 0;
 }
 
+/* A store reached over plain http sees the documents and the requests'
+ * signatures unencrypted: for a local store (an emulator, a test) only. */
+static int warn_http_endpoint(struct parser *p, const char *name)
+{
+    const struct config_option *o = config_option(name);
+    const struct setting *s = setting_of(p, o);
+    const char *v = setting_value(s);
+    char line[CONFIG_ERR_MAX];
+
+    if (!(o->commands & CMD(p->cmd)) || v == NULL || strncmp(v, "http://", 7) != 0)
+        return 0;
+    say_value(line, sizeof line, s->origin, o, v,
+              "plain http: the documents and the signed requests travel unencrypted; for a local store only");
+    return config_strlist_append(&p->cfg.warnings, line, strlen(line)) < 0 ? fail(p, "out of memory") : 0;
+}
+
 /* Everything a command needs beyond the defaults. */
 static int validate(struct parser *p)
 {
@@ -774,6 +826,8 @@ static int validate(struct parser *p)
         return -1;
     if (warn_trailing_slash(p, config_option("service-account-issuer")) < 0 ||
         warn_trailing_slash(p, config_option("issuer")) < 0)
+        return -1;
+    if (warn_http_endpoint(p, "s3-endpoint") < 0 || warn_http_endpoint(p, "azblob-endpoint") < 0)
         return -1;
     return 0;
 }

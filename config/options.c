@@ -9,6 +9,7 @@
  * required flag is named first.
  */
 #include "config/options.h"
+#include "config/bucket_url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 #define FOR_TOKEN   CONFIG_CMD_BIT(CONFIG_CMD_TOKEN)
 #define FOR_EXPORT  CONFIG_CMD_BIT(CONFIG_CMD_EXPORT)
 #define FOR_SERVE   CONFIG_CMD_BIT(CONFIG_CMD_SERVE)
+#define FOR_PUBLISH CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH)
+#define FOR_PUSHING (CONFIG_FOR_SERVING | FOR_PUBLISH)
 #define FOR_LOGGING (CONFIG_FOR_DOCUMENTS | FOR_VERIFY)
 
 #define FIELD(member)        offsetof(struct config, member)
@@ -60,16 +63,16 @@ static const char *const outputs[] = {"table", "json", NULL};
 const struct config_option config_options[] = {
     /* Published documents */
     {.name = "service-account-issuer", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
-     .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_SERVE | FOR_EXPORT,
-     .why_required = " (at least one)", .dev_text = "http:// and the first --listen address", SCALAR(issuers),
-     .group = CONFIG_GROUP_DOCUMENTS,
+     .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
+     .required = FOR_SERVE | FOR_EXPORT | FOR_PUBLISH, .why_required = " (at least one)",
+     .dev_text = "http:// and the first --listen address", SCALAR(issuers), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Issuer, https: the iss of the tokens; repeatable, the first is published"},
     {.name = "service-account-jwks-uri", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS, .def_text = "ISSUER/openid/v1/jwks",
      SCALAR(jwks_uri), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "jwks_uri to publish, https"},
     {.name = "service-account-key-file", .arg = "PATH", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_KEYS | FOR_EXPORT,
+     .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_KEYS | FOR_EXPORT | FOR_PUBLISH,
      .why_required = " (at least one)", .dev_def = CONFIG_DEV_KEY_FILE, SCALAR(key_files),
      .group = CONFIG_GROUP_DOCUMENTS,
      .help = "PEM file of public or private keys, a JWKS file (its kids are kept), or a directory of them (never a "
@@ -303,6 +306,41 @@ const struct config_option config_options[] = {
      .why_required = " (the directory to write the documents into)", SCALAR(export_dir), .group = CONFIG_GROUP_EXPORT,
      .help = "Directory to write .well-known/openid-configuration and openid/v1/jwks into, created when missing"},
 
+    /* Publishing to object storage (push/) */
+    {.name = "publish-to", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+     .check = config_check_bucket_url, .commands = CONFIG_FOR_SERVING, SCALAR(publish_to),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "Also push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX whenever they "
+             "change, and repair them there; keys shows what the bucket holds; repeatable"},
+    {.name = "to", .arg = "URL", .kind = CONFIG_KIND_LIST, .check = config_check_bucket_url, .commands = FOR_PUBLISH,
+     .required = FOR_PUBLISH, .why_required = " (s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX)",
+     SCALAR(push_to), .group = CONFIG_GROUP_PUBLISH, .also = "publish-to",
+     .help = "Push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX; repeatable"},
+    {.name = "s3-region", .arg = "REGION", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_region, .commands = FOR_PUSHING, .def = "us-east-1", SCALAR(s3_region),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "Region the S3 requests are signed for (GCS: auto); credentials come from AWS_ACCESS_KEY_ID, "
+             "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"},
+    {.name = "s3-endpoint", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_endpoint, .commands = FOR_PUSHING,
+     .def_text = "AWS, https://BUCKET.s3.REGION.amazonaws.com", SCALAR(s3_endpoint), .group = CONFIG_GROUP_PUBLISH,
+     .help = "S3-compatible store (GCS: https://storage.googleapis.com), addressed path-style as URL/BUCKET/KEY"},
+    {.name = "azblob-endpoint", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_endpoint, .commands = FOR_PUSHING, .def_text = "https://ACCOUNT.blob.core.windows.net",
+     SCALAR(azblob_endpoint), .group = CONFIG_GROUP_PUBLISH,
+     .help = "Azure Blob endpoint addressed as URL/ACCOUNT/CONTAINER/KEY, such as Azurite's"},
+    {.name = "azblob-sas-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_PUSHING, SCALAR(azblob_sas_file), .group = CONFIG_GROUP_PUBLISH,
+     .help = "File holding an Azure SAS token (the query string), read at every push"},
+    {.name = "azblob-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_PUSHING, .def_text = "$AZURE_STORAGE_KEY", SCALAR(azblob_key_file),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "File holding the Azure storage account key (base64) for SharedKey, read at every push"},
+    {.name = "publish-check-interval", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = CONFIG_DAY, .commands = CONFIG_FOR_SERVERS, .def = "5m", SCALAR(publish_check_interval),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "How often the pushed objects are read back and repaired when they differ"},
+
     /* keys */
     {.name = "output", .arg = "table|json", .kind = CONFIG_KIND_CHOICE, .choices = outputs, .commands = FOR_KEYS,
      .def = "table", SCALAR(output), .group = CONFIG_GROUP_KEYS,
@@ -333,7 +371,7 @@ const size_t config_option_count = sizeof config_options / sizeof config_options
 #define SERVING_GROUPS                                                                                                 \
     {                                                                                                                  \
         CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SERVING, CONFIG_GROUP_LIMITS, CONFIG_GROUP_REVIEW, \
-            CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT                                                                   \
+            CONFIG_GROUP_PUBLISH, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT                                             \
     }
 
 const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
@@ -346,7 +384,7 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                          "checked",
                          NULL,
                          {CONFIG_GROUP_KEYS, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
-                          CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_COUNT}},
+                          CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_PUBLISH, CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_VERIFY] = {"verify",
                            "Verify one token and print a TokenReview-style result",
                            "--service-account-issuer is required unless --discovery-url is given.",
@@ -363,6 +401,12 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                            NULL,
                            {CONFIG_GROUP_EXPORT, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
                             CONFIG_GROUP_COUNT}},
+    [CONFIG_CMD_PUBLISH] = {"publish",
+                            "Push the documents serve would serve to object storage once (S3, GCS, Azure Blob), with "
+                            "serve's headers, checked by reading them back",
+                            NULL,
+                            {CONFIG_GROUP_PUBLISH, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
+                             CONFIG_GROUP_COUNT}},
 };
 
 const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
@@ -374,6 +418,7 @@ const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
     [CONFIG_GROUP_VERIFY] = "The token to verify",
     [CONFIG_GROUP_TOKEN] = "The token to mint",
     [CONFIG_GROUP_EXPORT] = "Where to export",
+    [CONFIG_GROUP_PUBLISH] = "Publishing to object storage",
     [CONFIG_GROUP_KEYS] = "What to print",
     [CONFIG_GROUP_GENERAL] = "General",
 };

@@ -98,3 +98,30 @@ struct snapshot *publish_unavailable(const struct config *cfg, time_t now)
 
     return snapshot_unavailable(&params, cfg->upstream_refresh_interval, now);
 }
+
+int publish_build(const struct config *cfg, struct history *h, time_t now, struct snapshot **out, char *err,
+                  size_t errlen)
+{
+    struct keyset *ks = NULL;
+
+    *out = NULL;
+    if (publish_keyset(cfg, h, NULL, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
+        return 2;
+    if ((*out = publish_snapshot(cfg, ks, now)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+int publish_build_now(const struct config *cfg, struct snapshot **out, char *err, size_t errlen)
+{
+    time_t now = time(NULL);
+    struct history *h = publish_history_load(cfg, now, err, errlen);
+    int rc = h != NULL ? publish_build(cfg, h, now, out, err, errlen) : 2;
+
+    if (h == NULL)
+        *out = NULL;
+    history_free(h);
+    return rc;
+}

@@ -57,6 +57,17 @@ int publish_keyset(const struct config *cfg, struct history *h, struct removal *
                    int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
                    size_t errlen);
 
+/* The snapshot serve would publish at now with cfg: the key files, h's
+ * retention applied (in memory; h is never saved here), rendered. For the
+ * one-shot commands (keys, export, publish). Returns 0, 2 when the keys
+ * cannot be read (the reason in err), 1 when out of memory. */
+int publish_build(const struct config *cfg, struct history *h, time_t now, struct snapshot **out, char *err,
+                  size_t errlen);
+
+/* publish_build now, with the history --state-dir holds (read, never
+ * written): what export and publish write. Same results. */
+int publish_build_now(const struct config *cfg, struct snapshot **out, char *err, size_t errlen);
+
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
  * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */
 struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "publish/paths.h"
+#include "push/publisher.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/listener.h"
@@ -84,6 +85,8 @@ struct server {
     pthread_t thread;
     int thread_started;
     int thread_abandoned; /* it did not stop in time: it may still use all this */
+    /* --publish-to: pushes every snapshot to object storage, or NULL. */
+    struct push_publisher *publisher;
 };
 
 /* The one door by which the workers get what they serve: the first
@@ -140,6 +143,8 @@ static void server_reload_pass(struct server *s)
     snap = reload_pass(s->reload, now, now_ms);
     tls = cert_reload(&s->cert, now);
     server_publish(s, snap, tls);
+    if (snap != NULL)
+        push_publisher_offer(s->publisher, snap);
 }
 
 /* Milliseconds until the next pass is due. */
@@ -261,6 +266,21 @@ static int server_prepare_reload(struct server *s)
     if ((s->reload = reload_create(cfg, now, now_ms)) == NULL || cert_init(&s->cert, cfg, now) != 0)
         return 2;
     schedule_init(&s->schedule, cfg->key_reload_interval, now_ms);
+    return 0;
+}
+
+/* --publish-to: opens the targets (credentials missing stop the start,
+ * before any port answers) and starts pushing the first snapshot. */
+static int server_start_publisher(struct server *s)
+{
+    char err[1280];
+
+    if (s->cfg->publish_to.count == 0)
+        return 0;
+    if ((s->publisher = push_publisher_start(s->cfg, reload_current(s->reload), err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "%s", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -449,6 +469,8 @@ static int server_start(struct server *s, sigset_t *signals)
     }
     if ((rc = server_prepare_reload(s)) != 0)
         return rc;
+    if (server_start_publisher(s) != 0)
+        return 2;
     if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
         return 1;
     if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_for_upstream, s)) == NULL)
@@ -509,6 +531,8 @@ int server_run(const struct config *cfg)
         server_grace(cfg, server_wait_signal(s, &signals));
     if (server_reload_stop(s, SERVER_RELOAD_STOP_MS) != 0)
         rc = 1;
+    if (!s->thread_abandoned)
+        push_publisher_stop(s->publisher); /* nothing offers any more */
     /* A read of the --upstream that does not end in time is harmless to
      * leave behind, but it still uses s and cfg: exit without freeing. */
     if (s->mirror != NULL && mirror_thread_stop(s->mirror, SERVER_RELOAD_STOP_MS) != 0)

@@ -33,7 +33,7 @@ import unittest
 import oidc_harness as H
 from apiserver_standin import StandInAPIServer, jwks_with_kids
 
-H.ensure_system_modules("prometheus_client", "jwt", "cryptography")
+H.ensure_system_modules("prometheus_client", "jwt", "cryptography", "botocore")
 
 ISSUER = "https://oidc.example.com/clusters/c1"
 REFRESH = 1.0  # --upstream-refresh-interval, seconds
@@ -315,6 +315,36 @@ class TestRetention(MirrorBase):
         # a restart still publishes it, once the upstream has answered
         srv = self.start(*args)
         self.wait_jwks(srv, H.expected_jwks([self.b, self.a]))
+
+
+class TestPublishTo(MirrorBase):
+    """--upstream with --publish-to (a bucket, through the S3 stand-in of
+    test_bucket_s3.py): nothing is pushed before the API server's first
+    answer, since empty documents would overwrite good ones; then its bytes."""
+
+    def test_nothing_pushed_before_the_first_read(self):
+        from s3_standin import S3Standin
+        s3 = S3Standin("AKIDEXAMPLE", "secret", region="eu-west-1", buckets=["oidc"]).start()
+        self.addCleanup(s3.stop)
+        self.api.set_documents(ISSUER, [self.a])
+        self.api.set_mode("down")
+        os.environ.update(AWS_ACCESS_KEY_ID="AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY="secret")
+        try:
+            srv = self.start("--publish-to", "s3://oidc/c1", "--s3-endpoint", s3.endpoint,
+                             "--s3-region", "eu-west-1", "--publish-check-interval", "1s", ready=False)
+        finally:
+            for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+                os.environ.pop(k)
+        H.wait_until(lambda: reads(H.scrape_metrics(srv.admin_port), "connect") >= 2, 3 * FOLLOW)
+        time.sleep(1.0 * H.SLOW)  # time enough for a push, were one to happen
+        self.assertIsNone(s3.get("oidc", "c1" + H.JWKS), "pushed before the API server answered")
+        self.assertIsNone(s3.get("oidc", "c1" + H.DISCOVERY))
+        self.api.set_mode("ok")
+        self.wait_ready(srv)
+        ok = H.wait_until(lambda: (s3.get("oidc", "c1" + H.JWKS) or {}).get("body") == self.api.document(H.JWKS),
+                          10)
+        self.assertTrue(ok, srv.stderr()[-3000:])
+        self.assertEqual(s3.get("oidc", "c1" + H.DISCOVERY)["body"], self.api.document(H.DISCOVERY))
 
 
 class TestJWKSFile(MirrorBase):

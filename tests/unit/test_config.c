@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/bucket_url.h"
 #include "config/checks.h"
 #include "config/config.h"
 #include "config/file.h"
@@ -453,6 +454,7 @@ static const struct help_case {
     {{"verify", "--help"}, CONFIG_CMD_VERIFY},
     {{"token", "--help"}, CONFIG_CMD_TOKEN},
     {{"export", "--help"}, CONFIG_CMD_EXPORT},
+    {{"publish", "--help"}, CONFIG_CMD_PUBLISH},
     {{"help", "verify"}, CONFIG_CMD_VERIFY},
     {{"help", "serve"}, CONFIG_CMD_SERVE},
     {{"help", "all"}, CONFIG_HELP_ALL},
@@ -475,9 +477,10 @@ ParameterizedTest(size_t *i, config, help_topics)
 
 Test(config, help_errors)
 {
-    fails("unknown command \"bogus\" (commands: serve, dev, keys, verify, token, export, all)", "help", "bogus", NULL);
-    fails("unknown command \"--listen\" (commands: serve, dev, keys, verify, token, export, all)", "help", "--listen",
-          NULL);
+    fails("unknown command \"bogus\" (commands: serve, dev, keys, verify, token, export, publish, all)", "help",
+          "bogus", NULL);
+    fails("unknown command \"--listen\" (commands: serve, dev, keys, verify, token, export, publish, all)", "help",
+          "--listen", NULL);
     fails("unexpected argument \"x\"", "help", "serve", "x", NULL);
 }
 
@@ -686,6 +689,7 @@ static const struct first_flag {
     {CONFIG_CMD_VERIFY, "--token-file"},
     {CONFIG_CMD_TOKEN, "--issuer"},
     {CONFIG_CMD_EXPORT, "--out"},
+    {CONFIG_CMD_PUBLISH, "--to"},
 };
 
 ParameterizedTestParameters(config, help_own_flags_first)
@@ -708,7 +712,7 @@ ParameterizedTest(size_t *i, config, help_own_flags_first)
  * them all. */
 Test(config, help_lists_exactly_the_flags_a_command_takes)
 {
-    for (int c = CONFIG_CMD_SERVE; c <= CONFIG_CMD_EXPORT; c++) {
+    for (int c = CONFIG_CMD_SERVE; c <= CONFIG_CMD_PUBLISH; c++) {
         const char *h = help((enum config_command)c);
         for (size_t i = 0; i < config_option_count; i++) {
             const struct config_option *o = &config_options[i];
@@ -723,8 +727,9 @@ Test(config, help_lists_exactly_the_flags_a_command_takes)
 
 Test(config, help_lines_fit_80_columns)
 {
-    const enum config_command topics[] = {CONFIG_CMD_SERVE, CONFIG_CMD_DEV,    CONFIG_CMD_KEYS, CONFIG_CMD_VERIFY,
-                                          CONFIG_CMD_TOKEN, CONFIG_CMD_EXPORT, CONFIG_CMD_HELP, CONFIG_HELP_ALL};
+    const enum config_command topics[] = {CONFIG_CMD_SERVE,   CONFIG_CMD_DEV,   CONFIG_CMD_KEYS,
+                                          CONFIG_CMD_VERIFY,  CONFIG_CMD_TOKEN, CONFIG_CMD_EXPORT,
+                                          CONFIG_CMD_PUBLISH, CONFIG_CMD_HELP,  CONFIG_HELP_ALL};
 
     for (size_t t = 0; t < sizeof topics / sizeof topics[0]; t++) {
         help(topics[t]);
@@ -737,12 +742,14 @@ Test(config, help_lines_fit_80_columns)
 
 Test(config, unknown_command)
 {
-    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, help)", "x", NULL);
-    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, help)", "servee", "--help",
+    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, publish, help)", "x", NULL);
+    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, publish, help)", "servee",
+          "--help", NULL);
+    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, publish, help)", "key", NULL);
+    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, publish, help)", "tokens",
           NULL);
-    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, help)", "key", NULL);
-    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, help)", "tokens", NULL);
-    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, help)", "Verify", NULL);
+    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, publish, help)", "Verify",
+          NULL);
 }
 
 Test(config, unknown_flags)
@@ -3217,7 +3224,7 @@ static int record_key(void *ctx, const struct config_option *o, const char *valu
 /* A value row o takes, as a config file writes it. */
 static void json_value_for(const struct config_option *o, char *out, size_t len)
 {
-    static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true"};
+    static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true", "s3://bucket"};
     char problem[CONFIG_PROBLEM_MAX];
     const char *v = o->def;
 
@@ -3363,4 +3370,201 @@ Test(config, upstream_refusals)
     fails("--upstream is not valid for the export command", "export", SERVE_ARGS, "--out", "/o", "--upstream",
           "https://a:1", NULL);
     fails("--upstream is only valid for the serve command", "dev", "--upstream", "https://a:1", NULL);
+}
+
+/* ---- publishing to object storage (#17) ---- */
+
+#define PUBLISH_ARGS "publish", "--to", "s3://oidc/cluster-1", SERVE_ARGS
+#define HTTP_ENDPOINT_WARNING                                                                                          \
+    "plain http: the documents and the signed requests travel unencrypted; for a local store only"
+
+Test(config, publish_defaults)
+{
+    ok(PUBLISH_ARGS, NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_PUBLISH);
+    list_is(&cfg.push_to, 1, "s3://oidc/cluster-1");
+    cr_assert_eq(cfg.publish_to.count, 0);
+    cr_assert_str_eq(cfg.s3_region, "us-east-1");
+    cr_assert_null(cfg.s3_endpoint);
+    cr_assert_null(cfg.azblob_endpoint);
+    cr_assert_null(cfg.azblob_sas_file);
+    cr_assert_null(cfg.azblob_key_file);
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_assert_eq(cfg.warnings.count, 0);
+}
+
+Test(config, publish_takes_document_and_store_flags)
+{
+    ok("publish", "--to", "s3://oidc/a/", "--to", "azblob://acct1/$web", "--s3-region", "auto", "--s3-endpoint",
+       "https://storage.googleapis.com", "--azblob-endpoint", "https://acct1.blob.core.windows.net/",
+       "--azblob-key-file", "/key", "--max-age", "600", "--jwks-content-type", "application/json", "--key-retention",
+       "1h", "--state-dir", "/s", SERVE_ARGS, NULL);
+    list_is(&cfg.push_to, 2, "s3://oidc/a/", "azblob://acct1/$web");
+    cr_assert_str_eq(cfg.s3_region, "auto");
+    cr_assert_str_eq(cfg.s3_endpoint, "https://storage.googleapis.com");
+    cr_assert_str_eq(cfg.azblob_endpoint, "https://acct1.blob.core.windows.net/");
+    cr_assert_str_eq(cfg.azblob_key_file, "/key");
+    cr_assert_eq(cfg.max_age, 600);
+    cr_assert_eq(cfg.warnings.count, 0, "https endpoints: no warning");
+}
+
+Test(config, serve_publish_to)
+{
+    OK_WITH("--publish-to", "s3://oidc", "--publish-to", "azblob://devstoreaccount1/oidc/c-1", "--azblob-sas-file",
+            "/sas", "--publish-check-interval", "2s", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_SERVE);
+    list_is(&cfg.publish_to, 2, "s3://oidc", "azblob://devstoreaccount1/oidc/c-1");
+    cr_assert_str_eq(cfg.azblob_sas_file, "/sas");
+    cr_assert_eq(cfg.publish_check_interval, 2);
+    OK_WITH(NULL);
+    cr_assert_eq(cfg.publish_check_interval, 300, "default 5m");
+    cr_assert_eq(cfg.publish_to.count, 0);
+    ok("keys", "--service-account-key-file", "/k", "--publish-to", "s3://oidc/p", NULL);
+    list_is(&cfg.publish_to, 1, "s3://oidc/p");
+    ok("dev", "--publish-to", "s3://oidc/p", NULL);
+    list_is(&cfg.publish_to, 1, "s3://oidc/p");
+}
+
+Test(config, publish_flags_by_command)
+{
+    fails("--to is only valid for the publish command; did you mean --publish-to?", SERVE_ARGS, "--to", "s3://oidc",
+          NULL);
+    fails("--publish-to is not valid for the publish command; did you mean --to?", PUBLISH_ARGS, "--publish-to",
+          "s3://oidc", NULL);
+    fails("--publish-check-interval is not valid for the publish command", PUBLISH_ARGS, "--publish-check-interval",
+          "1s", NULL);
+    fails("--s3-region is not valid for the export command", "export", "--out", "/o", SERVE_ARGS, "--s3-region",
+          "eu-west-1", NULL);
+    fails("--to is required (s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX)", "publish", SERVE_ARGS, NULL);
+    fails("--service-account-issuer is required (at least one)", "publish", "--to", "s3://oidc",
+          "--service-account-key-file", "/k", NULL);
+    flag_fails("--publish-check-interval \"0\": must be a duration between 1s and 1d (like 90s, 15m, 24h, 7d or "
+               "plain seconds)",
+               "--publish-check-interval", "0");
+}
+
+/* Every target form config accepts, and where each part is. */
+static const struct target_case {
+    const char *url;
+    enum config_bucket_kind kind;
+    const char *bucket, *container, *prefix;
+} good_targets[] = {
+    {"s3://oidc", CONFIG_BUCKET_S3, "oidc", "", ""},
+    {"s3://oidc/", CONFIG_BUCKET_S3, "oidc", "", ""},
+    {"s3://my.bucket-1/a/b_c/d~e.f/", CONFIG_BUCKET_S3, "my.bucket-1", "", "a/b_c/d~e.f"},
+    {"azblob://acct1/oidc", CONFIG_BUCKET_AZBLOB, "acct1", "oidc", ""},
+    {"azblob://acct1/$web/cluster-1", CONFIG_BUCKET_AZBLOB, "acct1", "$web", "cluster-1"},
+    {"azblob://devstoreaccount1/c-1/x/", CONFIG_BUCKET_AZBLOB, "devstoreaccount1", "c-1", "x"},
+};
+
+ParameterizedTestParameters(config, bucket_url_forms)
+{
+    TABLE_PARAMETERS(good_targets);
+}
+
+ParameterizedTest(size_t *i, config, bucket_url_forms)
+{
+    const struct target_case *c = &good_targets[*i];
+    struct config_bucket_url u;
+
+    cr_assert_null(config_split_bucket_url(c->url, &u), "%s", c->url);
+    cr_assert_eq(u.kind, c->kind);
+    cr_assert_eq(u.bucket_len, strlen(c->bucket));
+    cr_assert(memcmp(u.bucket, c->bucket, u.bucket_len) == 0, "%s: bucket", c->url);
+    cr_assert_eq(u.container_len, strlen(c->container));
+    cr_assert(u.container_len == 0 || memcmp(u.container, c->container, u.container_len) == 0, "%s", c->url);
+    cr_assert_eq(u.prefix_len, strlen(c->prefix), "%s: prefix length %zu", c->url, u.prefix_len);
+    cr_assert(u.prefix_len == 0 || memcmp(u.prefix, c->prefix, u.prefix_len) == 0, "%s: prefix", c->url);
+}
+
+#define FORM_PROBLEM "must be s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX"
+#define S3_NAME_PROBLEM                                                                                                \
+    "has an invalid bucket name (3 to 63 of a-z, 0-9, '.' and '-', starting and ending with a letter or digit)"
+#define BUCKET_PREFIX_PROBLEM                                                                                          \
+    "has an invalid PREFIX (segments of A-Z, a-z, 0-9, '.', '_', '~' and '-', none empty, \".\" or \"..\"; at most "   \
+    "512 characters)"
+#define ACCOUNT_PROBLEM "has an invalid storage account name (3 to 24 of a-z and 0-9)"
+#define CONTAINER_PROBLEM                                                                                              \
+    "has an invalid container name (3 to 63 of a-z, 0-9 and '-', starting with a letter or digit, or $web)"
+
+static const struct refusal {
+    const char *value, *problem;
+} bad_targets[] = {
+    {"https://oidc/x", FORM_PROBLEM},
+    {"s3://", FORM_PROBLEM},
+    {"s3:///p", FORM_PROBLEM},
+    {"s3://Oidc/p", S3_NAME_PROBLEM},
+    {"s3://ab/p", S3_NAME_PROBLEM},
+    {"s3://-oidc/p", S3_NAME_PROBLEM},
+    {"s3://oidc/a//b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a/../b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/./b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a%2Fb", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a?x=1", BUCKET_PREFIX_PROBLEM},
+    {"azblob://acct1", FORM_PROBLEM},
+    {"azblob://acct1/", FORM_PROBLEM},
+    {"azblob://Acct1/c1", ACCOUNT_PROBLEM},
+    {"azblob://acct-1/c1", ACCOUNT_PROBLEM},
+    {"azblob://acct1/c", CONTAINER_PROBLEM},
+    {"azblob://acct1/c--1", CONTAINER_PROBLEM},
+    {"azblob://acct1/$logs", CONTAINER_PROBLEM},
+};
+
+ParameterizedTestParameters(config, bucket_url_refusals)
+{
+    TABLE_PARAMETERS(bad_targets);
+}
+
+ParameterizedTest(size_t *i, config, bucket_url_refusals)
+{
+    char want[CONFIG_ERR_MAX];
+
+    snprintf(want, sizeof want, "--publish-to \"%s\": %s", bad_targets[*i].value, bad_targets[*i].problem);
+    flag_fails(want, "--publish-to", bad_targets[*i].value);
+}
+
+#define ENDPOINT_PROBLEM                                                                                               \
+    "must be an http or https URL with a host, an optional port and no path, like http://127.0.0.1:9000"
+
+Test(config, endpoint_and_region_checks)
+{
+    flag_fails("--s3-endpoint \"ftp://x\": " ENDPOINT_PROBLEM, "--s3-endpoint", "ftp://x");
+    flag_fails("--s3-endpoint \"https://x/bucket\": " ENDPOINT_PROBLEM, "--s3-endpoint", "https://x/bucket");
+    flag_fails("--azblob-endpoint \"http://x?a=b\": " ENDPOINT_PROBLEM, "--azblob-endpoint", "http://x?a=b");
+    flag_fails("--s3-endpoint \"https://u@x\": " ENDPOINT_PROBLEM, "--s3-endpoint", "https://u@x");
+    flag_fails("--s3-region \"EU\": must be 1 to 64 of a-z, 0-9 and '-', like eu-west-1 (GCS: auto)", "--s3-region",
+               "EU");
+}
+
+Test(config, http_endpoint_warns)
+{
+    OK_WITH("--publish-to", "s3://oidc", "--s3-endpoint", "http://127.0.0.1:9000", NULL);
+    list_is(&cfg.warnings, 1, "--s3-endpoint \"http://127.0.0.1:9000\": " HTTP_ENDPOINT_WARNING);
+    ok("publish", "--to", "azblob://acct1/oidc", "--azblob-endpoint", "http://[::1]:10000", SERVE_ARGS, NULL);
+    list_is(&cfg.warnings, 1, "--azblob-endpoint \"http://[::1]:10000\": " HTTP_ENDPOINT_WARNING);
+}
+
+Test(config, store_flags_need_their_target)
+{
+    flag_fails("--s3-endpoint needs an s3:// target (--publish-to s3://BUCKET/PREFIX)", "--s3-endpoint", "https://x");
+    fails("--azblob-sas-file needs an azblob:// target (--to azblob://ACCOUNT/CONTAINER/PREFIX)", PUBLISH_ARGS,
+          "--azblob-sas-file", "/s", NULL);
+    fails("--azblob-endpoint needs an azblob:// target (--publish-to azblob://ACCOUNT/CONTAINER/PREFIX)", SERVE_ARGS,
+          "--publish-to", "s3://oidc", "--azblob-endpoint", "http://x", NULL);
+    fails("--azblob-sas-file and --azblob-key-file are mutually exclusive (a SAS token or the account key)", SERVE_ARGS,
+          "--publish-to", "azblob://acct1/oidc", "--azblob-sas-file", "/s", "--azblob-key-file", "/k", NULL);
+}
+
+Test(config, publish_to_from_config_file)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\", "
+               "\"publish-to\": [\"s3://oidc/a\", \"s3://oidc/b\"], \"s3-region\": \"eu-west-1\", "
+               "\"publish-check-interval\": \"10m\"}");
+    ok("--config", path, NULL);
+    list_is(&cfg.publish_to, 2, "s3://oidc/a", "s3://oidc/b");
+    cr_assert_str_eq(cfg.s3_region, "eu-west-1");
+    cr_assert_eq(cfg.publish_check_interval, 600);
+    ok("--config", path, "--publish-to", "s3://oidc/c", NULL);
+    list_is(&cfg.publish_to, 1, "s3://oidc/c");
 }
