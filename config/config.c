@@ -413,18 +413,21 @@ static int put_defaults(struct parser *p)
 }
 
 /* Refuses a flag that the command does not take. A flag of one other
- * command names that command; a serving flag given to verify or token just
- * is not valid there, since several commands take it. */
+ * command, or of two with a one-shot command among them (verify and
+ * doctor), names them; a serving flag given to verify or token just is
+ * not valid there, since several commands take it. */
 static int check_command(struct parser *p, const struct config_option *o)
 {
     unsigned takes = o->commands, cmd = CMD(p->cmd);
-    int single = (takes & (takes - 1)) == 0;
+    int n = __builtin_popcount(takes), first = __builtin_ctz(takes);
+    int named = n == 1 || (n == 2 && (takes & ~CONFIG_FOR_SERVING));
 
     if (takes & cmd)
         return 0;
-    if (single && ((cmd & CONFIG_FOR_SERVING) || !(takes & CONFIG_FOR_SERVING)))
-        return fail(p, "--%s is only valid for the %s command%s", o->name, config_commands[__builtin_ctz(takes)].name,
-                    suggest(p, o->name, strlen(o->name), 0).s);
+    if (named && ((cmd & CONFIG_FOR_SERVING) || !(takes & CONFIG_FOR_SERVING)))
+        return fail(p, "--%s is only valid for the %s%s%s command%s%s", o->name, config_commands[first].name,
+                    n == 2 ? " and " : "", n == 2 ? config_commands[31 - __builtin_clz(takes)].name : "",
+                    n == 2 ? "s" : "", suggest(p, o->name, strlen(o->name), 0).s);
     return fail(p, "--%s is not valid for the %s command%s", o->name, config_commands[p->cmd].name,
                 suggest(p, o->name, strlen(o->name), 0).s);
 }
@@ -570,7 +573,8 @@ static int put_derived(struct parser *p)
         if (setting_put(p, config_option("service-account-jwks-uri"), NULL, url) < 0)
             return -1;
     }
-    if (mint_issuer && !is_set(p, "audience") && setting_put(p, config_option("audience"), NULL, mint_issuer) < 0)
+    if (p->cmd == CONFIG_CMD_TOKEN && mint_issuer && !is_set(p, "audience") &&
+        setting_put(p, config_option("audience"), NULL, mint_issuer) < 0)
         return -1;
     return put_upstream(p);
 }
@@ -724,12 +728,19 @@ static int check_verify(struct parser *p)
     return 0;
 }
 
-/* A minted token is bound to a pod or a node by both its name and its UID,
+/* A minted token's issuer is one relying parties can take: https (unless
+ * --allow-insecure-issuer), no query or fragment. The row takes any web
+ * URL, since doctor reports such an issuer rather than refusing it. And
+ * a minted token is bound to a pod or a node by both its name and its UID,
  * as the API server binds them, or not at all. */
 static int check_token(struct parser *p)
 {
     static const char *const pairs[][2] = {{"pod-name", "pod-uid"}, {"node-name", "node-uid"}};
+    const struct setting *issuer = named(p, "issuer");
+    const char *why = config_check_url(setting_value(issuer), p->allow_http);
 
+    if (why)
+        return fail_value(p, issuer->origin, config_option("issuer"), setting_value(issuer), why);
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         if (is_set(p, pairs[i][0]) != is_set(p, pairs[i][1]))
             return fail(p, "--%s and --%s go together", pairs[i][0], pairs[i][1]);
@@ -771,14 +782,16 @@ static int check_publishing(struct parser *p)
 
 /* The rules between options, which differ by command. export and publish
  * take the serving rules too: they open no listener, so only the retention
- * rule can apply to them. */
+ * rule can apply to them. doctor's flags are independent of each other. */
 static int check_rules(struct parser *p)
 {
     if ((CMD(p->cmd) & (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH))) && check_publishing(p) < 0)
         return -1;
     if (CMD(p->cmd) & CONFIG_FOR_DOCUMENTS)
         return check_serving(p);
-    return p->cmd == CONFIG_CMD_VERIFY ? check_verify(p) : check_token(p);
+    if (p->cmd == CONFIG_CMD_VERIFY)
+        return check_verify(p);
+    return p->cmd == CONFIG_CMD_TOKEN ? check_token(p) : 0;
 }
 
 /* An issuer ending in "/" is accepted, as kube-apiserver accepts it, but
@@ -818,14 +831,15 @@ static int warn_http_endpoint(struct parser *p, const char *name)
     return config_strlist_append(&p->cfg.warnings, line, strlen(line)) < 0 ? fail(p, "out of memory") : 0;
 }
 
-/* Everything a command needs beyond the defaults. */
+/* Everything a command needs beyond the defaults. doctor's --issuer gets
+ * no trailing-slash warning: its report compares the issuers itself. */
 static int validate(struct parser *p)
 {
     if (check_commands(p) < 0 || check_values(p) < 0 || put_derived(p) < 0 || check_required(p) < 0 ||
         check_rules(p) < 0)
         return -1;
     if (warn_trailing_slash(p, config_option("service-account-issuer")) < 0 ||
-        warn_trailing_slash(p, config_option("issuer")) < 0)
+        (p->cmd == CONFIG_CMD_TOKEN && warn_trailing_slash(p, config_option("issuer")) < 0))
         return -1;
     if (warn_http_endpoint(p, "s3-endpoint") < 0 || warn_http_endpoint(p, "azblob-endpoint") < 0)
         return -1;

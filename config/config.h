@@ -45,6 +45,7 @@ enum config_command {
     CONFIG_CMD_TOKEN,   /* "token": mint a kube-shaped token for tests and demos */
     CONFIG_CMD_EXPORT,  /* "export": write both documents into a directory, for static hosting */
     CONFIG_CMD_PUBLISH, /* "publish": push both documents to object storage once */
+    CONFIG_CMD_DOCTOR,  /* "doctor": check an issuer the way relying parties do */
     CONFIG_CMD_HELP,    /* --help, -h or "help": print config_usage(cfg.help_topic) */
     CONFIG_CMD_VERSION, /* --version */
     CONFIG_HELP_ALL,    /* no command: the help topic of "help all", every flag once */
@@ -80,7 +81,7 @@ struct config {
     char *state_dir;                   /* --state-dir, or NULL */
     char *signing_key_file;            /* --signing-key-file, or NULL */
 
-    char *output;     /* keys --output: "table" or "json" */
+    char *output;     /* keys and doctor --output: "table" (or "text", the same) or "json" */
     char *export_dir; /* export --out */
 
     /* Token verification (serve's TokenReview endpoint and `verify`). */
@@ -100,14 +101,17 @@ struct config {
     int no_cache;         /* --no-cache */
 
     /* `token` */
-    char *mint_issuer;               /* --issuer */
-    struct config_strlist audiences; /* --audience, or the issuer */
+    char *mint_issuer;               /* --issuer (also doctor's issuer to check) */
+    struct config_strlist audiences; /* --audience, or the issuer (doctor: what aud must hold, or none) */
     char *mint_namespace;            /* --namespace */
     char *service_account;           /* --service-account */
     char *service_account_uid;       /* --service-account-uid */
     char *pod_name, *pod_uid;        /* --pod-name, --pod-uid: both or neither */
     char *node_name, *node_uid;      /* --node-name, --node-uid: both or neither */
     unsigned long duration;          /* --duration */
+
+    /* `doctor` (and --issuer, --audience, --token-file, --ca-file, --output above) */
+    char *target; /* --target: aws, gcp, azure or vault, or NULL */
 
     /* Production serving (serve and dev). */
     struct config_listen *tls_listens; /* --tls-listen */

@@ -23,6 +23,7 @@
 #define FOR_SERVE   CONFIG_CMD_BIT(CONFIG_CMD_SERVE)
 #define FOR_PUBLISH CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH)
 #define FOR_PUSHING (CONFIG_FOR_SERVING | FOR_PUBLISH)
+#define FOR_DOCTOR  CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR)
 #define FOR_LOGGING (CONFIG_FOR_DOCUMENTS | FOR_VERIFY)
 
 #define FIELD(member)        offsetof(struct config, member)
@@ -44,6 +45,7 @@ IGNORING_HTTP(config_check_audiences)
 IGNORING_HTTP(config_check_hosts)
 IGNORING_HTTP(config_check_path_prefix)
 IGNORING_HTTP(config_check_dns_name)
+IGNORING_HTTP(config_check_web_url)
 
 /* One worker per online CPU, within the row's range. */
 static void online_cpus(const struct config_option *o, char *out, size_t len)
@@ -56,7 +58,8 @@ static void online_cpus(const struct config_option *o, char *out, size_t len)
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
-static const char *const outputs[] = {"table", "json", NULL};
+static const char *const outputs[] = {"table", "text", "json", NULL};
+static const char *const targets[] = {"aws", "gcp", "azure", "vault", NULL};
 
 /* One row per flag, laid out by hand as a table. */
 /* clang-format off */
@@ -252,16 +255,17 @@ const struct config_option config_options[] = {
      .help = "Open connections of the TokenReview listener per process, %r; more are closed at once"},
 
     /* verify */
-    {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY, .required = FOR_VERIFY,
+    {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,
+     .required = FOR_VERIFY,
      .why_required = " (a path, or - for standard input)", SCALAR(token_file), .group = CONFIG_GROUP_VERIFY,
      .help = "File holding the token, - for standard input"},
     {.name = "discovery-url", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_url,
      .commands = FOR_VERIFY, SCALAR(discovery_url), .group = CONFIG_GROUP_VERIFY,
      .help = "Issuer URL whose discovery document gives the JWKS and, by default, the issuer; https; instead of "
              "--service-account-key-file"},
-    {.name = "ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY, .def_text = "the system's",
-     SCALAR(ca_file), .group = CONFIG_GROUP_VERIFY,
-     .help = "CA certificates for --discovery-url"},
+    {.name = "ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,
+     .def_text = "the system's", SCALAR(ca_file), .group = CONFIG_GROUP_VERIFY,
+     .help = "CA certificates to verify the issuer's TLS chain with (verify: for --discovery-url)"},
     {.name = "repeat", .arg = "N", .kind = CONFIG_KIND_UINT, .min = 1, .max = 100000000, .commands = FOR_VERIFY,
      .def = "1", SCALAR(repeat), .group = CONFIG_GROUP_VERIFY,
      .help = "Verify N times, %r, to measure speed"},
@@ -270,12 +274,13 @@ const struct config_option config_options[] = {
      .help = "Do not cache verifications across repeats"},
 
     /* token */
-    {.name = "issuer", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_url, .commands = FOR_TOKEN,
-     .required = FOR_TOKEN, .why_required = "", SCALAR(mint_issuer), .group = CONFIG_GROUP_TOKEN,
-     .help = "iss claim, https"},
-    {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN, .def_text = "the issuer",
-     SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
-     .help = "aud claim; repeatable"},
+    {.name = "issuer", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_web_url_row,
+     .commands = FOR_TOKEN | FOR_DOCTOR, .required = FOR_TOKEN | FOR_DOCTOR, .why_required = "", SCALAR(mint_issuer),
+     .group = CONFIG_GROUP_TOKEN, .also = "service-account-issuer",
+     .help = "Issuer: token's iss claim (https), or the issuer doctor checks"},
+    {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN | FOR_DOCTOR,
+     .def_text = "token: the issuer; doctor: none", SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
+     .help = "Token's aud claim; for doctor, an audience the --token-file token must hold; repeatable"},
     {.name = "namespace", .arg = "NS", .kind = CONFIG_KIND_STRING, .check = config_check_dns_name_row,
      .commands = FOR_TOKEN, .def = "default", SCALAR(mint_namespace), .group = CONFIG_GROUP_TOKEN,
      .help = "Namespace, a DNS-1123 name"},
@@ -342,9 +347,14 @@ const struct config_option config_options[] = {
      .help = "How often the pushed objects are read back and repaired when they differ"},
 
     /* keys */
-    {.name = "output", .arg = "table|json", .kind = CONFIG_KIND_CHOICE, .choices = outputs, .commands = FOR_KEYS,
-     .def = "table", SCALAR(output), .group = CONFIG_GROUP_KEYS,
-     .help = "What keys prints"},
+    {.name = "output", .arg = "table|text|json", .kind = CONFIG_KIND_CHOICE, .choices = outputs,
+     .commands = FOR_KEYS | FOR_DOCTOR, .def = "table", SCALAR(output), .group = CONFIG_GROUP_KEYS,
+     .help = "What keys and doctor print, for people (table and text are the same) or programs"},
+
+    /* doctor */
+    {.name = "target", .arg = "RP", .kind = CONFIG_KIND_CHOICE, .choices = targets, .commands = FOR_DOCTOR,
+     SCALAR(target), .group = CONFIG_GROUP_DOCTOR, .also = "relying-party rp",
+     .help = "Also check the documented rules of this relying party (docs/doctor.md)"},
 
     /* General */
     {.name = "config", .arg = "FILE", .kind = CONFIG_KIND_ACTION, .commands = CONFIG_FOR_EVERY, NO_FIELD,
@@ -407,6 +417,12 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                             NULL,
                             {CONFIG_GROUP_PUBLISH, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
                              CONFIG_GROUP_COUNT}},
+    [CONFIG_CMD_DOCTOR] = {"doctor",
+                           "Check an issuer as relying parties do: discovery, JWKS, TLS, a token, and with --target "
+                           "the rules of AWS, GCP, Azure or Vault; prints PASS, WARN or FAIL per check",
+                           "Exit status: 0 without FAIL, 1 with a FAIL, 2 for usage errors.",
+                           {CONFIG_GROUP_TOKEN, CONFIG_GROUP_DOCTOR, CONFIG_GROUP_VERIFY, CONFIG_GROUP_KEYS,
+                            CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
 };
 
 const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
@@ -416,10 +432,11 @@ const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
     [CONFIG_GROUP_LIMITS] = "Limits and timeouts",
     [CONFIG_GROUP_REVIEW] = "Token verification",
     [CONFIG_GROUP_VERIFY] = "The token to verify",
-    [CONFIG_GROUP_TOKEN] = "The token to mint",
+    [CONFIG_GROUP_TOKEN] = "Issuer and claims",
     [CONFIG_GROUP_EXPORT] = "Where to export",
     [CONFIG_GROUP_PUBLISH] = "Publishing to object storage",
     [CONFIG_GROUP_KEYS] = "What to print",
+    [CONFIG_GROUP_DOCTOR] = "What to check",
     [CONFIG_GROUP_GENERAL] = "General",
 };
 

@@ -27,7 +27,9 @@
     (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_EXPORT) | CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH))
 /* The commands that open listeners. */
 #define CONFIG_FOR_SERVERS (CONFIG_CMD_BIT(CONFIG_CMD_SERVE) | CONFIG_CMD_BIT(CONFIG_CMD_DEV))
-#define CONFIG_FOR_EVERY   (CONFIG_FOR_DOCUMENTS | CONFIG_CMD_BIT(CONFIG_CMD_VERIFY) | CONFIG_CMD_BIT(CONFIG_CMD_TOKEN))
+#define CONFIG_FOR_EVERY                                                                                               \
+    (CONFIG_FOR_DOCUMENTS | CONFIG_CMD_BIT(CONFIG_CMD_VERIFY) | CONFIG_CMD_BIT(CONFIG_CMD_TOKEN) |                     \
+     CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR))
 
 /* --upstream in-cluster: the service-account directory of every pod
  * (docs/compatibility.md §8), and the defaults of the --upstream flags,
@@ -69,6 +71,7 @@ enum config_group {
     CONFIG_GROUP_EXPORT,
     CONFIG_GROUP_PUBLISH,
     CONFIG_GROUP_KEYS,
+    CONFIG_GROUP_DOCTOR,
     CONFIG_GROUP_GENERAL,
     CONFIG_GROUP_COUNT
 };
@@ -118,9 +121,9 @@ struct config_command_info {
     enum config_group groups[CONFIG_GROUP_COUNT + 1]; /* ends at CONFIG_GROUP_COUNT */
 };
 
-/* Indexed by enum config_command, up to CONFIG_CMD_PUBLISH. */
+/* Indexed by enum config_command, up to CONFIG_CMD_DOCTOR. */
 extern const struct config_command_info config_commands[];
-#define CONFIG_COMMAND_COUNT (CONFIG_CMD_PUBLISH + 1)
+#define CONFIG_COMMAND_COUNT (CONFIG_CMD_DOCTOR + 1)
 
 /* The title of each group in the help. */
 extern const char *const config_group_titles[CONFIG_GROUP_COUNT];

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "config/file.h"
 #include "config/options.h"
+#include "test_support.h"
 
 #define MAX_ARGS 48
 
@@ -87,16 +88,6 @@ static void flag_fails(const char *want, const char *flag, const char *value)
     fails(want, "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", flag, value,
           NULL);
 }
-
-/* The body of a ParameterizedTestParameters over the rows of a static
- * table: each test gets an index. (Criterion runs a parameterized test in a
- * new process, where a pointer in a parameter would point nowhere, so a
- * table of strings cannot be the parameters themselves.) */
-#define TABLE_PARAMETERS(table)                                                                                        \
-    static size_t indices_[sizeof table / sizeof table[0]];                                                            \
-    for (size_t i_ = 0; i_ < sizeof table / sizeof table[0]; i_++)                                                     \
-        indices_[i_] = i_;                                                                                             \
-    return cr_make_param_array(size_t, indices_, sizeof table / sizeof table[0])
 
 #define MAX_AGE_PROBLEM "must be a duration between 0 and 365d (like 90s, 15m, 24h, 7d or plain seconds)"
 
@@ -455,6 +446,8 @@ static const struct help_case {
     {{"token", "--help"}, CONFIG_CMD_TOKEN},
     {{"export", "--help"}, CONFIG_CMD_EXPORT},
     {{"publish", "--help"}, CONFIG_CMD_PUBLISH},
+    {{"doctor", "--help"}, CONFIG_CMD_DOCTOR},
+    {{"help", "doctor"}, CONFIG_CMD_DOCTOR},
     {{"help", "verify"}, CONFIG_CMD_VERIFY},
     {{"help", "serve"}, CONFIG_CMD_SERVE},
     {{"help", "all"}, CONFIG_HELP_ALL},
@@ -477,10 +470,10 @@ ParameterizedTest(size_t *i, config, help_topics)
 
 Test(config, help_errors)
 {
-    fails("unknown command \"bogus\" (commands: serve, dev, keys, verify, token, export, publish, all)", "help",
+    fails("unknown command \"bogus\" (commands: serve, dev, keys, verify, token, export, publish, doctor, all)", "help",
           "bogus", NULL);
-    fails("unknown command \"--listen\" (commands: serve, dev, keys, verify, token, export, publish, all)", "help",
-          "--listen", NULL);
+    fails("unknown command \"--listen\" (commands: serve, dev, keys, verify, token, export, publish, doctor, all)",
+          "help", "--listen", NULL);
     fails("unexpected argument \"x\"", "help", "serve", "x", NULL);
 }
 
@@ -641,10 +634,10 @@ Test(config, token_help)
 {
     static const char *const want[] = {
         "Usage: oidc-discovery token --signing-key-file PATH --issuer URL",
-        "\nThe token to mint (not config-file keys):\n  --issuer URL ",
-        "iss claim, https (required)",
+        "\nIssuer and claims (not config-file keys):\n  --issuer URL ",
+        "token's iss claim (https), or the issuer doctor checks (required)",
         "--audience AUD",
-        "(default: the issuer)",
+        "(default: token: the issuer; doctor: none)",
         "--namespace NS",
         "--service-account NAME",
         "(default default)",
@@ -667,8 +660,8 @@ Test(config, export_keys_and_dev_help)
     static const char *const export[] = {"Usage: oidc-discovery export --service-account-issuer URL",
                                          "\nWhere to export (not config-file keys):\n  --out DIR ", NULL};
     static const char *const keys[] = {"Usage: oidc-discovery keys --service-account-key-file PATH [flags]",
-                                       "\nWhat to print (not config-file keys):\n  --output table|json ",
-                                       "table or json (default table)", NULL};
+                                       "\nWhat to print (not config-file keys):\n  --output table|text|json ",
+                                       "table, text or json (default table)", NULL};
     static const char *const dev[] = {"Usage: oidc-discovery dev [flags]",
                                       "(default: http:// and the first --listen address)",
                                       "repeatable (default dev-keys/sa.pub)", "for development (default on)", NULL};
@@ -690,6 +683,7 @@ static const struct first_flag {
     {CONFIG_CMD_TOKEN, "--issuer"},
     {CONFIG_CMD_EXPORT, "--out"},
     {CONFIG_CMD_PUBLISH, "--to"},
+    {CONFIG_CMD_DOCTOR, "--issuer"},
 };
 
 ParameterizedTestParameters(config, help_own_flags_first)
@@ -712,7 +706,7 @@ ParameterizedTest(size_t *i, config, help_own_flags_first)
  * them all. */
 Test(config, help_lists_exactly_the_flags_a_command_takes)
 {
-    for (int c = CONFIG_CMD_SERVE; c <= CONFIG_CMD_PUBLISH; c++) {
+    for (int c = CONFIG_CMD_SERVE; c < CONFIG_COMMAND_COUNT; c++) {
         const char *h = help((enum config_command)c);
         for (size_t i = 0; i < config_option_count; i++) {
             const struct config_option *o = &config_options[i];
@@ -727,9 +721,9 @@ Test(config, help_lists_exactly_the_flags_a_command_takes)
 
 Test(config, help_lines_fit_80_columns)
 {
-    const enum config_command topics[] = {CONFIG_CMD_SERVE,   CONFIG_CMD_DEV,   CONFIG_CMD_KEYS,
-                                          CONFIG_CMD_VERIFY,  CONFIG_CMD_TOKEN, CONFIG_CMD_EXPORT,
-                                          CONFIG_CMD_PUBLISH, CONFIG_CMD_HELP,  CONFIG_HELP_ALL};
+    const enum config_command topics[] = {CONFIG_CMD_SERVE, CONFIG_CMD_DEV,    CONFIG_CMD_KEYS,    CONFIG_CMD_VERIFY,
+                                          CONFIG_CMD_TOKEN, CONFIG_CMD_EXPORT, CONFIG_CMD_PUBLISH, CONFIG_CMD_DOCTOR,
+                                          CONFIG_CMD_HELP,  CONFIG_HELP_ALL};
 
     for (size_t t = 0; t < sizeof topics / sizeof topics[0]; t++) {
         help(topics[t]);
@@ -742,14 +736,16 @@ Test(config, help_lines_fit_80_columns)
 
 Test(config, unknown_command)
 {
-    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, publish, help)", "x", NULL);
-    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, publish, help)", "servee",
-          "--help", NULL);
-    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, publish, help)", "key", NULL);
-    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, publish, help)", "tokens",
+    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)", "x",
           NULL);
-    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, publish, help)", "Verify",
+    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+          "servee", "--help", NULL);
+    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)", "key",
           NULL);
+    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+          "tokens", NULL);
+    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+          "Verify", NULL);
 }
 
 Test(config, unknown_flags)
@@ -776,7 +772,7 @@ static const struct suggestion_case {
     const char *want;
 } suggestion_cases[] = {
     {{"--issuer", "https://a.example"},
-     "--issuer is only valid for the token command; did you mean --service-account-issuer?"},
+     "--issuer is only valid for the token and doctor commands; did you mean --service-account-issuer?"},
     {{"--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --service-account-key-file? (see --help)"},
     {{"token", "--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --signing-key-file? (see --help)"},
     {{"--port", "8080"}, "unknown flag \"--port\"; did you mean --listen? (see --help)"},
@@ -1131,11 +1127,11 @@ Test(config, keys_errors)
 {
     fails("--service-account-key-file is required (at least one)", "keys", NULL);
     fails("--service-account-key-file is required (at least one)", "keys", "--output", "json", NULL);
-    fails("--output \"yaml\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
+    fails("--output \"yaml\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output",
           "yaml", NULL);
-    fails("--output \"JSON\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
+    fails("--output \"JSON\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output",
           "JSON", NULL);
-    fails("--output \"\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output", "",
+    fails("--output \"\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output", "",
           NULL);
     fails("--output: missing value", "keys", "--output", NULL);
     /* an issuer given to keys is still checked */
@@ -1146,10 +1142,10 @@ Test(config, keys_errors)
 
 Test(config, output_only_for_keys)
 {
-    flag_fails("--output is only valid for the keys command", "--output", "json");
-    fails("--output is only valid for the keys command", "serve", "--service-account-issuer", "https://a.example",
-          "--service-account-key-file", "/k", "--output", "table", NULL);
-    fails("--output is only valid for the keys command", "dev", "--output", "json", NULL);
+    flag_fails("--output is only valid for the keys and doctor commands", "--output", "json");
+    fails("--output is only valid for the keys and doctor commands", "serve", "--service-account-issuer",
+          "https://a.example", "--service-account-key-file", "/k", "--output", "table", NULL);
+    fails("--output is only valid for the keys and doctor commands", "dev", "--output", "json", NULL);
 }
 
 Test(config, keys_help_and_version)
@@ -1734,12 +1730,16 @@ static void each_flag_fails(const char *const *args, size_t nargs, const struct 
                             const char *suffix)
 {
     const char *a[10] = {NULL};
-    char want[CONFIG_ERR_MAX];
+    char want[CONFIG_ERR_MAX], both[96];
 
     cr_assert_leq(nargs, 8);
     memcpy(a, args, nargs * sizeof *args);
+    snprintf(both, sizeof both, "%.*s and doctor commands", (int)(strlen(suffix) - strlen(" command")), suffix);
     for (size_t i = 0; i < ncases; i++) {
-        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, suffix, hint_for(cases[i].flag, args[0]));
+        /* a flag doctor takes too is "only valid for the X and doctor commands" */
+        int shared = (config_option(cases[i].flag + 2)->commands & CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR)) &&
+                     strstr(suffix, " only valid ");
+        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, shared ? both : suffix, hint_for(cases[i].flag, args[0]));
         a[nargs] = cases[i].flag;
         a[nargs + 1] = cases[i].value; /* NULL ends the arguments early for a flag without a value */
         fails(want, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
@@ -2037,7 +2037,8 @@ Test(config, token_rejects_other_flags)
 {
     EACH_FLAG_FAILS(serving_flags, NOT_FOR_TOKEN, TOKEN_ARGS);
     EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, TOKEN_ARGS);
-    fails("--service-account-issuer" NOT_FOR_TOKEN, TOKEN_ARGS, "--service-account-issuer", "https://a.example", NULL);
+    fails("--service-account-issuer" NOT_FOR_TOKEN "; did you mean --issuer?", TOKEN_ARGS, "--service-account-issuer",
+          "https://a.example", NULL);
     fails("--service-account-key-file" NOT_FOR_TOKEN, TOKEN_ARGS, "--service-account-key-file", "/k", NULL);
     fails("--api-audiences" NOT_FOR_TOKEN, TOKEN_ARGS, "--api-audiences", "a", NULL);
     fails("--token-leeway" NOT_FOR_TOKEN, TOKEN_ARGS, "--token-leeway", "1", NULL);
@@ -3226,7 +3227,7 @@ static void json_value_for(const struct config_option *o, char *out, size_t len)
 {
     static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true", "s3://bucket"};
     char problem[CONFIG_PROBLEM_MAX];
-    const char *v = o->def;
+    const char *v = o->def ? o->def : o->choices ? o->choices[0] : NULL;
 
     for (size_t i = 0; !v && i < sizeof samples / sizeof samples[0]; i++)
         if (!config_option_check(o, samples[i], 0, problem))
@@ -3567,4 +3568,88 @@ Test(config, publish_to_from_config_file)
     cr_assert_eq(cfg.publish_check_interval, 600);
     ok("--config", path, "--publish-to", "s3://oidc/c", NULL);
     list_is(&cfg.publish_to, 1, "s3://oidc/c");
+}
+
+/* ---- doctor ---- */
+
+#define DOCTOR_ARGS "doctor", "--issuer", "https://a.example"
+
+/* doctor takes any http(s) issuer: an http one, a query or a trailing
+ * slash are its findings (FAIL or noted), not usage errors; and it adds
+ * no audience nobody asked for. */
+Test(config, doctor_takes_any_web_issuer)
+{
+    ok("doctor", "--issuer", "http://127.0.0.1:8080/x/?tenant=1#f", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_DOCTOR);
+    cr_assert_str_eq(cfg.mint_issuer, "http://127.0.0.1:8080/x/?tenant=1#f");
+    cr_assert_eq(cfg.audiences.count, 0, "no default audience");
+    cr_assert_null(cfg.target);
+    cr_assert_null(cfg.token_file);
+    cr_assert_null(cfg.ca_file);
+    cr_assert_str_eq(cfg.output, "table");
+    cr_assert_eq(cfg.allow_insecure_issuer, 0);
+    cr_assert_eq(cfg.warnings.count, 0, "doctor reports the trailing slash itself");
+    fails("--issuer \"ftp://a.example\": must be an https URL", "doctor", "--issuer", "ftp://a.example", NULL);
+    fails("--issuer \"https://:8443\": has no host", "doctor", "--issuer", "https://:8443", NULL);
+    fails("--issuer is required", "doctor", NULL);
+}
+
+/* token's --issuer shares the row and stays strict. */
+Test(config, token_issuer_stays_strict)
+{
+    fails("--issuer \"https://a.example#x\": must not have a fragment", TOKEN_ARGS, "--issuer", "https://a.example#x",
+          NULL);
+    fails("--issuer \"ftp://a.example\": must be an https URL", TOKEN_ARGS, "--issuer", "ftp://a.example", NULL);
+}
+
+Test(config, doctor_flags)
+{
+    ok(DOCTOR_ARGS, "--ca-file", "/ca.pem", "--token-file", "-", "--audience", "sts.amazonaws.com", "--audience", "b",
+       "--target", "aws", "--output", "json", "--allow-insecure-issuer", NULL);
+    cr_assert_str_eq(cfg.ca_file, "/ca.pem");
+    cr_assert_str_eq(cfg.token_file, "-");
+    cr_assert_eq(cfg.audiences.count, 2);
+    cr_assert_str_eq(cfg.audiences.items[0], "sts.amazonaws.com");
+    cr_assert_str_eq(cfg.target, "aws");
+    cr_assert_str_eq(cfg.output, "json");
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+    for (const char *const *t = (const char *const[]){"gcp", "azure", "vault", NULL}; *t; t++) {
+        ok(DOCTOR_ARGS, "--target", *t, NULL);
+        cr_assert_str_eq(cfg.target, *t);
+    }
+    ok(DOCTOR_ARGS, "--output", "text", NULL);
+    cr_assert_str_eq(cfg.output, "text");
+    ok("keys", "--service-account-key-file", "/k", "--output", "text", NULL);
+    cr_assert_str_eq(cfg.output, "text");
+}
+
+Test(config, doctor_errors)
+{
+    fails("--target \"AWS\": must be one of aws, gcp, azure, vault", DOCTOR_ARGS, "--target", "AWS", NULL);
+    fails("--output \"yaml\": must be one of table, text, json", DOCTOR_ARGS, "--output", "yaml", NULL);
+    fails("--service-account-issuer is not valid for the doctor command; did you mean --issuer?", DOCTOR_ARGS,
+          "--service-account-issuer", "https://a.example", NULL);
+    fails("--discovery-url is only valid for the verify command", DOCTOR_ARGS, "--discovery-url", "https://a.example",
+          NULL);
+    fails("--target is only valid for the doctor command", SERVE_ARGS, "--target", "aws", NULL);
+    fails("unknown flag \"--relying-party\"; did you mean --target? (see --help)", DOCTOR_ARGS, "--relying-party",
+          "aws", NULL);
+}
+
+Test(config, doctor_help)
+{
+    static const char *const doctor[] = {
+        "Usage: oidc-discovery doctor --issuer URL [flags]",
+        "Exit status: 0 without FAIL, 1 with a FAIL, 2 for usage errors.",
+        "\nWhat to check (not config-file keys):\n  --target RP ",
+        "aws, gcp, azure or vault (default none)",
+        "--token-file PATH",
+        "--ca-file PATH",
+        "--audience AUD",
+        "--output table|text|json",
+        "--allow-insecure-issuer",
+        NULL,
+    };
+
+    help_has(CONFIG_CMD_DOCTOR, doctor);
 }
