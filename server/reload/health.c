@@ -3,7 +3,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state"};
+static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state",
+                                                                  "TokenReview TLS certificate"};
 
 static atomic_int health_stopping;
 static atomic_llong health_failing_since[METRICS_NSOURCES]; /* 0: the last reload succeeded */

@@ -343,7 +343,7 @@ class TestWriteTimeout(LimitsBase):
         self.assertTrue(H.wait_until(lambda: open_public(srv) == NON_READERS, 2.0))
         self.assertTrue(answer(srv.port) is None, "a connection over the budget was served")
         # ... while TokenReview and the probes, budgeted apart, answer
-        st, review = H.review(srv.review_port, "not-a-token")
+        st, review = H.review(srv, "not-a-token")
         self.assertEqual((st, review["status"]["authenticated"]), (201, False))
         self.assertEqual(H.admin_get(srv.admin_port, "/livez")[0], 200)
         # a fresh client is served once --write-timeout has closed the
@@ -404,8 +404,9 @@ class TestBudgets(LimitsBase):
 
     def test_each_listener_has_its_own_budget(self):
         srv = H.start_review_server(self, self.args("--max-connections", "3", "--token-review-max-connections", "2",
-                                                    "--admin-max-connections", "3", "--request-timeout", "60s"))
-        review_get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # 404, kept alive
+                                                    "--admin-max-connections", "3", "--request-timeout", "60s"),
+                                    self.key.priv)
+        review_get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # 401 (no caller), kept alive
         admin_get = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
         self.assertTrue(H.wait_until(lambda: open_public(srv) == 0, 3.0))
         held = []
@@ -413,7 +414,7 @@ class TestBudgets(LimitsBase):
 
         held += [idle_after_answer(srv.port, REQUEST) for _ in range(3)]
         self.assertTrue(answer(srv.port) is None, "a 4th public connection was served")
-        st, review = H.review(srv.review_port, "not-a-token")
+        st, review = H.review(srv, "not-a-token")
         self.assertEqual(st, 201, "TokenReview refused while the public budget is full")
 
         held += [idle_after_answer(srv.review_port, review_get) for _ in range(2)]
