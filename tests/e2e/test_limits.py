@@ -318,11 +318,13 @@ class TestWriteTimeout(LimitsBase):
     def setUp(self):
         super().setUp()
         self.keyfile = self.keys.write("many.pub", public_keys_pem(BIG_JWKS_KEYS))
+        self.caller = self.keys.ec()  # signs the TokenReview caller's token
 
     def start(self, write_timeout, *extra):
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-key-file",
-                                           self.keyfile, "--write-timeout", "%ds" % write_timeout,
-                                           "--request-timeout", "60s", *extra])
+                                           self.keyfile, "--service-account-key-file", self.caller.pub,
+                                           "--write-timeout", "%ds" % write_timeout, "--request-timeout", "60s",
+                                           *extra], self.caller.priv)
         st, _, self.jwks = srv.get(H.JWKS)
         self.assertEqual(st, 200)
         self.assertGreater(len(self.jwks), 50000)

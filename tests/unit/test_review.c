@@ -60,14 +60,15 @@ static void configure(size_t cache_size, const char *const *extra, size_t nextra
     cr_assert_eq(review_init(&rv, &cfg, NULL, cache_size), 0);
 }
 
-/* A bound token for the naud audiences aud, issued by iss at NOW. */
-static char *mint(const char *iss, char *const *aud, size_t naud)
+/* A bound token of service account ns/sa for the naud audiences aud,
+ * issued by iss at NOW. */
+static char *mint_as(const char *ns, const char *sa, const char *iss, char *const *aud, size_t naud)
 {
     struct token_claims c = {.issuer = iss,
                              .audiences = aud,
                              .naudiences = naud,
-                             .namespace_ = "ns",
-                             .service_account = "sa",
+                             .namespace_ = ns,
+                             .service_account = sa,
                              .service_account_uid = "su",
                              .now = NOW,
                              .duration = 3600};
@@ -75,6 +76,12 @@ static char *mint(const char *iss, char *const *aud, size_t naud)
 
     cr_assert_not_null(tok, "%s", err);
     return tok;
+}
+
+/* The same for service account ns/sa. */
+static char *mint(const char *iss, char *const *aud, size_t naud)
+{
+    return mint_as("ns", "sa", iss, aud, naud);
 }
 
 /* A legacy (Secret-based) token: no aud, no exp. */
@@ -245,22 +252,12 @@ Test(review, no_cache_verifies_every_time)
     "--enable-token-review", "--token-review-listen", "127.0.0.1:1", "--token-review-insecure-http",                   \
         "--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth"
 
-/* A bound token of service account ns/sa for aud, issued at NOW. */
+/* A bound token of service account ns/sa for aud, issued by ISS at NOW. */
 static char *mint_sa(const char *ns, const char *sa, const char *aud)
 {
     char *auds[] = {(char *)aud};
-    struct token_claims c = {.issuer = ISS,
-                             .audiences = auds,
-                             .naudiences = 1,
-                             .namespace_ = ns,
-                             .service_account = sa,
-                             .service_account_uid = "su",
-                             .now = NOW,
-                             .duration = 3600};
-    char err[256] = "", *tok = token_mint(rsa, &c, err, sizeof(err));
 
-    cr_assert_not_null(tok, "%s", err);
-    return tok;
+    return mint_as(ns, sa, ISS, auds, 1);
 }
 
 /* Reviews the caller token tok (freed) and expects who. */
