@@ -304,9 +304,9 @@ row("TokenReview req/s, 1 token (cache hits)", runs("http_cached"), marks=False)
 row("TokenReview req/s, %s tokens (all misses)" % ndistinct, runs("http_distinct"), marks=False)
 row("  ratio all-miss HTTP / openssl RSA", ratios("http_distinct", "openssl_rsa"), "ratio", marks=False)
 per_cpu = lambda m: [v[m][r] / v["share_" + m][r] if v["share_" + m][r] > 0 else float("nan") for r in R]
-row("TokenReview req/s, failed caller (forged bearer, 401)", runs("http_bad_caller"), marks=False)
-row("TokenReview req/s, failed review (forged token, 201)", runs("http_bad_review"), marks=False)
-row("  ratio failed caller / failed review (per server CPU-s)",
+row("TokenReview req/s, failed caller (401)", runs("http_bad_caller"), marks=False)
+row("TokenReview req/s, failed review (201)", runs("http_bad_review"), marks=False)
+row("  ratio failed caller / failed review, per CPU-s",
     [a / b for a, b in zip(per_cpu("http_bad_caller"), per_cpu("http_bad_review"))], "ratio", 1.0, marks=False)
 
 print("\nwall clock, as `verify --repeat` prints it (CPU share = CPU time / wall time):")

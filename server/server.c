@@ -444,6 +444,7 @@ static void server_grace(const struct config *cfg, int sig)
 static int server_start(struct server *s, sigset_t *signals)
 {
     char err[512];
+    SSL_CTX *tls[CERT_NKINDS];
     int rc;
 
     if (server_block_signals(signals) != 0)
@@ -456,8 +457,9 @@ static int server_start(struct server *s, sigset_t *signals)
         return rc;
     if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
         return 1;
-    server_publish(s, reload_current(s->reload),
-                   (SSL_CTX *const[CERT_NKINDS]){s->certs[CERT_PUBLIC].ctx, s->certs[CERT_TOKEN_REVIEW].ctx});
+    for (int k = 0; k < CERT_NKINDS; k++)
+        tls[k] = s->certs[k].ctx;
+    server_publish(s, reload_current(s->reload), tls);
     health_reload_alive(clock_now_ms(), 1);
     if ((errno = pthread_create(&s->thread, NULL, server_reload_main, s)) != 0) {
         log_msg(LOG_ERROR, "cannot start the key reload thread: %s", strerror(errno));

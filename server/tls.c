@@ -247,28 +247,26 @@ struct tls_h2o_ssl_head {
     SSL *ossl;
 };
 
-size_t tls_peer_subject(h2o_socket_t *sock, SSL_CTX *ctx, h2o_mem_pool_t *pool, char **out)
+X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx)
 {
     const struct tls_h2o_ssl_head *head = (const void *)sock->ssl;
-    X509 *peer;
-    BIO *bio;
-    char *text;
-    long len;
-    size_t n = 0;
 
     if (head == NULL || ctx == NULL || head->ssl_ctx != ctx || head->ossl == NULL ||
-        SSL_get_SSL_CTX(head->ossl) != ctx || SSL_get_verify_result(head->ossl) != X509_V_OK ||
-        (peer = SSL_get0_peer_certificate(head->ossl)) == NULL)
-        return 0;
-    if ((bio = BIO_new(BIO_s_mem())) != NULL &&
-        X509_NAME_print_ex(bio, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253) >= 0 &&
-        (len = BIO_get_mem_data(bio, &text)) > 0) {
-        *out = h2o_mem_alloc_pool(pool, (size_t)len + 1);
-        memcpy(*out, text, (size_t)len);
-        (*out)[len] = '\0';
-        n = (size_t)len;
-    }
+        SSL_get_SSL_CTX(head->ossl) != ctx || SSL_get_verify_result(head->ossl) != X509_V_OK)
+        return NULL;
+    return SSL_get0_peer_certificate(head->ossl);
+}
+
+char *tls_subject(X509 *cert)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    char *text, *out = NULL;
+    long len;
+
+    if (bio != NULL && X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0 &&
+        (len = BIO_get_mem_data(bio, &text)) >= 0)
+        out = strndup(text, (size_t)len);
     BIO_free(bio);
     ERR_clear_error();
-    return n;
+    return out;
 }

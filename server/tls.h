@@ -16,7 +16,6 @@
 
 #include <stddef.h>
 #include <time.h>
-#include <h2o.h>
 #include <openssl/ssl.h>
 
 /* Which files a TLS context is built from, and the flags that name them
@@ -52,11 +51,17 @@ void tls_files_free(struct tls_files *f);
  * flag, the file and the problem. */
 SSL_CTX *tls_context_new(const struct tls_files *f, int http2, time_t *not_after, char *err, size_t errlen);
 
-/* The subject of the client certificate that sock (a connection accepted
- * with the context ctx) verified against the client CA, in RFC 4514 form
- * as OpenSSL prints it with XN_FLAG_RFC2253 ("CN=vault,O=example", the
- * most specific attribute first), copied into pool. Returns its length, or
- * 0 when the connection has no verified client certificate. */
-size_t tls_peer_subject(h2o_socket_t *sock, SSL_CTX *ctx, h2o_mem_pool_t *pool, char **out);
+struct st_h2o_socket_t; /* h2o's h2o_socket_t */
+
+/* The client certificate that sock, a connection accepted with the context
+ * ctx, verified against the client CA; NULL when it has none. Borrowed:
+ * valid while the connection lives. */
+X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx);
+
+/* The subject of cert in RFC 4514 form as OpenSSL prints it with
+ * XN_FLAG_RFC2253 ("CN=vault,O=example", the most specific attribute
+ * first; what `openssl x509 -noout -subject -nameopt RFC2253` prints).
+ * malloc'ed; NULL when out of memory. */
+char *tls_subject(X509 *cert);
 
 #endif
