@@ -78,6 +78,11 @@ const char *config_check_media_type(const char *v);
 /* A namespace or service account name, as Kubernetes takes them. */
 const char *config_check_dns_name(const char *v);
 
+/* A TokenReview caller (--token-review-allowed-callers): a service
+ * account's username, system:serviceaccount:NAMESPACE:NAME, or a
+ * certificate subject in RFC 4514 form (any value with '='). */
+const char *config_check_caller(const char *v);
+
 /* A comma-separated list of audiences: none empty. */
 const char *config_check_audiences(const char *v);
 

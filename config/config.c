@@ -606,12 +606,19 @@ static int same_listen(const char *a, const char *b)
     return x.port != 0 && x.port == y.port && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
 }
 
+/* True when the switch called name is on (a switch always has a value:
+ * its default). */
+static int is_on(struct parser *p, const char *name)
+{
+    return strcmp(setting_value(named(p, name)), "true") == 0;
+}
+
 /* Keeps the TokenReview API, which tells whoever asks whose token is valid,
  * off the public listeners: it needs listeners of its own, and those mean
  * nothing without it. */
 static int check_token_review(struct parser *p)
 {
-    int enabled = strcmp(setting_value(named(p, "enable-token-review")), "true") == 0;
+    int enabled = is_on(p, "enable-token-review");
     int listens = is_set(p, "token-review-listen");
 
     if (enabled && !listens)
@@ -620,6 +627,61 @@ static int check_token_review(struct parser *p)
     if (!enabled && listens)
         return fail(p, "--token-review-listen needs --enable-token-review");
     return 0;
+}
+
+/* The TokenReview flags of a server that mean nothing without the API. */
+static const char *const token_review_server_flags[] = {
+    "token-review-tls-cert-file",   "token-review-tls-private-key-file", "token-review-client-ca-file",
+    "token-review-allowed-callers", "token-review-caller-audiences",
+};
+
+/* A certificate subject among the allowed callers can only match with
+ * client certificates, which need a client CA. */
+static int check_caller_subjects(struct parser *p)
+{
+    const struct config_option *o = config_option("token-review-allowed-callers");
+    const struct setting *s = setting_of(p, o);
+
+    for (size_t i = 0; !is_set(p, "token-review-client-ca-file") && i < s->values.count; i++)
+        if (strchr(s->values.items[i], '=') != NULL)
+            return fail_value(p, s->origin, o, s->values.items[i],
+                              "is a client certificate's subject, which needs --token-review-client-ca-file");
+    return 0;
+}
+
+/* The TokenReview API answers with the validity of any token it is given
+ * and reads bearer tokens, so a server holds it to kube-apiserver's line:
+ * TLS with a certificate of its own (plain HTTP only when asked for by
+ * name), and callers that authenticate and are named. keys takes the
+ * same config file but opens no listener, so these are the servers'
+ * rules only. */
+static int check_token_review_callers(struct parser *p)
+{
+    int cert = is_set(p, "token-review-tls-cert-file"), insecure = is_on(p, "token-review-insecure-http");
+
+    if (!is_on(p, "enable-token-review")) {
+        for (size_t i = 0; i < sizeof token_review_server_flags / sizeof token_review_server_flags[0]; i++)
+            if (is_set(p, token_review_server_flags[i]))
+                return fail(p, "--%s needs --enable-token-review", token_review_server_flags[i]);
+        return insecure ? fail(p, "--token-review-insecure-http needs --enable-token-review") : 0;
+    }
+    if (cert != is_set(p, "token-review-tls-private-key-file"))
+        return fail(p, "--token-review-tls-cert-file and --token-review-tls-private-key-file go together");
+    if (cert && insecure)
+        return fail(p, "--token-review-insecure-http and --token-review-tls-cert-file are mutually exclusive: "
+                       "the TokenReview listener speaks either TLS or plain HTTP");
+    if (!cert && !insecure)
+        return fail(p, "--enable-token-review needs --token-review-tls-cert-file and "
+                       "--token-review-tls-private-key-file: callers send bearer tokens (plain HTTP, for "
+                       "development only: --token-review-insecure-http)");
+    if (!cert && is_set(p, "token-review-client-ca-file"))
+        return fail(p, "--token-review-client-ca-file needs --token-review-tls-cert-file: client certificates "
+                       "come with TLS");
+    if (!is_set(p, "token-review-allowed-callers"))
+        return fail(p, "--enable-token-review needs --token-review-allowed-callers NAME: nobody may call the "
+                       "TokenReview API otherwise (a service account, system:serviceaccount:vault:vault-auth, or "
+                       "with --token-review-client-ca-file a certificate subject, CN=vault,O=example)");
+    return check_caller_subjects(p);
 }
 
 /* TLS listeners need a certificate and its key, and those mean nothing
@@ -708,7 +770,9 @@ static int check_serving(struct parser *p)
         return -1;
     if ((CMD(p->cmd) & CONFIG_FOR_SERVERS) && check_tls(p) < 0)
         return -1;
-    return check_listener_clashes(p);
+    if (check_listener_clashes(p) < 0)
+        return -1;
+    return (CMD(p->cmd) & CONFIG_FOR_SERVERS) ? check_token_review_callers(p) : 0;
 }
 
 /* verify takes its keys from files or from a discovery document, exactly

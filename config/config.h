@@ -93,6 +93,14 @@ struct config {
     struct config_listen *token_review_listens; /* --token-review-listen, when enabled */
     size_t token_review_listen_count;
 
+    /* The TokenReview listener's TLS and callers (serve and dev). */
+    char *token_review_tls_cert_file;                    /* --token-review-tls-cert-file, or NULL */
+    char *token_review_tls_key_file;                     /* --token-review-tls-private-key-file, or NULL */
+    char *token_review_client_ca_file;                   /* --token-review-client-ca-file, or NULL */
+    int token_review_insecure_http;                      /* --token-review-insecure-http */
+    struct config_strlist token_review_allowed_callers;  /* --token-review-allowed-callers */
+    struct config_strlist token_review_caller_audiences; /* --token-review-caller-audiences; empty: the API ones */
+
     /* `verify` */
     char *token_file;     /* --token-file: a path, or "-" */
     char *discovery_url;  /* --discovery-url, instead of key files */

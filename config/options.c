@@ -46,6 +46,7 @@ IGNORING_HTTP(config_check_hosts)
 IGNORING_HTTP(config_check_path_prefix)
 IGNORING_HTTP(config_check_dns_name)
 IGNORING_HTTP(config_check_web_url)
+IGNORING_HTTP(config_check_caller)
 
 /* One worker per online CPU, within the row's range. */
 static void online_cpus(const struct config_option *o, char *out, size_t len)
@@ -253,6 +254,32 @@ const struct config_option config_options[] = {
      .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "1000", SCALAR(token_review_max_connections),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Open connections of the TokenReview listener per process, %r; more are closed at once"},
+    /* TokenReview listener: TLS and its callers */
+    {.name = "token-review-tls-cert-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def_note = "; with --token-review-tls-private-key-file",
+     SCALAR(token_review_tls_cert_file), .group = CONFIG_GROUP_REVIEW,
+     .help = "PEM certificate chain of the TokenReview listener, reloaded when it changes"},
+    {.name = "token-review-tls-private-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, SCALAR(token_review_tls_key_file), .group = CONFIG_GROUP_REVIEW,
+     .help = "PEM private key of that certificate"},
+    {.name = "token-review-client-ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def_note = ": no client certificates", SCALAR(token_review_client_ca_file),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "PEM CA certificates that issue the client certificates callers may authenticate with (mutual TLS)"},
+    {.name = "token-review-insecure-http", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def = "false", SCALAR(token_review_insecure_http), .group = CONFIG_GROUP_REVIEW,
+     .help = "Serve the TokenReview API over plain HTTP instead of TLS: bearer tokens cross the network in clear, "
+             "for development only"},
+    {.name = "token-review-allowed-callers", .arg = "NAME", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+     .check = config_check_caller_row, .commands = CONFIG_FOR_SERVERS, .def_text = "nobody",
+     SCALAR(token_review_allowed_callers), .group = CONFIG_GROUP_REVIEW,
+     .help = "Who may call the TokenReview API: a bearer token's service account "
+             "(system:serviceaccount:NAMESPACE:NAME) or a client certificate's subject in RFC 4514 form "
+             "(CN=vault,O=example, as openssl x509 -nameopt RFC2253 prints it); repeatable"},
+    {.name = "token-review-caller-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,
+     .check = config_check_audiences_row, .commands = CONFIG_FOR_SERVERS, .def_text = "the API audiences",
+     SCALAR(token_review_caller_audiences), .group = CONFIG_GROUP_REVIEW,
+     .help = "Audiences a caller's bearer token must have one of, comma-separated; repeatable"},
 
     /* verify */
     {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,

@@ -5,7 +5,8 @@
 
 #include "server/reload/mirror.h"
 
-static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state"};
+static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state",
+                                                                  "TokenReview TLS certificate"};
 
 static atomic_int health_stopping;
 static atomic_int health_unavailable;                       /* the current snapshot has no documents */

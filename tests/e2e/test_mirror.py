@@ -166,18 +166,22 @@ class TestBeforeAndAfterTheFirstRead(MirrorBase):
         jwks = jwks_with_kids([self.a, self.b], kids)
         self.api.set_documents(ISSUER, [self.a, self.b], jwks=jwks)
         self.api.set_mode("down")
-        srv = H.start_review_server(self, self.args())
-        # before the first read, TokenReview does not say "not authenticated": it cannot know yet
+        srv = H.start_review_server(self, self.args(), self.a.priv)
+        # the caller's bearer token is signed by a, found by the upstream's kid for a
+        srv.review_bearer = jwt.encode(
+            H.kube_claims(ISSUER, [H.REVIEW_CALLER_AUDIENCE], namespace=H.REVIEW_CALLER_NS, sa=H.REVIEW_CALLER_SA),
+            H.read_bytes(self.a.priv), algorithm="RS256", headers={"kid": kids[0]})
+        # before the first read, TokenReview says neither "unauthorized" nor "not authenticated": it cannot know yet
         token = jwt.encode(H.kube_claims(ISSUER, [ISSUER]), H.read_bytes(self.a.priv), algorithm="RS256",
                            headers={"kid": kids[0]})
-        st, answer = H.review(srv.review_port, token)
+        st, answer = H.review(srv, token)
         self.assertEqual((st, answer.get("reason")), (503, "ServiceUnavailable"), answer)
         self.api.set_mode("ok")
         self.wait_ready(srv)
         st, h, body = self.wait_jwks(srv, jwks)
         self.assertEqual(H.jwks_kids(body), kids)
         # our own verifier finds the key by that kid
-        st, answer = H.review(srv.review_port, token)
+        st, answer = H.review(srv, token)
         self.assertEqual((st, answer["status"].get("authenticated")), (201, True), answer)
         # a relying party nobody here wrote finds and verifies by that kid
         claims = {"iss": ISSUER, "aud": "vault", "sub": "system:serviceaccount:ns:sa",

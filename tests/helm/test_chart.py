@@ -13,7 +13,9 @@ port names referenced across objects agree. The exposure: the Service that
 service.type makes public carries only the public ports, admin and
 TokenReview only the ClusterIP -internal Service (which the ServiceMonitor
 selects); TokenReview always comes with a NetworkPolicy that admits only
-networkPolicy.tokenReview.from to it, and no rule admits peers to every port. A second matrix of invalid values
+networkPolicy.tokenReview.from to it, and no rule admits peers to every port;
+it speaks TLS with its own Secret and names its callers, and the chart
+refuses to render it without either. A second matrix of invalid values
 must make `helm template` exit non-zero with a message naming the problem.
 
 When the oidc-discovery binary is available (OIDC_BIN, or ../oidc-discovery
@@ -21,7 +23,9 @@ from ctest's working directory, or <repo>/build/oidc-discovery), the container
 arguments rendered for several cases are also run for real: paths under /keys,
 /state and /tls are mapped to a temporary directory and every 0.0.0.0:PORT to
 a free loopback port; the server must become ready and serve the rendered
-issuer (over TLS too when configured). Without a binary that part is skipped.
+issuer (over TLS too when configured), and its TokenReview listener must
+answer 401 without a caller and 201 to the allowed one's token. Without a
+binary that part is skipped.
 
 OIDC_HELM_CHART points the test at another copy of the chart; HELM at another
 helm binary (see get-helm.sh).
@@ -470,6 +474,14 @@ def check_service_monitor(r, values):
     eq(sm["spec"]["namespaceSelector"], {"matchNames": ["oidc"]}, "ServiceMonitor namespaceSelector")
 
 
+def review(**over):
+    """tokenReview values that render: TLS and one caller, plus over."""
+    v = {"enabled": True, "tls": {"existingSecret": "tokenreview-tls"},
+         "allowedCallers": ["system:serviceaccount:vault:vault-auth"]}
+    v.update(over)
+    return v
+
+
 def base(**over):
     v = {"issuer": ISSUER, "keys": {"existingSecret": "sa-keys"}}
     v.update(over)
@@ -627,11 +639,31 @@ def c_monitoring(r, v):
        "NetworkPolicy: http open to anywhere, admin from the monitoring namespace")
 
 
+def token_review_args(args):
+    """The TokenReview flags of args, as (flag, value) pairs in order."""
+    flags = ("--token-review-tls-cert-file", "--token-review-tls-private-key-file", "--token-review-client-ca-file",
+             "--token-review-allowed-callers", "--token-review-caller-audiences")
+    return [(a, args[i + 1]) for i, a in enumerate(args[:-1]) if a in flags]
+
+
 def c_tokenreview(r, v):
     pod, c, args = check_common(r, v, "Deployment")
     check("--enable-token-review" in args, "--enable-token-review missing")
     eq(arg_after(args, "--token-review-listen"), "0.0.0.0:8081", "--token-review-listen")
     eq(arg_after(args, "--api-audiences"), "vault,sts.amazonaws.com", "--api-audiences")
+    # TLS with the Secret's pair, mounted read-only; the callers as given
+    eq(token_review_args(args), [("--token-review-tls-cert-file", "/tokenreview-tls/tls.crt"),
+                                 ("--token-review-tls-private-key-file", "/tokenreview-tls/tls.key"),
+                                 ("--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth")],
+       "TokenReview flags")
+    check("--token-review-insecure-http" not in args, "TokenReview over plain HTTP")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["tokenreview-tls"]["secret"], {"secretName": "tokenreview-tls", "defaultMode": 0o440},
+       "TokenReview TLS Secret")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    eq((mounts["/tokenreview-tls"]["name"], mounts["/tokenreview-tls"]["readOnly"]), ("tokenreview-tls", True),
+       "TokenReview TLS mount")
+    check("tokenreview-client-ca" not in vols, "a client CA volume without tokenReview.clientCA")
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     eq(ports.get("tokenreview"), 8081, "container port tokenreview")
     public, internal = services(r)
@@ -640,6 +672,25 @@ def c_tokenreview(r, v):
     check("tokenreview" not in svc_ports(public), "TokenReview on the public Service")
     eq(policy_peers(r), {"http": [None], "admin": [MONITORING_NS], "tokenreview": [[{"podSelector": {}}]]},
        "NetworkPolicy peers")
+
+
+def c_tokenreview_mtls(r, v):
+    """Client certificates: the CA Secret's ca.crt mounted and named, a
+    certificate subject among the callers, the caller audiences joined."""
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(token_review_args(args), [("--token-review-tls-cert-file", "/tokenreview-tls/tls.crt"),
+                                 ("--token-review-tls-private-key-file", "/tokenreview-tls/tls.key"),
+                                 ("--token-review-client-ca-file", "/tokenreview-client-ca/ca.crt"),
+                                 ("--token-review-allowed-callers", "system:serviceaccount:vault:vault"),
+                                 ("--token-review-allowed-callers", "CN=proxy,O=example"),
+                                 ("--token-review-caller-audiences", ISSUER + ",https://kubernetes.default.svc")],
+       "TokenReview flags")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["tokenreview-client-ca"]["secret"], {"secretName": "review-clients", "defaultMode": 0o444,
+                                                 "items": [{"key": "ca.crt", "path": "ca.crt"}]}, "client CA Secret")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    eq(mounts["/tokenreview-client-ca"]["name"], "tokenreview-client-ca", "client CA mount")
+    check("--api-audiences" not in args, "--api-audiences without tokenReview.apiAudiences")
 
 
 def c_loadbalancer_tokenreview(r, v):
@@ -737,18 +788,22 @@ CASES = [
     ("servicemonitor+networkpolicy", base(metrics={"serviceMonitor": {"enabled": True,
                                                                       "labels": {"release": "kube-prometheus-stack"}}},
                                           networkPolicy={"enabled": True}), c_monitoring),
-    ("tokenreview", base(tokenReview={"enabled": True, "apiAudiences": ["vault", "sts.amazonaws.com"]},
+    ("tokenreview", base(tokenReview=review(apiAudiences=["vault", "sts.amazonaws.com"]),
                          networkPolicy={"enabled": True}), c_tokenreview),
     ("keyretention", base(keyRetention="24h"), c_retention),
+    ("tokenreview mTLS", base(tokenReview=review(clientCA={"existingSecret": "review-clients"},
+                                                 allowedCallers=["system:serviceaccount:vault:vault", "CN=proxy,O=example"],
+                                                 callerAudiences=[ISSUER, "https://kubernetes.default.svc"])),
+     c_tokenreview_mtls),
     ("loadbalancer+tokenreview", base(service={"type": "LoadBalancer", "annotations": {
-        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}}, tokenReview={"enabled": True}),
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}}, tokenReview=review()),
      c_loadbalancer_tokenreview),
-    ("tokenreview, networkPolicy off", base(tokenReview={"enabled": True},
+    ("tokenreview, networkPolicy off", base(tokenReview=review(),
                                             networkPolicy={"enabled": False, "tokenReview": {"from": VAULT_NS},
                                                            "admin": {"from": []}}),
      c_tokenreview_policy_off),
     ("63-character name", base(fullnameOverride="oidc-" + "x" * 58), c_single_name),
-    ("tokenreview from nobody", base(tokenReview={"enabled": True}, networkPolicy={"tokenReview": {"from": []}}),
+    ("tokenreview from nobody", base(tokenReview=review(), networkPolicy={"tokenReview": {"from": []}}),
      c_tokenreview_nobody),
     ("loadbalancer+tls+servicemonitor", base(
         service={"type": "LoadBalancer", "internalAnnotations": {"prometheus.io/scrape": "true",
@@ -781,6 +836,14 @@ REFUSED = [
     ("bad keyRetention", base(keyRetention="1w"), "/keyRetention"),
     ("http jwksUri", base(jwksUri="http://cdn.example.net/jwks"), "/jwksUri"),
     ("unknown value (typo)", base(isuer=ISSUER), "isuer"),
+    ("tokenReview without TLS", base(tokenReview={"enabled": True, "allowedCallers": ["system:serviceaccount:a:b"]}),
+     "tokenReview.enabled needs tokenReview.tls.existingSecret"),
+    ("tokenReview without callers", base(tokenReview={"enabled": True, "tls": {"existingSecret": "t"}}),
+     "tokenReview.enabled needs tokenReview.allowedCallers"),
+    ("tokenReview subject without client CA", base(tokenReview=review(allowedCallers=["CN=vault,O=example"])),
+     "needs tokenReview.clientCA.existingSecret"),
+    ("tokenReview caller not a username", base(tokenReview=review(allowedCallers=["vault-auth"])),
+     "/tokenReview/allowedCallers/0"),
 ]
 
 
@@ -839,8 +902,9 @@ def smoke(binary, args, issuer, workdir):
     os.chmod(state, 0o777)  # as the kubelet makes an emptyDir
     shutil.copy(os.path.join(REPO, "tests", "fixtures", "rsa2048.pub"), os.path.join(keys, "sa.pub"))
     shutil.copy(os.path.join(REPO, "tests", "fixtures", "ec256.pub"), os.path.join(keys, "sa-next.pub"))
-    if "--tls-listen" in args:
+    if "--tls-listen" in args or "--enable-token-review" in args:
         make_cert(tls)
+        shutil.copy(os.path.join(tls, "tls.crt"), os.path.join(tls, "ca.crt"))
     ports = {}
     mapped = []
     for a in args:
@@ -855,6 +919,8 @@ def smoke(binary, args, issuer, workdir):
             a = tls + a[len("/tls"):]
         elif a.startswith(POD_SA + "/"):
             a = sa + a[len(POD_SA):]
+        elif a.startswith("/tokenreview-tls/") or a.startswith("/tokenreview-client-ca/"):
+            a = tls + a[a.index("/", 1):]
         mapped.append(a)
     log = open(os.path.join(workdir, "server.log"), "w+")
     proc = subprocess.Popen([binary, *mapped], stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -900,14 +966,7 @@ def smoke(binary, args, issuer, workdir):
                {("/.well-known/openid-configuration", "pod-token"), ("/openid/v1/jwks", "pod-token")},
                "the API server read with the pod's token, nothing else asked")
         if "0.0.0.0:8081" in ports:
-            conn = http.client.HTTPConnection("127.0.0.1", ports["0.0.0.0:8081"], timeout=5)
-            conn.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=json.dumps(
-                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "x.y.z"}}),
-                headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            body = json.loads(resp.read())
-            eq(resp.status, 201, "TokenReview status")
-            eq(body["status"].get("authenticated", False), False, "garbage token authenticated")
+            smoke_review(binary, args, issuer, ports["0.0.0.0:8081"])
         if "--key-retention" in args:
             check(os.path.exists(os.path.join(state, "data", "keys.json")), "no keys.json in the state directory")
     except CheckFailed as e:
@@ -922,8 +981,41 @@ def smoke(binary, args, issuer, workdir):
             api.stop()
 
 
+def smoke_review(binary, args, issuer, port):
+    """The TokenReview listener speaks TLS and answers only its callers: 401
+    without a bearer token, 201 (for a garbage token, not authenticated) with
+    the token of the first allowed service account, minted with the fixture
+    key the server publishes, for the caller audience."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    callers = [args[i + 1] for i, a in enumerate(args) if a == "--token-review-allowed-callers"]
+    sa = [c for c in callers if c.startswith("system:serviceaccount:")][0].split(":")
+    audiences = (arg_after(args, "--token-review-caller-audiences") if "--token-review-caller-audiences" in args
+                 else arg_after(args, "--api-audiences") if "--api-audiences" in args else issuer)
+    token = subprocess.run([binary, "token", "--signing-key-file",
+                            os.path.join(REPO, "tests", "fixtures", "rsa2048.pkcs8.key"), "--issuer", issuer,
+                            "--audience", audiences.split(",")[0], "--namespace", sa[2], "--service-account", sa[3],
+                            "--service-account-uid", "smoke-uid"], capture_output=True, text=True, timeout=30,
+                           check=True).stdout.strip()
+    body = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "x.y.z"}})
+    for bearer, want in ((None, 401), (token, 201)):
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=ctx)
+        headers = {"Content-Type": "application/json"}
+        if bearer:
+            headers["Authorization"] = "Bearer " + bearer
+        conn.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=body, headers=headers)
+        resp = conn.getresponse()
+        doc = json.loads(resp.read())
+        eq(resp.status, want, "TokenReview status with%s a caller" % ("" if bearer else "out"))
+        if want == 201:
+            eq(doc["status"].get("authenticated", False), False, "garbage token authenticated")
+        else:
+            eq(doc["reason"], "Unauthorized", "TokenReview without a caller")
+
+
 SMOKE_CASES = {"defaults", "secret keys", "configmap keys", "control-plane", "ingress+tls", "ingress prefix",
-               "ingress path stripped", "tokenreview", "keyretention", "loadbalancer+tokenreview",
+               "ingress path stripped", "tokenreview", "keyretention", "loadbalancer+tokenreview", "tokenreview mTLS",
                "apiserver by default", "apiserver with options"}
 
 

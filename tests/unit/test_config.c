@@ -99,6 +99,12 @@ static void flag_fails(const char *want, const char *flag, const char *value)
 
 /* Like ok() with the required issuer and key in front. */
 #define OK_WITH(...) ok(SERVE_ARGS, __VA_ARGS__)
+/* What a server's TokenReview API needs besides its listener: plain HTTP
+ * (or TLS) and a caller. */
+#define REVIEW_CALLERS                                                                                                 \
+    "--token-review-insecure-http", "--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth"
+#define REVIEW_CALLERS_JSON                                                                                            \
+    "\"token-review-insecure-http\": true, \"token-review-allowed-callers\": \"system:serviceaccount:v:v\""
 
 /* Writes a config file under /tmp, remembered in path (replacing the file
  * a previous call wrote) for teardown to remove. */
@@ -1554,7 +1560,7 @@ Test(config, accept_legacy_tokens)
 Test(config, token_review_enabled)
 {
     OK_WITH("--enable-token-review", "--token-review-listen", "127.0.0.1:8443", "--token-review-listen", "[::1]:8443",
-            NULL);
+            REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.enable_token_review, 1);
     cr_assert_eq(cfg.token_review_listen_count, 2);
     cr_assert_str_eq(cfg.token_review_listens[0].host, "127.0.0.1");
@@ -1565,9 +1571,9 @@ Test(config, token_review_enabled)
     cr_assert_eq(cfg.listens[0].port, 8080);
     /* the same host on another port, and the same port on another host */
     OK_WITH("--enable-token-review", "--token-review-listen", "127.0.0.1:8081", "--token-review-listen",
-            "10.0.0.1:8080", NULL);
+            "10.0.0.1:8080", REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.token_review_listen_count, 2);
-    ok("dev", "--enable-token-review", "--token-review-listen", "localhost:9443", NULL);
+    ok("dev", "--enable-token-review", "--token-review-listen", "localhost:9443", REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.token_review_listens[0].port, 9443);
 }
 
@@ -1615,7 +1621,7 @@ Test(config, file_token_verification_keys)
 {
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
                " \"api-audiences\": [\"vault,aws\", \"gcp\"], \"token-leeway\": \"2m\", \"max-token-size\": 4096,\n"
-               " \"accept-legacy-tokens\": true, \"enable-token-review\": true,\n"
+               " \"accept-legacy-tokens\": true, \"enable-token-review\": true, " REVIEW_CALLERS_JSON ",\n"
                " \"token-review-listen\": [\"127.0.0.1:8443\", \"127.0.0.1:8444\"]}");
     ok("--config", path, NULL);
     list_is(&cfg.api_audiences, 3, "vault", "aws", "gcp");
@@ -1637,7 +1643,7 @@ Test(config, file_token_verification_scalars)
 {
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
                " \"api-audiences\": \"vault,aws\", \"token-leeway\": 30, \"token-review-listen\": \"[::1]:8443\",\n"
-               " \"enable-token-review\": true, \"accept-legacy-tokens\": false}");
+               " \"enable-token-review\": true, \"accept-legacy-tokens\": false, " REVIEW_CALLERS_JSON "}");
     ok("--config", path, NULL);
     list_is(&cfg.api_audiences, 2, "vault", "aws");
     cr_assert_eq(cfg.token_leeway, 30);
@@ -1654,11 +1660,142 @@ Test(config, file_token_review_rules)
                " \"enable-token-review\": true}");
     fails(REVIEW_NEEDS_LISTEN, "--config", path, NULL);
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
-               " \"enable-token-review\": true, \"token-review-listen\": \"127.0.0.1:8080\"}");
+               " \"enable-token-review\": true, \"token-review-listen\": \"127.0.0.1:8080\", " REVIEW_CALLERS_JSON "}");
     snprintf(want, sizeof want, "config file %s: key \"token-review-listen\": " MUST_DIFFER, path);
     fails(want, "--config", path, NULL);
     ok("--config", path, "--listen", "127.0.0.1:80", NULL);
     cr_assert_eq(cfg.token_review_listens[0].port, 8080);
+}
+
+/* ---- the TokenReview listener's TLS and callers ---- */
+
+#define REVIEW_ON  "--enable-token-review", "--token-review-listen", "127.0.0.1:8443"
+#define REVIEW_TLS "--token-review-tls-cert-file", "/r.crt", "--token-review-tls-private-key-file", "/r.key"
+#define VAULT_SA   "system:serviceaccount:vault:vault-auth"
+#define NEEDS_TLS                                                                                                      \
+    "--enable-token-review needs --token-review-tls-cert-file and --token-review-tls-private-key-file: callers send "  \
+    "bearer tokens (plain HTTP, for development only: --token-review-insecure-http)"
+#define NEEDS_CALLERS                                                                                                  \
+    "--enable-token-review needs --token-review-allowed-callers NAME: nobody may call the TokenReview API otherwise "  \
+    "(a service account, system:serviceaccount:vault:vault-auth, or with --token-review-client-ca-file a "             \
+    "certificate subject, CN=vault,O=example)"
+#define CALLER_PROBLEM                                                                                                 \
+    "must be a service account's username, system:serviceaccount:NAMESPACE:NAME, or a client certificate's subject "   \
+    "in RFC 4514 form, such as CN=vault,O=example"
+
+Test(config, token_review_tls_and_callers)
+{
+    OK_WITH(REVIEW_ON, REVIEW_TLS, "--token-review-client-ca-file", "/ca.crt", "--token-review-allowed-callers",
+            VAULT_SA, "--token-review-allowed-callers", "CN=vault\\, Inc.,O=example+OU=ops",
+            "--token-review-caller-audiences", "reviewers,https://kubernetes.default.svc", NULL);
+    cr_assert_str_eq(cfg.token_review_tls_cert_file, "/r.crt");
+    cr_assert_str_eq(cfg.token_review_tls_key_file, "/r.key");
+    cr_assert_str_eq(cfg.token_review_client_ca_file, "/ca.crt");
+    cr_assert_eq(cfg.token_review_insecure_http, 0);
+    /* one caller per flag, as given: a subject holds commas */
+    list_is(&cfg.token_review_allowed_callers, 2, VAULT_SA, "CN=vault\\, Inc.,O=example+OU=ops");
+    list_is(&cfg.token_review_caller_audiences, 2, "reviewers", "https://kubernetes.default.svc");
+    /* plain HTTP when asked for by name; the client CA is optional */
+    ok("dev", REVIEW_ON, "--token-review-insecure-http", "--token-review-allowed-callers", VAULT_SA, NULL);
+    cr_assert_eq(cfg.token_review_insecure_http, 1);
+    cr_assert_null(cfg.token_review_tls_cert_file);
+    cr_assert_null(cfg.token_review_client_ca_file);
+    cr_assert_eq(cfg.token_review_caller_audiences.count, 0, "empty: the API audiences");
+    /* keys takes serve's config file but opens no listener: not its rules */
+    ok("keys", "--service-account-key-file", "/k", REVIEW_ON, NULL);
+    cr_assert_eq(cfg.enable_token_review, 1);
+}
+
+Test(config, token_review_callers_rules)
+{
+    fails(NEEDS_TLS, SERVE_ARGS, REVIEW_ON, "--token-review-allowed-callers", VAULT_SA, NULL);
+    fails(NEEDS_TLS, "dev", REVIEW_ON, "--token-review-allowed-callers", VAULT_SA, NULL);
+    fails(NEEDS_CALLERS, SERVE_ARGS, REVIEW_ON, REVIEW_TLS, NULL);
+    fails(NEEDS_CALLERS, SERVE_ARGS, REVIEW_ON, "--token-review-insecure-http", NULL);
+    fails("--token-review-tls-cert-file and --token-review-tls-private-key-file go together", SERVE_ARGS, REVIEW_ON,
+          "--token-review-tls-cert-file", "/r.crt", "--token-review-allowed-callers", VAULT_SA, NULL);
+    fails("--token-review-tls-cert-file and --token-review-tls-private-key-file go together", SERVE_ARGS, REVIEW_ON,
+          "--token-review-tls-private-key-file", "/r.key", "--token-review-insecure-http", NULL);
+    fails("--token-review-insecure-http and --token-review-tls-cert-file are mutually exclusive: the TokenReview "
+          "listener speaks either TLS or plain HTTP",
+          SERVE_ARGS, REVIEW_ON, REVIEW_TLS, "--token-review-insecure-http", NULL);
+    fails("--token-review-client-ca-file needs --token-review-tls-cert-file: client certificates come with TLS",
+          SERVE_ARGS, REVIEW_ON, "--token-review-insecure-http", "--token-review-client-ca-file", "/ca.crt", NULL);
+    fails("--token-review-allowed-callers \"CN=vault,O=example\": is a client certificate's subject, which needs "
+          "--token-review-client-ca-file",
+          SERVE_ARGS, REVIEW_ON, REVIEW_TLS, "--token-review-allowed-callers", VAULT_SA,
+          "--token-review-allowed-callers", "CN=vault,O=example", NULL);
+    /* each flag means nothing without the API */
+    static const char *const needs[][2] = {
+        {"--token-review-tls-cert-file", "/r.crt"},   {"--token-review-tls-private-key-file", "/r.key"},
+        {"--token-review-client-ca-file", "/ca.crt"}, {"--token-review-allowed-callers", VAULT_SA},
+        {"--token-review-caller-audiences", "a"},     {"--token-review-insecure-http", NULL},
+    };
+    char want[CONFIG_ERR_MAX];
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++) {
+        snprintf(want, sizeof want, "%s needs --enable-token-review", needs[i][0]);
+        fails(want, SERVE_ARGS, needs[i][0], needs[i][1], NULL);
+    }
+}
+
+Test(config, token_review_caller_forms)
+{
+    static const char *const good[] = {
+        "system:serviceaccount:vault:vault-auth",
+        "system:serviceaccount:a:b.c-d",
+        "CN=vault",
+        "CN=vault,O=example",
+        "CN=vault+UID=7,O=Example\\, Inc.,C=DE",
+        "emailAddress=v@example.com,CN=a\\+b",
+        "2.5.4.3=vault",
+        "CN=\\#x\\20",
+        "CN=",
+    };
+    static const char *const bad[] = {
+        "vault-auth",                             /* a bare name matches no username */
+        "system:serviceaccount:vault",            /* no name */
+        "system:serviceaccount:vault:",           /* empty name */
+        "system:serviceaccount::vault-auth",      /* empty namespace */
+        "system:serviceaccount:Vault:vault-auth", /* not a DNS name */
+        "system:serviceaccount:vault:vault:auth", /* a colon in the name */
+        "system:serviceaccounts:vault",           /* a group */
+        "serviceaccount:vault:vault-auth",        /* no prefix */
+        "/O=example/CN=vault",                    /* openssl's old one-line form */
+        "CN=vault, O=example",                    /* a blank after the comma: not OpenSSL's form */
+        "=vault",                                 /* no type */
+        "CN=vault,",                              /* nothing after the separator */
+        "CN=a\\",                                 /* a lone backslash */
+        "1.=x",                                   /* a broken OID */
+        "CN=v\xc3\xa9",                           /* not ASCII: OpenSSL escapes it */
+        "CN=a\tb",                                /* a control character */
+    };
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_assert_null(config_check_caller(good[i]), "%s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_str_eq(config_check_caller(bad[i]) ? config_check_caller(bad[i]) : "(accepted)", CALLER_PROBLEM, "%s",
+                         bad[i]);
+    }
+    fails("--token-review-allowed-callers \"vault-auth\": " CALLER_PROBLEM, SERVE_ARGS, REVIEW_ON, REVIEW_TLS,
+          "--token-review-allowed-callers", "vault-auth", NULL);
+}
+
+Test(config, file_token_review_callers)
+{
+    write_file(
+        "{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+        " \"enable-token-review\": true, \"token-review-listen\": \"127.0.0.1:8443\",\n"
+        " \"token-review-tls-cert-file\": \"/r.crt\", \"token-review-tls-private-key-file\": \"/r.key\",\n"
+        " \"token-review-client-ca-file\": \"/ca.crt\",\n"
+        " \"token-review-allowed-callers\": [\"system:serviceaccount:vault:vault-auth\", \"CN=vault,O=example\"],\n"
+        " \"token-review-caller-audiences\": \"a,b\"}");
+    ok("--config", path, NULL);
+    list_is(&cfg.token_review_allowed_callers, 2, VAULT_SA, "CN=vault,O=example");
+    list_is(&cfg.token_review_caller_audiences, 2, "a", "b");
+    cr_assert_str_eq(cfg.token_review_client_ca_file, "/ca.crt");
+    /* a flag replaces the file's list */
+    ok("--config", path, "--token-review-allowed-callers", "system:serviceaccount:x:y", NULL);
+    list_is(&cfg.token_review_allowed_callers, 1, "system:serviceaccount:x:y");
 }
 
 /* ---- verify ---- */
@@ -1674,18 +1811,21 @@ struct flag_case {
     const char *flag, *value;
 };
 
-/* What the refusal of flag given to command suggests instead: token's
- * --issuer and verify's --token-file and --ca-file are the only such flags
- * whose last words name a flag the other commands take (serve's
- * --upstream-token-file and --upstream-ca-file for the latter). */
-static const char *hint_for(const char *flag, const char *command)
+/* What the refusal of flag suggests instead, for the command args[0]
+ * names (serve when it is a flag): token's --issuer and verify's
+ * --token-file and --ca-file are the only such flags whose last words name
+ * a flag another command takes: serve's --upstream-token-file and
+ * --upstream-ca-file, and for dev (which has no --upstream) the
+ * TokenReview listener's --token-review-client-ca-file. */
+static const char *hint_for(const char *flag, const char *first)
 {
-    int serve = command == NULL || command[0] == '-' || strcmp(command, "serve") == 0;
+    int serve = first == NULL || first[0] == '-' || strcmp(first, "serve") == 0;
+    int dev = first != NULL && strcmp(first, "dev") == 0;
 
     if (strcmp(flag, "--token-file") == 0 && serve)
         return "; did you mean --upstream-token-file?";
-    if (strcmp(flag, "--ca-file") == 0 && serve)
-        return "; did you mean --upstream-ca-file?";
+    if (strcmp(flag, "--ca-file") == 0 && (serve || dev))
+        return serve ? "; did you mean --upstream-ca-file?" : "; did you mean --token-review-client-ca-file?";
     return strcmp(flag, "--issuer") == 0 ? "; did you mean --service-account-issuer?" : "";
 }
 
@@ -2112,6 +2252,12 @@ static const struct flag_case production_flags[] = {
     {"--shutdown-grace", "1s"},
     {"--max-connections", "10"},
     {"--token-review-max-connections", "10"},
+    {"--token-review-tls-cert-file", "/r.crt"},
+    {"--token-review-tls-private-key-file", "/r.key"},
+    {"--token-review-client-ca-file", "/ca.crt"},
+    {"--token-review-insecure-http", NULL},
+    {"--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth"},
+    {"--token-review-caller-audiences", "reviewers"},
     {"--admin-max-connections", "10"},
     {"--http2-max-concurrent-streams", "10"},
     {"--http2", NULL},
@@ -2362,7 +2508,7 @@ Test(config, listener_clashes)
     /* the same port on other hosts, and other ports on one host, are fine */
     OK_WITH("--listen", "127.0.0.1:80", "--tls-listen", "127.0.0.1:443", TLS_ARGS, "--enable-token-review",
             "--token-review-listen", "127.0.0.1:8443", "--admin-listen", "10.0.0.1:80", "--admin-listen", "[::1]:443",
-            NULL);
+            REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.admin_listen_count, 2);
     /* a Unix socket clashes with no TCP address */
     OK_WITH("--listen", "unix:/127.0.0.1:9090", NULL);
@@ -2375,7 +2521,8 @@ Test(config, listener_clashes)
 Test(config, listen_port_zero)
 {
     OK_WITH("--listen", "127.0.0.1:0", "--listen", "[::1]:0", "--tls-listen", "127.0.0.1:0", TLS_ARGS,
-            "--enable-token-review", "--token-review-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", NULL);
+            "--enable-token-review", "--token-review-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+            REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.listen_count, 2);
     cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
     cr_assert_eq(cfg.listens[0].port, 0);
@@ -3225,7 +3372,8 @@ static int record_key(void *ctx, const struct config_option *o, const char *valu
 /* A value row o takes, as a config file writes it. */
 static void json_value_for(const struct config_option *o, char *out, size_t len)
 {
-    static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true", "s3://bucket"};
+    static const char *const samples[] = {"/x",          "https://a.example",        "127.0.0.1:1", "a", "1", "true",
+                                          "s3://bucket", "system:serviceaccount:a:b"};
     char problem[CONFIG_PROBLEM_MAX];
     const char *v = o->def ? o->def : o->choices ? o->choices[0] : NULL;
 

@@ -127,6 +127,29 @@ schema may be skipped with --skip-schema-validation). Renders nothing.
 {{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
 {{- end }}
+{{- include "oidc-discovery.validateTokenReview" . }}
+{{- end }}
+
+{{/*
+The TokenReview API answers only over TLS and only the callers named, as the
+server itself insists (it would not start): say so at render time, naming
+the values.
+*/}}
+{{- define "oidc-discovery.validateTokenReview" -}}
+{{- $tr := .Values.tokenReview }}
+{{- if $tr.enabled }}
+{{- if not $tr.tls.existingSecret }}
+{{- fail "tokenReview.enabled needs tokenReview.tls.existingSecret: a kubernetes.io/tls Secret for the TokenReview listener (callers send bearer tokens; the API is never served over plain HTTP by this chart)" }}
+{{- end }}
+{{- if not $tr.allowedCallers }}
+{{- fail "tokenReview.enabled needs tokenReview.allowedCallers: nobody may call the TokenReview API otherwise (e.g. [system:serviceaccount:vault:vault-auth])" }}
+{{- end }}
+{{- range $tr.allowedCallers }}
+{{- if and (contains "=" .) (not $tr.clientCA.existingSecret) }}
+{{- fail (printf "tokenReview.allowedCallers %q is a certificate subject, which needs tokenReview.clientCA.existingSecret" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -168,6 +191,16 @@ The container's arguments, as a YAML list.
 {{- end }}
 {{- if .Values.tokenReview.enabled }}
 {{- $args = concat $args (list "--enable-token-review" "--token-review-listen" "0.0.0.0:8081") }}
+{{- $args = concat $args (list "--token-review-tls-cert-file" "/tokenreview-tls/tls.crt" "--token-review-tls-private-key-file" "/tokenreview-tls/tls.key") }}
+{{- if .Values.tokenReview.clientCA.existingSecret }}
+{{- $args = concat $args (list "--token-review-client-ca-file" "/tokenreview-client-ca/ca.crt") }}
+{{- end }}
+{{- range .Values.tokenReview.allowedCallers }}
+{{- $args = concat $args (list "--token-review-allowed-callers" .) }}
+{{- end }}
+{{- with .Values.tokenReview.callerAudiences }}
+{{- $args = concat $args (list "--token-review-caller-audiences" (join "," .)) }}
+{{- end }}
 {{- with .Values.tokenReview.apiAudiences }}
 {{- $args = concat $args (list "--api-audiences" (join "," .)) }}
 {{- end }}
@@ -282,6 +315,16 @@ spec:
           mountPath: /tls
           readOnly: true
         {{- end }}
+        {{- if .Values.tokenReview.enabled }}
+        - name: tokenreview-tls
+          mountPath: /tokenreview-tls
+          readOnly: true
+        {{- if .Values.tokenReview.clientCA.existingSecret }}
+        - name: tokenreview-client-ca
+          mountPath: /tokenreview-client-ca
+          readOnly: true
+        {{- end }}
+        {{- end }}
         - name: state
           mountPath: /state
   volumes:
@@ -323,6 +366,21 @@ spec:
       secret:
         secretName: {{ .Values.tls.existingSecret }}
         defaultMode: 0440
+    {{- end }}
+    {{- if .Values.tokenReview.enabled }}
+    - name: tokenreview-tls
+      secret:
+        secretName: {{ .Values.tokenReview.tls.existingSecret }}
+        defaultMode: 0440
+    {{- if .Values.tokenReview.clientCA.existingSecret }}
+    - name: tokenreview-client-ca
+      secret:
+        secretName: {{ .Values.tokenReview.clientCA.existingSecret }}
+        defaultMode: 0444
+        items:
+          - key: ca.crt
+            path: ca.crt
+    {{- end }}
     {{- end }}
     - name: state
       emptyDir:
