@@ -87,6 +87,9 @@ class Report:
                                   ("RS256 cached verifications/s (per CPU-s)", "openssl speed rsa2048 verify/s (per CPU-s)", 15)):
             ratio_row(f"{label.replace(' (per CPU-s)', '')} (vs `{base.replace(' (per CPU-s)', '')}`)",
                       number(self.verify[label]), number(self.verify[base]), goal)
+        ratio_row("TokenReview: a failed caller check (401) per server CPU-second (vs a failed review)",
+                  number(self.verify["TokenReview req per server CPU-s, failed caller"]),
+                  number(self.verify["TokenReview req per server CPU-s, failed review"]), 1.0)
         self.out("## Targets")
         self.out()
         self.out("| target | ours | peer | ratio | goal | |")

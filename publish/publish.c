@@ -36,17 +36,33 @@ struct history *publish_history_load(const struct config *cfg, time_t now, char 
     return h;
 }
 
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, int64_t now_ms, time_t now,
-                   history_event_cb cb, void *cb_ctx, struct keyset **out, char *err, size_t errlen)
+struct keyset *publish_read_files(const struct config *cfg, struct removal *rm, int64_t now_ms, char *err,
+                                  size_t errlen)
 {
-    struct keyset *ks = keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
-    int changed;
+    struct keyset *ks;
 
+    if (cfg->key_files.count == 0 && cfg->upstream != NULL) {
+        if ((ks = keyset_new()) == NULL)
+            snprintf(err, errlen, "out of memory");
+        return ks;
+    }
+    ks = keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
     if (rm != NULL && ks == NULL)
         removal_read_failed(rm);
     else if (rm != NULL)
         ks = removal_apply(rm, ks, now_ms, err, errlen);
-    changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
+    return ks;
+}
+
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, const struct keyset *upstream,
+                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
+                   size_t errlen)
+{
+    struct keyset *ks = publish_read_files(cfg, rm, now_ms, err, errlen);
+    int changed = -1;
+
+    if (ks != NULL && (upstream == NULL || keyset_add_all(ks, upstream, publish_log_warning, NULL, err, errlen) == 0))
+        changed = history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen);
 
     if (changed < 0) {
         keyset_free(ks);
@@ -56,7 +72,8 @@ int publish_keyset(const struct config *cfg, struct history *h, struct removal *
     return changed;
 }
 
-struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now)
+/* The configured values of the documents. */
+static struct snapshot_params publish_params(const struct config *cfg)
 {
     const struct snapshot_params params = {
         .issuer = cfg->issuers.count ? cfg->issuers.items[0] : "",
@@ -65,7 +82,21 @@ struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, t
         .max_age = cfg->max_age,
     };
 
+    return params;
+}
+
+struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now)
+{
+    const struct snapshot_params params = publish_params(cfg);
+
     return snapshot_build(&params, ks, now);
+}
+
+struct snapshot *publish_unavailable(const struct config *cfg, time_t now)
+{
+    const struct snapshot_params params = publish_params(cfg);
+
+    return snapshot_unavailable(&params, cfg->upstream_refresh_interval, now);
 }
 
 int publish_build(const struct config *cfg, struct history *h, time_t now, struct snapshot **out, char *err,
@@ -74,7 +105,7 @@ int publish_build(const struct config *cfg, struct history *h, time_t now, struc
     struct keyset *ks = NULL;
 
     *out = NULL;
-    if (publish_keyset(cfg, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
+    if (publish_keyset(cfg, h, NULL, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
         return 2;
     if ((*out = publish_snapshot(cfg, ks, now)) == NULL) {
         snprintf(err, errlen, "out of memory");

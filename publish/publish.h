@@ -34,14 +34,28 @@ void publish_state_path(const struct config *cfg, char *path, size_t len);
  * history without --state-dir. NULL with the reason in err. */
 struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen);
 
+/* Reads the key files (none: an empty set, for an --upstream alone) and
+ * lets rm (serve's) hold back removals it has not confirmed yet at now_ms
+ * (its monotonic clock). Returns the set, or NULL with the reason in err. */
+struct keyset *publish_read_files(const struct config *cfg, struct removal *rm, int64_t now_ms, char *err,
+                                  size_t errlen);
+
 /* Reads the key files, lets rm (serve's; NULL for a one-shot read) hold
  * back removals it has not confirmed yet at now_ms (rm's monotonic clock,
- * util/clock.h; unused without rm), and applies h's retention at now,
- * reporting changes to cb (may be NULL). On success *out is the set
- * to publish and the result is history_apply's: 1 when h needs saving,
- * else 0. On failure returns -1 with *out NULL and the reason in err. */
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, int64_t now_ms, time_t now,
-                   history_event_cb cb, void *cb_ctx, struct keyset **out, char *err, size_t errlen);
+ * util/clock.h; unused without rm), adds the keys of upstream (serve's
+ * last good set from an --upstream, or NULL) after the files' (a kid the
+ * files have already is left out, with a warning when it names another
+ * key), and applies h's retention at now, reporting changes to cb (may be
+ * NULL). On success *out is the set to publish and the result is
+ * history_apply's: 1 when h needs saving, else 0. On failure returns -1
+ * with *out NULL and the reason in err.
+ *
+ * The removal guard is the files' alone: an upstream's answer is a whole
+ * document, never a file caught mid-write, so a key it drops leaves at
+ * once (and retention keeps it, when set). */
+int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, const struct keyset *upstream,
+                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
+                   size_t errlen);
 
 /* The snapshot serve would publish at now with cfg: the key files, h's
  * retention applied (in memory; h is never saved here), rendered. For the
@@ -57,5 +71,9 @@ int publish_build_now(const struct config *cfg, struct snapshot **out, char *err
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
  * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */
 struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now);
+
+/* What is served until an --upstream has answered once: 503 with a
+ * Retry-After of its refresh interval. NULL when out of memory. */
+struct snapshot *publish_unavailable(const struct config *cfg, time_t now);
 
 #endif
