@@ -205,16 +205,19 @@ static int export_build(const struct config *cfg, struct snapshot **out, char *e
 {
     time_t now = time(NULL);
     struct history *h = publish_history_load(cfg, now, err, errlen);
+    struct keydir *signer = NULL;
     struct keyset *ks = NULL;
     int rc = 2;
 
     *out = NULL;
-    if (h != NULL && publish_keyset(cfg, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) >= 0) {
+    if (h != NULL && publish_read_signer(cfg, &signer, err, errlen) == 0 &&
+        publish_keyset(cfg, signer, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) >= 0) {
         *out = publish_snapshot(cfg, ks, now);
         rc = *out ? 0 : 1;
         if (*out == NULL)
             snprintf(err, errlen, "out of memory");
     }
+    keydir_free(signer);
     history_free(h);
     return rc;
 }

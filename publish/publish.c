@@ -1,7 +1,9 @@
 #include "publish/publish.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "util/log.h"
 
@@ -36,16 +38,65 @@ struct history *publish_history_load(const struct config *cfg, time_t now, char 
     return h;
 }
 
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, int64_t now_ms, time_t now,
-                   history_event_cb cb, void *cb_ctx, struct keyset **out, char *err, size_t errlen)
+/* The key files' keys; without key files (a signing key directory then
+ * provides them), an empty set. */
+static struct keyset *publish_load_files(const struct config *cfg, char *err, size_t errlen)
 {
-    struct keyset *ks = keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
+    struct keyset *ks;
+
+    if (cfg->key_files.count > 0)
+        return keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
+    if ((ks = keyset_new()) == NULL)
+        snprintf(err, errlen, "out of memory");
+    return ks;
+}
+
+/* The signing key directory is a key source too: its keys follow the
+ * files' (KEP-740, docs/external-signer.md). A set with no key at all is
+ * refused, as an empty key file is. */
+static struct keyset *publish_add_signer(const struct config *cfg, const struct keydir *signer, struct keyset *ks,
+                                         char *err, size_t errlen)
+{
+    if (ks != NULL && signer != NULL && keydir_add_public(cfg->signing_key_dir, signer, ks, err, errlen) != 0) {
+        keyset_free(ks);
+        return NULL;
+    }
+    if (ks != NULL && ks->count == 0) {
+        snprintf(err, errlen, "no keys to publish: the key files and --signing-key-dir hold none");
+        keyset_free(ks);
+        return NULL;
+    }
+    return ks;
+}
+
+int publish_read_signer(const struct config *cfg, struct keydir **out, char *err, size_t errlen)
+{
+    struct stat st;
+
+    *out = NULL;
+    if (cfg->signing_key_dir == NULL)
+        return 0;
+    if (stat(cfg->signing_key_dir, &st) != 0 && errno == ENOENT) {
+        *out = keydir_new();
+        return *out != NULL ? 0 : -1;
+    }
+    return keydir_read(cfg->signing_key_dir, out, err, errlen) < 0 ? -1 : 0;
+}
+
+int publish_keyset(const struct config *cfg, const struct keydir *signer, struct history *h, struct removal *rm,
+                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
+                   size_t errlen)
+{
+    struct keyset *ks = publish_load_files(cfg, err, errlen);
     int changed;
 
     if (rm != NULL && ks == NULL)
         removal_read_failed(rm);
     else if (rm != NULL)
         ks = removal_apply(rm, ks, now_ms, err, errlen);
+    /* After the removal guard: the directory drops a key on purpose, and
+     * rotation.json is never read half-written. */
+    ks = publish_add_signer(cfg, signer, ks, err, errlen);
     changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
 
     if (changed < 0) {
@@ -54,6 +105,18 @@ int publish_keyset(const struct config *cfg, struct history *h, struct removal *
     }
     *out = ks;
     return changed;
+}
+
+struct rotation_policy publish_rotation_policy(const struct config *cfg)
+{
+    struct rotation_policy p = {
+        .period_ms = (int64_t)cfg->rotation_period * 1000,
+        .ahead_ms = (int64_t)cfg->publish_ahead * 1000,
+        .keep_ms =
+            ((int64_t)cfg->max_token_lifetime + (int64_t)cfg->token_leeway + (int64_t)cfg->key_reload_interval) * 1000,
+    };
+
+    return p;
 }
 
 struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now)

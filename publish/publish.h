@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "keys/history.h"
+#include "keys/keydir.h"
 #include "keys/keyset.h"
 #include "keys/removal.h"
 #include "publish/snapshot.h"
@@ -34,14 +35,31 @@ void publish_state_path(const struct config *cfg, char *path, size_t len);
  * history without --state-dir. NULL with the reason in err. */
 struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen);
 
-/* Reads the key files, lets rm (serve's; NULL for a one-shot read) hold
- * back removals it has not confirmed yet at now_ms (rm's monotonic clock,
- * util/clock.h; unused without rm), and applies h's retention at now,
- * reporting changes to cb (may be NULL). On success *out is the set
- * to publish and the result is history_apply's: 1 when h needs saving,
- * else 0. On failure returns -1 with *out NULL and the reason in err. */
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, int64_t now_ms, time_t now,
-                   history_event_cb cb, void *cb_ctx, struct keyset **out, char *err, size_t errlen);
+/* Reads the key files, adds the public keys of signer (the keys of
+ * --signing-key-dir, after the files' keys; NULL for none), lets rm
+ * (serve's; NULL for a one-shot read) hold back removals it has not
+ * confirmed yet at now_ms (rm's monotonic clock, util/clock.h; unused
+ * without rm), and applies h's retention at now, reporting changes to cb
+ * (may be NULL). On success *out is the set to publish and the result is
+ * history_apply's: 1 when h needs saving, else 0. On failure returns -1
+ * with *out NULL and the reason in err. */
+int publish_keyset(const struct config *cfg, const struct keydir *signer, struct history *h, struct removal *rm,
+                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
+                   size_t errlen);
+
+/* The keys of --signing-key-dir as keys and export read them, without
+ * writing anything: *out is NULL without the flag, and empty while the
+ * directory or its rotation.json does not exist yet. 0, or -1 with the
+ * reason in err. */
+int publish_read_signer(const struct config *cfg, struct keydir **out, char *err, size_t errlen);
+
+/* The rotation policy of the signing key directory's flags
+ * (keys/rotation.h): --rotation-period, --publish-ahead, and the keep time
+ * of a retired key: --max-token-lifetime (its tokens' lifetime) plus
+ * --token-leeway (verifiers accept a token that long past exp) plus
+ * --key-reload-interval (the longest another process on the directory
+ * may go on signing with it before it notices the promotion). */
+struct rotation_policy publish_rotation_policy(const struct config *cfg);
 
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
  * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */

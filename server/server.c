@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "publish/paths.h"
+#include "server/extsigner/grpc_server.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/listener.h"
@@ -82,6 +83,10 @@ struct server {
     pthread_t thread;
     int thread_started;
     int thread_abandoned; /* it did not stop in time: it may still use all this */
+    /* The external signer (--signing-key-dir): the state its calls answer
+     * from, handed over after each snapshot, and its gRPC server. */
+    struct signer_slot signer_slot;
+    struct extsigner *extsigner; /* --external-signer-listen, or NULL */
 };
 
 /* The one door by which the workers get what they serve: the first
@@ -100,17 +105,28 @@ static void server_publish(struct server *s, struct snapshot *snap, SSL_CTX *tls
     pthread_mutex_unlock(&s->publish_mu);
 }
 
+/* Hands the external signer a new state (NULL: unchanged), after the
+ * snapshot it was built from went to the workers: kube-apiserver is never
+ * told of a key the JWKS does not show yet. */
+static void server_publish_signer(struct server *s, struct signer_state *st)
+{
+    if (st != NULL)
+        signer_slot_set(&s->signer_slot, st);
+}
+
 /* Re-creates every watch before the files are read, so a path that
  * appeared, vanished or now points elsewhere is watched correctly. */
 static void server_rewatch(struct server *s)
 {
     const struct config *cfg = s->cfg;
-    char *paths[cfg->key_files.count + 3];
+    char *paths[cfg->key_files.count + 4];
     size_t n = cfg->key_files.count;
 
     memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
     if (cfg->signing_key_file != NULL)
         paths[n++] = cfg->signing_key_file;
+    if (cfg->signing_key_dir != NULL)
+        paths[n++] = cfg->signing_key_dir;
     if (cfg->tls_listen_count > 0) {
         paths[n++] = cfg->tls_cert_file;
         paths[n++] = cfg->tls_key_file;
@@ -137,6 +153,7 @@ static void server_reload_pass(struct server *s)
     snap = reload_pass(s->reload, now, now_ms);
     tls = cert_reload(&s->cert, now);
     server_publish(s, snap, tls);
+    server_publish_signer(s, reload_signer_changed(s->reload));
 }
 
 /* Milliseconds until the next pass is due. */
@@ -187,7 +204,7 @@ static void *server_reload_main(void *arg)
             server_reload_pass(s);
     }
     if (atomic_load(&s->stop))
-        reload_save_at_exit(s->reload, time(NULL));
+        reload_save_at_exit(s->reload, time(NULL), clock_now_ms());
     return NULL;
 }
 
@@ -438,6 +455,12 @@ static int server_start(struct server *s, sigset_t *signals)
     }
     if ((rc = server_prepare_reload(s)) != 0)
         return rc;
+    server_publish_signer(s, reload_signer_current(s->reload));
+    if (s->cfg->external_signer_listen != NULL &&
+        (s->extsigner = extsigner_start(s->cfg, &s->signer_slot, err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "%s", err);
+        return 1;
+    }
     if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
         return 1;
     server_publish(s, reload_current(s->reload), s->cert.ctx);
@@ -469,6 +492,8 @@ static void server_stop_workers(struct server *s)
 
 static void server_free(struct server *s)
 {
+    extsigner_stop(s->extsigner);
+    signer_slot_destroy(&s->signer_slot);
     reload_free(s->reload);
     cert_clear(&s->cert);
     watch_free(s->watch);
@@ -492,6 +517,7 @@ int server_run(const struct config *cfg)
     s->cfg = cfg;
     s->wake_fd = -1;
     pthread_mutex_init(&s->publish_mu, NULL);
+    signer_slot_init(&s->signer_slot);
     if ((rc = server_start(s, &signals)) == 0)
         server_grace(cfg, server_wait_signal(s, &signals));
     if (server_reload_stop(s, SERVER_RELOAD_STOP_MS) != 0)

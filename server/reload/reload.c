@@ -13,6 +13,7 @@
 #include "publish/publish.h"
 #include "server/obs/metrics.h"
 #include "server/reload/health.h"
+#include "server/reload/signerdir.h"
 #include "server/reload/signing.h"
 #include "util/log.h"
 #include "util/printable.h"
@@ -31,6 +32,10 @@ struct reload {
     unsigned long generation;
     unsigned long failures;
     int64_t removal_due; /* monotonic ms of the re-read that confirms held removals, or 0 */
+    /* The signing key directory, a key source of its own (signerdir.h):
+     * NULL without --signing-key-dir. */
+    struct signerdir *signer;
+    struct signer_state *signer_changed; /* the state the last pass made, or NULL */
 };
 
 static void reload_log_event(void *ctx, enum history_event ev, const struct history_entry *e, time_t until)
@@ -92,16 +97,32 @@ static void reload_save_state(struct reload *r, time_t now)
     log_msg(LOG_ERROR, "cannot persist key retention state: %s", err);
 }
 
-void reload_save_at_exit(struct reload *r, time_t now)
+void reload_save_at_exit(struct reload *r, time_t now, int64_t now_ms)
 {
     struct keyset *ks;
     char err[1024];
 
+    if (r->signer != NULL)
+        signerdir_save_at_exit(r->signer, r->current ? r->current->keyset : NULL, now, now_ms);
     if (r->cfg->state_dir == NULL)
         return;
-    if (publish_keyset(r->cfg, r->history, NULL, 0, now, reload_log_event, NULL, &ks, err, sizeof(err)) >= 0)
+    if (publish_keyset(r->cfg, NULL, r->history, NULL, 0, now, reload_log_event, NULL, &ks, err, sizeof(err)) >= 0)
         keyset_free(ks);
     reload_save_state(r, now);
+}
+
+/* The signing key directory's share of a pass before the key sources are
+ * read: its keys, or NULL with err when it cannot be read. */
+static const struct keydir *reload_signer_keys(struct reload *r, time_t now, int64_t now_ms, int *failed, char *err,
+                                               size_t errlen)
+{
+    const struct keydir *kd = NULL;
+
+    *failed = 0;
+    if (r->signer != NULL &&
+        (kd = signerdir_prepare(r->signer, r->current ? r->current->keyset : NULL, now, now_ms, err, errlen)) == NULL)
+        *failed = 1;
+    return kd;
 }
 
 /* Builds the next snapshot from the files and the retention state. Returns
@@ -111,9 +132,12 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
 {
     const struct config *cfg = r->cfg;
     char err[1024];
-    struct keyset *ks;
-    int changed =
-        publish_keyset(cfg, r->history, r->removal, now_ms, now, reload_log_event, NULL, &ks, err, sizeof(err));
+    struct keyset *ks = NULL;
+    int failed;
+    const struct keydir *signer = reload_signer_keys(r, now, now_ms, &failed, err, sizeof(err));
+    int changed = failed ? -1
+                         : publish_keyset(cfg, signer, r->history, r->removal, now_ms, now, reload_log_event, NULL, &ks,
+                                          err, sizeof(err));
     int64_t due = removal_due(r->removal);
 
     if (due != 0 && due != r->removal_due)
@@ -160,8 +184,19 @@ struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms)
     }
     if (r->current != NULL)
         signing_check(&r->signing, r->current->keyset, r->history, now);
+    r->signer_changed = r->signer && r->current ? signerdir_state(r->signer, r->current, now, now_ms) : NULL;
     reload_update_gauges(r);
     return published;
+}
+
+struct signer_state *reload_signer_changed(const struct reload *r)
+{
+    return r->signer_changed;
+}
+
+struct signer_state *reload_signer_current(const struct reload *r)
+{
+    return r->signer ? signerdir_current(r->signer) : NULL;
 }
 
 void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_at)
@@ -169,7 +204,9 @@ void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_
     time_t expiry = history_next_expiry(r->history, r->cfg->key_retention);
     time_t mature = r->signing.mature_at;
 
-    *confirm_at = r->removal_due;
+    int64_t signer = r->signer ? signerdir_due(r->signer) : 0;
+
+    *confirm_at = signer != 0 && (r->removal_due == 0 || signer < r->removal_due) ? signer : r->removal_due;
     *wall_at = expiry != 0 && (mature == 0 || expiry < mature) ? expiry : mature;
 }
 
@@ -224,6 +261,13 @@ struct reload *reload_create(const struct config *cfg, time_t now, int64_t now_m
         reload_free(r);
         return NULL;
     }
+    if (cfg->signing_key_dir != NULL &&
+        (r->signer = signerdir_create(cfg, cfg->key_files.count > 0 || r->history->count > 0, now, now_ms, err,
+                                      sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "--signing-key-dir: %s", err);
+        reload_free(r);
+        return NULL;
+    }
     reload_pass(r, now, now_ms);
     if (r->current == NULL) {
         reload_free(r);
@@ -242,6 +286,7 @@ void reload_free(struct reload *r)
     if (r == NULL)
         return;
     removal_free(r->removal);
+    signerdir_free(r->signer);
     snapshot_release(r->current);
     history_free(r->history);
     free(r);

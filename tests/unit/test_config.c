@@ -406,8 +406,8 @@ Test(config, dev_with_issuer_and_keys)
  * keeps https unless told otherwise. */
 Test(config, dev_defaults_stay_with_dev)
 {
-    fails("--service-account-key-file is required (at least one)", "--service-account-issuer", "https://a.example",
-          NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given",
+          "--service-account-issuer", "https://a.example", NULL);
     fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http "
           "for development only)",
           "export", "--service-account-issuer", "http://a.example", "--out", "/o", NULL);
@@ -663,7 +663,7 @@ Test(config, export_keys_and_dev_help)
 {
     static const char *const export[] = {"Usage: oidc-discovery export --service-account-issuer URL",
                                          "\nWhere to export (not config-file keys):\n  --out DIR ", NULL};
-    static const char *const keys[] = {"Usage: oidc-discovery keys --service-account-key-file PATH [flags]",
+    static const char *const keys[] = {"Usage: oidc-discovery keys [flags]",
                                        "\nWhat to print (not config-file keys):\n  --output table|json ",
                                        "table or json (default table)", NULL};
     static const char *const dev[] = {"Usage: oidc-discovery dev [flags]",
@@ -850,8 +850,8 @@ Test(config, required_flags)
 {
     fails("--service-account-issuer is required (at least one)", NULL);
     fails("--service-account-issuer is required (at least one)", "--service-account-key-file", "/k", NULL);
-    fails("--service-account-key-file is required (at least one)", "--service-account-issuer", "https://a.example",
-          NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given",
+          "--service-account-issuer", "https://a.example", NULL);
 }
 
 Test(config, issuer_errors)
@@ -1122,8 +1122,9 @@ Test(config, keys_output_json)
 
 Test(config, keys_errors)
 {
-    fails("--service-account-key-file is required (at least one)", "keys", NULL);
-    fails("--service-account-key-file is required (at least one)", "keys", "--output", "json", NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "keys", NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "keys", "--output",
+          "json", NULL);
     fails("--output \"yaml\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
           "yaml", NULL);
     fails("--output \"JSON\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
@@ -2793,8 +2794,8 @@ Test(config, export_required)
     fails(OUT_REQUIRED, "export", SERVE_ARGS, NULL);
     fails("--service-account-issuer is required (at least one)", "export", "--service-account-key-file", "/k", "--out",
           "/o", NULL);
-    fails("--service-account-key-file is required (at least one)", "export", "--service-account-issuer",
-          "https://a.example", "--out", "/o", NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "export",
+          "--service-account-issuer", "https://a.example", "--out", "/o", NULL);
     fails("--service-account-issuer is required (at least one)", "export", NULL);
 }
 
@@ -3208,7 +3209,7 @@ static int record_key(void *ctx, const struct config_option *o, const char *valu
 /* A value row o takes, as a config file writes it. */
 static void json_value_for(const struct config_option *o, char *out, size_t len)
 {
-    static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true"};
+    static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true", "unix:/x"};
     char problem[CONFIG_PROBLEM_MAX];
     const char *v = o->def;
 
