@@ -349,12 +349,19 @@ int keydir_read(const char *dir, struct keydir **out, char *err, size_t errlen)
 
 /* ---- key files ---------------------------------------------------------- */
 
-/* The first private key of PEM text, or NULL (an encrypted one too: no
- * password callback answers). */
+/* Answers OpenSSL's question for a password with none, rather than let
+ * its default ask on the terminal. */
+static int keydir_no_password(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return -1;
+}
+
+/* The first private key of PEM text, or NULL (an encrypted one too). */
 static EVP_PKEY *keydir_parse_private(const char *pem, size_t len)
 {
     BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    EVP_PKEY *pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+    EVP_PKEY *pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, keydir_no_password, NULL) : NULL;
 
     BIO_free(bio);
     ERR_clear_error();

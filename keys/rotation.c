@@ -31,10 +31,13 @@ void rotation_tick(struct rotation_key *keys, size_t n, const int *published, in
     }
 }
 
-/* Whether the next key has been published long enough to sign. */
-static int rotation_next_ready(const struct rotation_key *next, const struct rotation_policy *p)
+/* How long the rotating process publishes a next key before it promotes
+ * it: publish-ahead, the slack, and the lag of the other processes (a
+ * process that re-reads the directory only every --key-reload-interval
+ * served a key set without the key for that long after it was made). */
+static int64_t rotation_wait_ms(const struct rotation_key *next, const struct rotation_policy *p)
 {
-    return next->trusted || next->published_ms >= p->ahead_ms + ROTATION_SLACK_MS;
+    return next->trusted ? 0 : p->ahead_ms + ROTATION_SLACK_MS + p->lag_ms;
 }
 
 enum rotation_action rotation_decide(const struct rotation_key *keys, size_t n, const struct rotation_policy *p,
@@ -48,7 +51,8 @@ enum rotation_action rotation_decide(const struct rotation_key *keys, size_t n, 
             return ROTATION_DROP;
         }
     }
-    if (x >= 0 && rotation_next_ready(&keys[x], p) && (s < 0 || keys[s].signing_ms >= p->period_ms))
+    if (x >= 0 && keys[x].published_ms >= rotation_wait_ms(&keys[x], p) &&
+        (s < 0 || keys[s].signing_ms >= p->period_ms))
         return ROTATION_PROMOTE;
     if (x < 0 && (s < 0 || keys[s].signing_ms >= p->period_ms - p->ahead_ms))
         return ROTATION_GENERATE;
@@ -94,7 +98,7 @@ int64_t rotation_due_in(const struct rotation_key *keys, size_t n, const struct 
         if (keys[i].role == ROTATION_RETIRED)
             rotation_sooner(&due, &any, keys[i].keep_ms - keys[i].retired_ms);
     if (x >= 0) {
-        wait = keys[x].trusted ? 0 : p->ahead_ms + ROTATION_SLACK_MS - keys[x].published_ms;
+        wait = rotation_wait_ms(&keys[x], p) - keys[x].published_ms;
         if (s >= 0 && p->period_ms - keys[s].signing_ms > wait)
             wait = p->period_ms - keys[s].signing_ms;
         rotation_sooner(&due, &any, wait);
@@ -107,13 +111,19 @@ int64_t rotation_due_in(const struct rotation_key *keys, size_t n, const struct 
 int64_t rotation_promote_in(const struct rotation_key *keys, size_t n, const struct rotation_policy *p)
 {
     int s = rotation_find(keys, n, ROTATION_SIGNING), x = rotation_find(keys, n, ROTATION_NEXT);
-    int64_t wait = s >= 0 ? p->period_ms - keys[s].signing_ms : 0;
+    int64_t wait = s >= 0 ? p->period_ms - keys[s].signing_ms : 0, publication;
 
-    if (x < 0)
-        wait = wait + ROTATION_SLACK_MS > p->ahead_ms + ROTATION_SLACK_MS ? wait + ROTATION_SLACK_MS
-                                                                          : p->ahead_ms + ROTATION_SLACK_MS;
-    if (x >= 0 && !keys[x].trusted && p->ahead_ms + ROTATION_SLACK_MS - keys[x].published_ms > wait)
-        wait = p->ahead_ms + ROTATION_SLACK_MS - keys[x].published_ms;
+    if (x >= 0) {
+        publication = rotation_wait_ms(&keys[x], p) - keys[x].published_ms;
+    } else {
+        /* Made publish-ahead before the period ends (or now, if that has
+         * passed), then published for its whole wait. */
+        publication = p->ahead_ms + ROTATION_SLACK_MS + p->lag_ms;
+        if (wait > p->ahead_ms)
+            publication += wait - p->ahead_ms;
+    }
+    if (publication > wait)
+        wait = publication;
     return wait < 0 ? 0 : wait;
 }
 

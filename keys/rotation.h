@@ -8,7 +8,8 @@
  *            rotation-period minus publish-ahead, and published at once;
  *   signing  the next key, promoted once the signing key has signed for
  *            rotation-period and the next key has been published for
- *            publish-ahead (plus ROTATION_SLACK_MS);
+ *            publish-ahead (plus ROTATION_SLACK_MS, plus the longest any
+ *            other process on the directory may take to publish it);
  *   retired  the former signing key, still published so that the tokens
  *            it signed verify, until it has been retired for its keep
  *            time (the longest token lifetime it signed under, plus the
@@ -61,7 +62,11 @@ struct rotation_key {
 struct rotation_policy {
     int64_t period_ms; /* --rotation-period */
     int64_t ahead_ms;  /* --publish-ahead */
-    int64_t keep_ms;   /* --max-token-lifetime + --token-leeway + --key-reload-interval */
+    /* --key-reload-interval: how late another process on the directory
+     * may publish a new key, or learn of a promotion (it re-reads the
+     * directory at least that often, at once with inotify). */
+    int64_t lag_ms;
+    int64_t keep_ms; /* --max-token-lifetime + --token-leeway + lag_ms */
 };
 
 enum rotation_action {
@@ -105,8 +110,9 @@ int64_t rotation_due_in(const struct rotation_key *keys, size_t n, const struct 
 int64_t rotation_promote_in(const struct rotation_key *keys, size_t n, const struct rotation_policy *p);
 
 /* Which key this process signs with: the signing key once the process has
- * published it for publish-ahead (plus the slack), else the most recently
- * retired key it has published that long (the rotating process promoted
+ * published it for publish-ahead (plus the slack; the lag is the rotating
+ * process's to wait), else the most recently retired key it has published
+ * that long (the rotating process promoted
  * sooner than this one noticed the next key); -1 when none qualifies.
  * local_ms[i] is how long this process has published keys[i] (-1: not in
  * its snapshot); a trusted key qualifies whenever it is published. Sets

@@ -112,6 +112,7 @@ struct rotation_policy publish_rotation_policy(const struct config *cfg)
     struct rotation_policy p = {
         .period_ms = (int64_t)cfg->rotation_period * 1000,
         .ahead_ms = (int64_t)cfg->publish_ahead * 1000,
+        .lag_ms = (int64_t)cfg->key_reload_interval * 1000,
         .keep_ms =
             ((int64_t)cfg->max_token_lifetime + (int64_t)cfg->token_leeway + (int64_t)cfg->key_reload_interval) * 1000,
     };

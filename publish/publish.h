@@ -54,11 +54,12 @@ int publish_keyset(const struct config *cfg, const struct keydir *signer, struct
 int publish_read_signer(const struct config *cfg, struct keydir **out, char *err, size_t errlen);
 
 /* The rotation policy of the signing key directory's flags
- * (keys/rotation.h): --rotation-period, --publish-ahead, and the keep time
- * of a retired key: --max-token-lifetime (its tokens' lifetime) plus
- * --token-leeway (verifiers accept a token that long past exp) plus
- * --key-reload-interval (the longest another process on the directory
- * may go on signing with it before it notices the promotion). */
+ * (keys/rotation.h): --rotation-period, --publish-ahead, the lag of other
+ * processes on the directory (--key-reload-interval: how late one may
+ * publish a new key, or go on signing with the old one), and the keep
+ * time of a retired key: --max-token-lifetime (its tokens' lifetime) plus
+ * --token-leeway (verifiers accept a token that long past exp) plus the
+ * lag. */
 struct rotation_policy publish_rotation_policy(const struct config *cfg);
 
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS

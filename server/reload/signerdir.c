@@ -183,16 +183,23 @@ static int signerdir_generate(struct signerdir *sd, time_t now, int64_t now_ms)
     char err[1024];
     int i = keydir_generate(sd->dir, sd->kd, sd->cfg->signing_key_type, ROTATION_NEXT, 0, now, err, sizeof(err));
 
+    char kid[KEY_KID_LEN + 1];
+
     if (i < 0) {
         log_msg(LOG_ERROR, "signing keys: cannot make the next key: %s", err);
         return -1;
     }
-    if (signerdir_save(sd, now_ms) != 0)
+    memcpy(kid, sd->kd->rot[i].kid, sizeof(kid));
+    if (signerdir_save(sd, now_ms) != 0) {
+        keydir_remove_file(sd->dir, kid, err, sizeof(err)); /* nobody will know it */
         return -1;
+    }
     log_msg(LOG_INFO,
-            "signing keys: next kid=%s (%s) generated and published; it signs once published for "
-            "--publish-ahead (%lus) and the signing key has signed for --rotation-period (%lus)",
-            sd->kd->rot[i].kid, sd->kd->pub[i].type, sd->cfg->publish_ahead, sd->cfg->rotation_period);
+            "signing keys: next kid=%s (%s) generated and published; it signs once it has been published for "
+            "--publish-ahead plus --key-reload-interval (%lus) and the signing key has signed for "
+            "--rotation-period (%lus)",
+            sd->kd->rot[i].kid, sd->kd->pub[i].type, sd->cfg->publish_ahead + sd->cfg->key_reload_interval,
+            sd->cfg->rotation_period);
     return 0;
 }
 
