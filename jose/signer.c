@@ -88,7 +88,8 @@ struct signer_state *signer_state_new(const struct signer_params *p, char *err, 
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    memcpy(s->roles, p->roles, p->nroles * sizeof(*s->roles));
+    if (p->nroles > 0)
+        memcpy(s->roles, p->roles, p->nroles * sizeof(*s->roles));
     s->nroles = p->nroles;
     return s;
 

@@ -10,7 +10,8 @@ packages=(build-essential cmake pkg-config openssl curl
           libh2o-dev libh2o-evloop-dev libssl-dev libcurl4-openssl-dev libyajl-dev libcriterion-dev
           python3 python3-cryptography python3-jwt python3-prometheus-client python3-h2 nghttp2-client
           python3-yaml unzip strace valgrind clang-14 libclang-rt-14-dev
-          systemd python3-seccomp)
+          systemd python3-seccomp
+          libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev python3-grpcio python3-grpc-tools)
 # Node.js runs the independent relying-party tests (panva/jose); keep an
 # existing installation (it may not come from Debian) and add Debian's
 # otherwise.

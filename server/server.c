@@ -122,7 +122,8 @@ static void server_rewatch(struct server *s)
     char *paths[cfg->key_files.count + 4];
     size_t n = cfg->key_files.count;
 
-    memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
+    if (n > 0)
+        memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
     if (cfg->signing_key_file != NULL)
         paths[n++] = cfg->signing_key_file;
     if (cfg->signing_key_dir != NULL)

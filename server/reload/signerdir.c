@@ -1,6 +1,7 @@
 #include "server/reload/signerdir.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -501,6 +502,26 @@ static int signerdir_start_tracking(struct signerdir *sd, char *err, size_t errl
     return 0;
 }
 
+/* The directory holds private keys and files of its own: it must be
+ * neither a key-file directory (its keys would be read as key files) nor
+ * the state directory. 0, or -1 (err). */
+static int signerdir_check_apart(const struct config *cfg, char *err, size_t errlen)
+{
+    char mine[PATH_MAX], other[PATH_MAX];
+
+    if (realpath(cfg->signing_key_dir, mine) == NULL)
+        return 0;
+    for (size_t i = 0; i <= cfg->key_files.count; i++) {
+        const char *path = i < cfg->key_files.count ? cfg->key_files.items[i] : cfg->state_dir;
+        if (path != NULL && realpath(path, other) != NULL && strcmp(mine, other) == 0) {
+            snprintf(err, errlen, "%s is also %s; give the signing keys a directory of their own", cfg->signing_key_dir,
+                     i < cfg->key_files.count ? "a --service-account-key-file" : "the --state-dir");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 struct signerdir *signerdir_create(const struct config *cfg, int others_published, time_t now, int64_t now_ms,
                                    char *err, size_t errlen)
 {
@@ -516,10 +537,11 @@ struct signerdir *signerdir_create(const struct config *cfg, int others_publishe
     sd->policy = publish_rotation_policy(cfg);
     sd->lockfd = -1;
     sd->ticked_ms = sd->saved_ms = now_ms;
-    if ((fd = keydir_open(sd->dir, 1, err, errlen)) >= 0) {
-        close(fd);
+    if ((fd = keydir_open(sd->dir, 1, err, errlen)) >= 0 && signerdir_check_apart(cfg, err, errlen) == 0) {
         rc = keydir_lock(sd->dir, &sd->lockfd, err, errlen) < 0 ? -1 : keydir_read(sd->dir, &sd->kd, err, errlen);
     }
+    if (fd >= 0)
+        close(fd);
     if (rc == 1 && sd->lockfd >= 0)
         rc = signerdir_first_key(sd, others_published, now, now_ms, err, errlen);
     else if (rc == 1)
