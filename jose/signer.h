@@ -51,8 +51,7 @@ struct signer_role {
 
 struct signer_state {
     /* Sign */
-    EVP_PKEY *priv; /* NULL: this process may sign with no key now; why in unavailable */
-    const struct jws_alg *alg;
+    struct jws_signer key; /* key.priv NULL: this process may sign with no key now; why in unavailable */
     char kid[KEY_KID_MAX + 1];
     char *header; /* base64url of the header JSON, NUL-terminated */
     size_t header_len;

@@ -50,6 +50,19 @@ def problem():
     return H.modules_problem("grpc", "grpc_tools", "jwt", "cryptography")
 
 
+class SignerTestCase(H.ServerTestCase):
+    """ServerTestCase for the signer's tests: fails (never skips) when the
+    Python modules are missing, and gives each test a key directory path,
+    self.dir, not created yet."""
+
+    def setUp(self):
+        super().setUp()
+        missing = problem()
+        if missing:
+            self.fail(missing)
+        self.dir = os.path.join(self.tmp, "keys")
+
+
 class Signer:
     """A client of the external signer on a Unix socket."""
 

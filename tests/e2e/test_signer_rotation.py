@@ -33,14 +33,10 @@ FLAGS = ["--signing-key-type", "ec-p256", "--max-age", "1s", "--publish-ahead", 
 RUN = 14.0  # seconds of load: about three rotations
 
 
-class Rotation(H.ServerTestCase):
+class Rotation(X.SignerTestCase):
 
     def setUp(self):
         super().setUp()
-        missing = X.problem()
-        if missing:
-            self.fail(missing)
-        self.dir = os.path.join(self.tmp, "keys")
         self.watch = []
 
     def tearDown(self):

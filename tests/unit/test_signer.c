@@ -22,16 +22,6 @@
 #define T0     1800000000L
 #define ISSUER "https://issuer.example"
 
-static EVP_PKEY *load_priv(const char *name)
-{
-    char path[PATH_MAX], err[512] = "";
-
-    snprintf(path, sizeof(path), "%s/%s", FIXTURES, name);
-    EVP_PKEY *k = token_mint_load_key(path, err, sizeof(err));
-    cr_assert_not_null(k, "%s", err);
-    return k;
-}
-
 /* The claims of a kube-shaped token, base64url: the middle of one minted. */
 static char *claims_of(EVP_PKEY *priv)
 {
@@ -111,11 +101,11 @@ Test(signer, rs256_and_es256_tokens_verify_with_the_published_key)
     } cases[] = {{"rsa2048.pkcs8.key", "rsa2048.pub", "RS256"}, {"ec256.sec1.key", "ec256.pub", "ES256"}};
 
     for (size_t i = 0; i < COUNT(cases); i++) {
-        EVP_PKEY *priv = load_priv(cases[i].priv);
+        EVP_PKEY *priv = fixture_private_key(cases[i].priv);
         struct keyset *ks = fixture_keyset1(cases[i].pub);
         struct signer_state *s = state_of(ks, priv, ks->keys[0].kid);
         char *claims = claims_of(priv);
-        cr_expect_eq(s->alg, jws_alg_find(cases[i].alg));
+        cr_expect_eq(s->key.alg, jws_alg_find(cases[i].alg));
         sign_and_verify(s, ks, claims, cases[i].alg);
         free(claims);
         signer_state_release(s);
@@ -126,7 +116,7 @@ Test(signer, rs256_and_es256_tokens_verify_with_the_published_key)
 
 Test(signer, claims_must_be_base64url_and_bounded)
 {
-    EVP_PKEY *priv = load_priv("ec256.sec1.key");
+    EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
     struct keyset *ks = fixture_keyset1("ec256.pub");
     struct signer_state *s = state_of(ks, priv, ks->keys[0].kid);
     static const char *const bad[] = {"", "a.b", "abc=", "ab+c", "a", "ab c", "abc/"};
@@ -196,7 +186,7 @@ Test(signer, the_refresh_hint_is_the_time_to_the_next_change_capped)
 
 Test(signer, states_compare_by_what_the_calls_answer)
 {
-    EVP_PKEY *priv = load_priv("ec256.sec1.key");
+    EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
     struct keyset *ks = fixture_keyset1("ec256.pub");
     struct signer_state *a = state_of(ks, priv, ks->keys[0].kid), *b = state_of(ks, priv, ks->keys[0].kid);
     struct signer_state *none = state_of(ks, NULL, "");

@@ -135,7 +135,7 @@ Test(signerdir, an_empty_directory_gets_a_first_key_that_signs_at_once)
     cr_assert_eq(kd->count, 1);
     cr_expect_str_eq(kid, kd->rot[0].kid);
     cr_expect(kd->rot[0].trusted);
-    cr_expect(signerdir_current(p.sd)->priv != NULL);
+    cr_expect(signerdir_current(p.sd)->key.priv != NULL);
     cr_expect_eq(signerdir_current(p.sd)->max_token_expiration, 30);
     keydir_free(kd);
     proc_stop(&p);
@@ -322,7 +322,7 @@ Test(signerdir, a_next_key_whose_file_broke_is_replaced)
         proc_pass(&p, ms);
     cr_expect_null(keyset_find(p.snap->keyset, broken), "the broken key left");
     cr_expect_eq(p.snap->keyset->count, 2, "a new next key took its place");
-    cr_expect(signerdir_current(p.sd)->priv != NULL);
+    cr_expect(signerdir_current(p.sd)->key.priv != NULL);
     proc_stop(&p);
     config_free(&cfg);
 }
