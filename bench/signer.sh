@@ -73,10 +73,13 @@ openssl_sign() {
 }
 
 server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
+# Nanoseconds the server's threads have spent runnable but waiting for the
+# core (schedstat's second field): other work on the core shows here.
+server_waited() { cat /proc/"$SERVER_PID"/task/*/schedstat | awk '{ w += $2 } END { printf "%.0f\n", w }'; }
 
 # server_run TYPE ROUND: throughput and latency of one server.
 server_run() {
-    local dir=$WORK/keys-$1-$2 sock=$WORK/signer.sock out=$WORK/bench t0 t1 w0 w1
+    local dir=$WORK/keys-$1-$2 sock=$WORK/signer.sock out=$WORK/bench t0 t1 w0 w1 q0 q1
     taskset -c "$CORE" "$BIN" serve --service-account-issuer https://bench.example --signing-key-dir "$dir" \
         --signing-key-type "$1" --external-signer-listen "unix:$sock" --external-signer-threads 1 --threads 1 \
         --listen 127.0.0.1:0 --admin-listen none --log-level warn --shutdown-grace 0s 2>"$WORK/server.log" &
@@ -94,8 +97,12 @@ server_run() {
             printf "wall_%s %s %.1f\n", t, r, $2
             printf "cpu_%s %s %.1f\n", t, r, n / ((b - a) / hz)
             printf "share_%s %s %.4f\n", t, r, (b - a) / hz / (w1 - w0) }' "$out" >>"$RESULTS"
+    q0=$(server_waited)
     taskset -c "$OTHERS" "$LOADGEN" "unix:$sock" rate "$SECONDS_R" 1000 >"$out"
-    awk -v t="$1" -v r="$2" '/^rate/ { print "p50_" t, r, $6; print "p99_" t, r, $10 }' "$out" >>"$RESULTS"
+    q1=$(server_waited)
+    awk -v t="$1" -v r="$2" -v q0="$q0" -v q1="$q1" -v s="$SECONDS_R" '/^rate/ {
+        print "p50_" t, r, $6; print "p99_" t, r, $10; printf "wait_%s %s %.2f\n", t, r, (q1 - q0) / 1e6 / s }' \
+        "$out" >>"$RESULTS"
     kill "$SERVER_PID"
     wait "$SERVER_PID" || { cat "$WORK/server.log" >&2; exit 1; }
     SERVER_PID=
@@ -143,8 +150,13 @@ for t, alg in (("rsa-2048", "rsa2048"), ("ec-p256", "ecdsap256")):
     row("Sign p50 ms at 1,000/s (%s)" % t, [v["p50_" + t][r] for r in range(1, rounds + 1)], lambda x: "%.3f" % x)
     row("Sign p99 ms at 1,000/s (%s)" % t, [v["p99_" + t][r] for r in range(1, rounds + 1)], lambda x: "%.3f" % x,
         "< 2", lambda m: m < 2)
+    row("  server run-queue wait, ms per s (%s)" % t, [v["wait_" + t][r] for r in range(1, rounds + 1)],
+        lambda x: "%.1f" % x)
 print("(server: --external-signer-threads 1 --threads 1, pinned to cpu %s with every thread of the process;\n"
-      " load: bench/sign_bench, 8 calls in flight for throughput, open loop at 1,000/s for latency)" % core)
+      " load: bench/sign_bench, 8 calls in flight for throughput, open loop at 1,000/s for latency.\n"
+      " A CPU share well below 100%% under throughput load, or a run-queue wait of more than a few ms per\n"
+      " second at 1,000/s, means other work shared the core: the per-CPU-second rates stand, the\n"
+      " latencies do not.)" % core)
 EOF
 echo
 echo "== commands (every round runs the same) =="
