@@ -198,36 +198,12 @@ static const char *export_object_key(const char *url, const char *name)
     return path != NULL && path[1] != '\0' ? path + 1 : name;
 }
 
-/* Builds the snapshot serve would publish with these flags, through the
- * same code serve uses. Returns 0, 2 when the keys or the state file cannot
- * be read, 1 when out of memory. */
-static int export_build(const struct config *cfg, struct snapshot **out, char *err, size_t errlen)
-{
-    time_t now = time(NULL);
-    struct history *h = publish_history_load(cfg, now, err, errlen);
-    struct keydir *signer = NULL;
-    struct keyset *ks = NULL;
-    int rc = 2;
-
-    *out = NULL;
-    if (h != NULL && publish_read_signer(cfg, &signer, err, errlen) == 0 &&
-        publish_keyset(cfg, signer, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) >= 0) {
-        *out = publish_snapshot(cfg, ks, now);
-        rc = *out ? 0 : 1;
-        if (*out == NULL)
-            snprintf(err, errlen, "out of memory");
-    }
-    keydir_free(signer);
-    history_free(h);
-    return rc;
-}
-
 int export_command(const struct config *cfg)
 {
     char err[PATH_MAX + 256] = "";
     struct snapshot *snap = NULL;
     struct export_object objs[2];
-    int rc = export_build(cfg, &snap, err, sizeof(err));
+    int rc = publish_build_now(cfg, &snap, err, sizeof(err));
 
     if (rc != 0)
         goto out;

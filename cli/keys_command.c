@@ -10,7 +10,11 @@
 #include "util/jsonw.h"
 #include "keys/keyset.h"
 #include "util/printable.h"
+#include "publish/paths.h"
 #include "publish/publish.h"
+#include "push/sync.h"
+#include "push/target.h"
+#include "util/clock.h"
 
 /* How much of a key's source the table quotes. */
 #define KEYS_SOURCE_SHOWN 1024
@@ -90,7 +94,102 @@ static void keys_json_str_or_null(struct jsonw *w, const char *name, const char 
         jsonw_lit(w, "null");
 }
 
-static int keys_print_json(const struct keys_row *rows, size_t n)
+/* What one --publish-to target holds of each document (keys reads it,
+ * writes nothing). */
+struct keys_published {
+    const char *url;
+    struct push_inspection seen[PUSH_NOBJECTS];
+};
+
+/* Reads every --publish-to target; NULL when there are none or out of
+ * memory. A target that cannot be opened or read says so in its rows. */
+static struct keys_published *keys_read_published(const struct config *cfg, const struct snapshot *snap)
+{
+    struct keys_published *p = cfg->publish_to.count ? calloc(cfg->publish_to.count, sizeof(*p)) : NULL;
+    struct push_docs docs;
+
+    push_docs_init(&docs, snap, clock_wall_ms());
+    for (size_t i = 0; p != NULL && i < cfg->publish_to.count; i++) {
+        struct push_target t;
+        p[i].url = cfg->publish_to.items[i];
+        if (push_target_open(cfg, p[i].url, NULL, &t, p[i].seen[0].err, sizeof(p[i].seen[0].err)) != 0) {
+            for (size_t k = 0; k < PUSH_NOBJECTS; k++) {
+                p[i].seen[k].seen = PUSH_SEEN_ERROR;
+                memcpy(p[i].seen[k].err, p[i].seen[0].err, sizeof(p[i].seen[k].err));
+            }
+            continue;
+        }
+        push_inspect(t.ops, t.store, &docs, p[i].seen);
+        push_target_close(&t);
+    }
+    return p;
+}
+
+/* The state column: "current", "differs: why", "error: message". */
+static void keys_seen_text(const struct push_inspection *s, char *out, size_t len)
+{
+    char shown[800];
+
+    if (s->seen == PUSH_SEEN_ERROR)
+        snprintf(out, len, "error: %s", printable_copy(s->err, shown, sizeof(shown) - 4));
+    else if (s->seen == PUSH_SEEN_DIFFERS)
+        snprintf(out, len, "differs: %s", s->why);
+    else
+        snprintf(out, len, "%s", push_seen_name(s->seen));
+}
+
+/* The generation metadata (Unix milliseconds) as a time, RFC 3339, or "-". */
+static void keys_generation_time(const char *gen, char *out, size_t len)
+{
+    char *end;
+    long long t = gen[0] ? strtoll(gen, &end, 10) : 0;
+
+    if (gen[0] && *end == '\0' && t > 0)
+        keys_time((time_t)(t / 1000), out, len);
+    else
+        snprintf(out, len, "-");
+}
+
+/* The table of what each target holds, after the keys. */
+static void keys_print_published_table(const struct keys_published *p, size_t n)
+{
+    char state[900], gen[32];
+
+    printf("\n%-40s  %-33s  %-20s  %-29s  %s\n", "PUBLISHED TO", "OBJECT", "GENERATION", "LAST MODIFIED", "STATE");
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < PUSH_NOBJECTS; k++) {
+            const struct push_inspection *s = &p[i].seen[k];
+            keys_seen_text(s, state, sizeof(state));
+            keys_generation_time(s->generation, gen, sizeof(gen));
+            printf("%-40s  %-33s  %-20s  %-29s  %s\n", p[i].url, k == 0 ? PATHS_JWKS + 1 : PATHS_DISCOVERY + 1, gen,
+                   s->last_modified[0] ? s->last_modified : "-", state);
+        }
+}
+
+/* The same as JSON members of the keys object: ,"published":[...]. */
+static void keys_json_published(struct jsonw *w, const struct keys_published *p, size_t n)
+{
+    char gen[32];
+
+    jsonw_lit(w, ",\"published\":[");
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < PUSH_NOBJECTS; k++) {
+            const struct push_inspection *s = &p[i].seen[k];
+            jsonw_lit(w, i + k ? ",{\"target\":" : "{\"target\":");
+            jsonw_str(w, p[i].url);
+            keys_json_str_or_null(w, "object", k == 0 ? PATHS_JWKS + 1 : PATHS_DISCOVERY + 1);
+            keys_json_str_or_null(w, "state", push_seen_name(s->seen));
+            keys_json_str_or_null(w, "why", s->seen == PUSH_SEEN_DIFFERS ? s->why : NULL);
+            keys_generation_time(s->generation, gen, sizeof(gen));
+            keys_json_str_or_null(w, "generation", strcmp(gen, "-") ? gen : NULL);
+            keys_json_str_or_null(w, "last_modified", s->last_modified[0] ? s->last_modified : NULL);
+            keys_json_str_or_null(w, "error", s->seen == PUSH_SEEN_ERROR ? s->err : NULL);
+            jsonw_lit(w, "}");
+        }
+    jsonw_lit(w, "]");
+}
+
+static int keys_print_json(const struct keys_row *rows, size_t n, const struct keys_published *pub, size_t npub)
 {
     struct jsonw w = {0};
     char *out;
@@ -110,7 +209,10 @@ static int keys_print_json(const struct keys_row *rows, size_t n)
         keys_json_str_or_null(&w, "role_until", rows[i].role_until[0] ? rows[i].role_until : NULL);
         jsonw_lit(&w, "}");
     }
-    jsonw_lit(&w, "]}\n");
+    jsonw_lit(&w, "]");
+    if (pub != NULL)
+        keys_json_published(&w, pub, npub);
+    jsonw_lit(&w, "}\n");
     if (jsonw_finish(&w, &out, &len) != 0)
         return -1;
     fwrite(out, 1, len, stdout);
@@ -147,29 +249,39 @@ int keys_command(const struct config *cfg)
     char *before = h ? keys_kids_before(h) : NULL;
     struct rotation_policy policy = publish_rotation_policy(cfg);
     struct keydir *signer = NULL;
-    struct keyset *ks = NULL;
+    struct snapshot *snap = NULL;
+    const struct keyset *ks;
     struct keys_row *rows = NULL;
+    struct keys_published *pub = NULL;
     int json = strcmp(cfg->output, "json") == 0, rc = 2;
 
-    if (before == NULL || publish_read_signer(cfg, &signer, err, sizeof(err)) != 0 ||
-        publish_keyset(cfg, signer, h, NULL, 0, now, NULL, NULL, &ks, err, sizeof(err)) < 0 ||
-        (rows = calloc(ks->count, sizeof(*rows))) == NULL) {
+    if (before == NULL || publish_build(cfg, h, now, &snap, err, sizeof(err)) != 0 ||
+        publish_read_signer(cfg, &signer, err, sizeof(err)) != 0 ||
+        (rows = calloc(snap->keyset->count, sizeof(*rows))) == NULL) {
         fprintf(stderr, "oidc-discovery keys: %s\n", err[0] ? err : "out of memory");
         goto out;
     }
+    ks = snap->keyset;
     for (size_t i = 0; i < ks->count; i++) {
         keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid),
                       keys_was_known(before, nbefore, ks->keys[i].kid), cfg->key_retention);
         keys_fill_role(&rows[i], signer, &policy, now);
     }
+    if (cfg->publish_to.count > 0 && (pub = keys_read_published(cfg, snap)) == NULL) {
+        fprintf(stderr, "oidc-discovery keys: out of memory\n");
+        goto out;
+    }
     if (!json)
         keys_print_table(rows, ks->count);
-    rc = json && keys_print_json(rows, ks->count) != 0 ? 2 : 0;
+    if (!json && pub != NULL)
+        keys_print_published_table(pub, cfg->publish_to.count);
+    rc = json && keys_print_json(rows, ks->count, pub, cfg->publish_to.count) != 0 ? 2 : 0;
 out:
     keydir_free(signer);
+    free(pub);
     free(rows);
     free(before);
-    keyset_free(ks);
+    snapshot_release(snap);
     history_free(h);
     return rc;
 }

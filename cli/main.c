@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/doctor_command.h"
 #include "cli/export_command.h"
 #include "cli/keys_command.h"
+#include "cli/publish_command.h"
 #include "cli/token_command.h"
 #include "cli/verify_command.h"
 #include "config/config.h"
@@ -69,9 +71,10 @@ static const struct main_command {
     int (*run)(const struct config *cfg);
     int serves;
 } main_commands[] = {
-    [CONFIG_CMD_SERVE] = {server_run, 1},    [CONFIG_CMD_DEV] = {server_run, 1},
-    [CONFIG_CMD_KEYS] = {keys_command, 0},   [CONFIG_CMD_VERIFY] = {verify_command, 0},
-    [CONFIG_CMD_TOKEN] = {token_command, 0}, [CONFIG_CMD_EXPORT] = {export_command, 0},
+    [CONFIG_CMD_SERVE] = {server_run, 1},        [CONFIG_CMD_DEV] = {server_run, 1},
+    [CONFIG_CMD_KEYS] = {keys_command, 0},       [CONFIG_CMD_VERIFY] = {verify_command, 0},
+    [CONFIG_CMD_TOKEN] = {token_command, 0},     [CONFIG_CMD_EXPORT] = {export_command, 0},
+    [CONFIG_CMD_PUBLISH] = {publish_command, 0}, [CONFIG_CMD_DOCTOR] = {doctor_command, 0},
 };
 
 int main(int argc, char **argv)

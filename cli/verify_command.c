@@ -1,7 +1,5 @@
 #include "cli/verify_command.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +7,7 @@
 
 #include "jose/jwks_parse.h"
 #include "jose/jwt.h"
+#include "jose/token_file.h"
 #include "keys/keyset.h"
 #include "jose/review.h"
 #include "jose/token.h"
@@ -27,27 +26,6 @@ struct verify_input {
     struct keyset *keys;
     char *discovered_issuer; /* from --discovery-url, owned */
 };
-
-/* Reads the token from path ("-": stdin), at most limit + 1 bytes so an
- * oversized token is still reported as too large, without the trailing
- * newline editors and `echo` add. */
-static char *verify_read_token(const char *path, size_t limit, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-    char *buf = f ? malloc(limit + 2) : NULL;
-
-    if (buf != NULL) {
-        *len = fread(buf, 1, limit + 1, f);
-        while (*len > 0 && isspace((unsigned char)buf[*len - 1]))
-            (*len)--;
-        buf[*len] = '\0';
-    }
-    if (f == NULL || buf == NULL)
-        fprintf(stderr, "oidc-discovery verify: --token-file %s: %s\n", path, strerror(errno));
-    if (f != NULL && f != stdin)
-        fclose(f);
-    return buf;
-}
 
 /* The discovery document's URL and the issuer it must name: the given URL
  * is the issuer itself, or already ends in /.well-known/openid-configuration. */
@@ -188,9 +166,11 @@ int verify_command(const struct config *cfg)
     struct review rv = {0};
     struct review_result res;
     size_t len = 0;
-    char *token = verify_read_token(cfg->token_file, cfg->max_token_size, &len);
+    char err[1024], *token = token_file_read(cfg->token_file, cfg->max_token_size, &len, err, sizeof(err));
     int rc = 2;
 
+    if (token == NULL)
+        fprintf(stderr, "oidc-discovery verify: %s\n", err);
     if (token == NULL || verify_load(cfg, &in) != 0) {
         free(token);
         return 2;

@@ -202,6 +202,19 @@ const char *config_check_url(const char *url, int allow_http)
     return check_authority(rest, strcspn(rest, "/"));
 }
 
+const char *config_check_web_url(const char *url)
+{
+    const char *rest = strncmp(url, "https://", 8) == 0 ? url + 8 : strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+
+    if (strlen(url) > URL_MAX)
+        return "is longer than " XSTR(URL_MAX) " characters";
+    if (rest == NULL)
+        return "must be an https URL";
+    if (!chars_ok(rest, URL_CHARS))
+        return "contains a character not allowed in a URL";
+    return check_authority(rest, strcspn(rest, "/?#"));
+}
+
 int config_is_unix_listen(const char *s)
 {
     return strncmp(s, UNIX_PREFIX, strlen(UNIX_PREFIX)) == 0;

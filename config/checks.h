@@ -39,6 +39,11 @@ void config_format_duration(unsigned long seconds, char *out, size_t len);
  * no query, no fragment, no characters outside RFC 3986. */
 const char *config_check_url(const char *url, int allow_http);
 
+/* An http or https URL with a host, in RFC 3986 characters: what doctor
+ * can be pointed at (a query, a fragment or http are its findings, not
+ * errors of the command line). */
+const char *config_check_web_url(const char *url);
+
 /* The parts of HOST:PORT, pointing into the value. */
 struct config_hostport {
     const char *host;

@@ -3,8 +3,8 @@
  * immutable config. What each flag is (its kind, range, commands, default
  * and field) is in the table of options.c; this file runs the stages:
  *
- *   parse_command()  picks "serve", "dev", "keys", "verify", "token" or
- *                    "export" from argv[1];
+ *   parse_command()  picks "serve", "dev", "keys", "verify", "token",
+ *                    "export" or "publish" from argv[1];
  *   scan_flags()     reads argv with getopt_long into a list of flags without
  *                    applying them, because --config must take effect first
  *                    wherever it appears;
@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config/bucket_url.h"
 #include "config/checks.h"
 #include "config/fields.h"
 #include "config/file.h"
@@ -412,18 +413,21 @@ static int put_defaults(struct parser *p)
 }
 
 /* Refuses a flag that the command does not take. A flag of one other
- * command names that command; a serving flag given to verify or token just
- * is not valid there, since several commands take it. */
+ * command, or of two with a one-shot command among them (verify and
+ * doctor), names them; a serving flag given to verify or token just is
+ * not valid there, since several commands take it. */
 static int check_command(struct parser *p, const struct config_option *o)
 {
     unsigned takes = o->commands, cmd = CMD(p->cmd);
-    int single = (takes & (takes - 1)) == 0;
+    int n = __builtin_popcount(takes), first = __builtin_ctz(takes);
+    int named = n == 1 || (n == 2 && (takes & ~CONFIG_FOR_SERVING));
 
     if (takes & cmd)
         return 0;
-    if (single && ((cmd & CONFIG_FOR_SERVING) || !(takes & CONFIG_FOR_SERVING)))
-        return fail(p, "--%s is only valid for the %s command%s", o->name, config_commands[__builtin_ctz(takes)].name,
-                    suggest(p, o->name, strlen(o->name), 0).s);
+    if (named && ((cmd & CONFIG_FOR_SERVING) || !(takes & CONFIG_FOR_SERVING)))
+        return fail(p, "--%s is only valid for the %s%s%s command%s%s", o->name, config_commands[first].name,
+                    n == 2 ? " and " : "", n == 2 ? config_commands[31 - __builtin_clz(takes)].name : "",
+                    n == 2 ? "s" : "", suggest(p, o->name, strlen(o->name), 0).s);
     return fail(p, "--%s is not valid for the %s command%s", o->name, config_commands[p->cmd].name,
                 suggest(p, o->name, strlen(o->name), 0).s);
 }
@@ -515,7 +519,7 @@ static int put_derived(struct parser *p)
         if (setting_put(p, config_option("service-account-jwks-uri"), NULL, url) < 0)
             return -1;
     }
-    if (mint_issuer && !is_set(p, "audience"))
+    if (p->cmd == CONFIG_CMD_TOKEN && mint_issuer && !is_set(p, "audience"))
         return setting_put(p, config_option("audience"), NULL, mint_issuer);
     return 0;
 }
@@ -746,26 +750,70 @@ static int check_verify(struct parser *p)
     return 0;
 }
 
-/* A minted token is bound to a pod or a node by both its name and its UID,
+/* A minted token's issuer is one relying parties can take: https (unless
+ * --allow-insecure-issuer), no query or fragment. The row takes any web
+ * URL, since doctor reports such an issuer rather than refusing it. And
+ * a minted token is bound to a pod or a node by both its name and its UID,
  * as the API server binds them, or not at all. */
 static int check_token(struct parser *p)
 {
     static const char *const pairs[][2] = {{"pod-name", "pod-uid"}, {"node-name", "node-uid"}};
+    const struct setting *issuer = named(p, "issuer");
+    const char *why = config_check_url(setting_value(issuer), p->allow_http);
 
+    if (why)
+        return fail_value(p, issuer->origin, config_option("issuer"), setting_value(issuer), why);
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         if (is_set(p, pairs[i][0]) != is_set(p, pairs[i][1]))
             return fail(p, "--%s and --%s go together", pairs[i][0], pairs[i][1]);
     return 0;
 }
 
-/* The rules between options, which differ by command. export takes the
- * serving rules too: it opens no listener, so only the retention rule can
- * apply to it. */
+/* How many of the targets of --publish-to (or publish --to) are of kind. */
+static size_t count_targets(struct parser *p, enum config_bucket_kind kind)
+{
+    const struct setting *s = named(p, p->cmd == CONFIG_CMD_PUBLISH ? "to" : "publish-to");
+    struct config_bucket_url parts;
+    size_t n = 0;
+
+    for (size_t i = 0; i < s->values.count; i++)
+        n += config_split_bucket_url(s->values.items[i], &parts) == NULL && parts.kind == kind;
+    return n;
+}
+
+/* The store flags mean something only with a target of their store, and
+ * an Azure target is authorised one way: a SAS token or the account key. */
+static int check_publishing(struct parser *p)
+{
+    static const char *const s3_flags[] = {"s3-endpoint"};
+    static const char *const azure_flags[] = {"azblob-endpoint", "azblob-sas-file", "azblob-key-file"};
+    const char *targets = p->cmd == CONFIG_CMD_PUBLISH ? "--to" : "--publish-to";
+
+    for (size_t i = 0; i < sizeof s3_flags / sizeof s3_flags[0]; i++)
+        if (is_set(p, s3_flags[i]) && count_targets(p, CONFIG_BUCKET_S3) == 0)
+            return fail(p, "--%s needs an s3:// target (%s s3://BUCKET/PREFIX)", s3_flags[i], targets);
+    for (size_t i = 0; i < sizeof azure_flags / sizeof azure_flags[0]; i++)
+        if (is_set(p, azure_flags[i]) && count_targets(p, CONFIG_BUCKET_AZBLOB) == 0)
+            return fail(p, "--%s needs an azblob:// target (%s azblob://ACCOUNT/CONTAINER/PREFIX)", azure_flags[i],
+                        targets);
+    if (is_set(p, "azblob-sas-file") && is_set(p, "azblob-key-file"))
+        return fail(p, "--azblob-sas-file and --azblob-key-file are mutually exclusive (a SAS token or the account "
+                       "key)");
+    return 0;
+}
+
+/* The rules between options, which differ by command. export and publish
+ * take the serving rules too: they open no listener, so only the retention
+ * rule can apply to them. doctor's flags are independent of each other. */
 static int check_rules(struct parser *p)
 {
+    if ((CMD(p->cmd) & (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH))) && check_publishing(p) < 0)
+        return -1;
     if (CMD(p->cmd) & CONFIG_FOR_DOCUMENTS)
         return check_signer(p) < 0 ? -1 : check_serving(p);
-    return p->cmd == CONFIG_CMD_VERIFY ? check_verify(p) : check_token(p);
+    if (p->cmd == CONFIG_CMD_VERIFY)
+        return check_verify(p);
+    return p->cmd == CONFIG_CMD_TOKEN ? check_token(p) : 0;
 }
 
 /* An issuer ending in "/" is accepted, as kube-apiserver accepts it, but
@@ -789,14 +837,33 @@ static int warn_trailing_slash(struct parser *p, const struct config_option *o)
     return 0;
 }
 
-/* Everything a command needs beyond the defaults. */
+/* A store reached over plain http sees the documents and the requests'
+ * signatures unencrypted: for a local store (an emulator, a test) only. */
+static int warn_http_endpoint(struct parser *p, const char *name)
+{
+    const struct config_option *o = config_option(name);
+    const struct setting *s = setting_of(p, o);
+    const char *v = setting_value(s);
+    char line[CONFIG_ERR_MAX];
+
+    if (!(o->commands & CMD(p->cmd)) || v == NULL || strncmp(v, "http://", 7) != 0)
+        return 0;
+    say_value(line, sizeof line, s->origin, o, v,
+              "plain http: the documents and the signed requests travel unencrypted; for a local store only");
+    return config_strlist_append(&p->cfg.warnings, line, strlen(line)) < 0 ? fail(p, "out of memory") : 0;
+}
+
+/* Everything a command needs beyond the defaults. doctor's --issuer gets
+ * no trailing-slash warning: its report compares the issuers itself. */
 static int validate(struct parser *p)
 {
     if (check_commands(p) < 0 || check_values(p) < 0 || put_derived(p) < 0 || check_required(p) < 0 ||
         check_rules(p) < 0)
         return -1;
     if (warn_trailing_slash(p, config_option("service-account-issuer")) < 0 ||
-        warn_trailing_slash(p, config_option("issuer")) < 0)
+        (p->cmd == CONFIG_CMD_TOKEN && warn_trailing_slash(p, config_option("issuer")) < 0))
+        return -1;
+    if (warn_http_endpoint(p, "s3-endpoint") < 0 || warn_http_endpoint(p, "azblob-endpoint") < 0)
         return -1;
     return 0;
 }

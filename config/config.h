@@ -44,6 +44,8 @@ enum config_command {
     CONFIG_CMD_VERIFY,  /* "verify": verify one token, print a TokenReview-style result */
     CONFIG_CMD_TOKEN,   /* "token": mint a kube-shaped token for tests and demos */
     CONFIG_CMD_EXPORT,  /* "export": write both documents into a directory, for static hosting */
+    CONFIG_CMD_PUBLISH, /* "publish": push both documents to object storage once */
+    CONFIG_CMD_DOCTOR,  /* "doctor": check an issuer the way relying parties do */
     CONFIG_CMD_HELP,    /* --help, -h or "help": print config_usage(cfg.help_topic) */
     CONFIG_CMD_VERSION, /* --version */
     CONFIG_HELP_ALL,    /* no command: the help topic of "help all", every flag once */
@@ -84,7 +86,7 @@ struct config {
     char *external_signer_socket_owner;    /* --external-signer-socket-owner: [USER][:GROUP], or NULL */
     unsigned long external_signer_threads; /* --external-signer-threads */
 
-    char *output;     /* keys --output: "table" or "json" */
+    char *output;     /* keys and doctor --output: "table" (or "text", the same) or "json" */
     char *export_dir; /* export --out */
 
     /* Token verification (serve's TokenReview endpoint and `verify`). */
@@ -104,14 +106,17 @@ struct config {
     int no_cache;         /* --no-cache */
 
     /* `token` */
-    char *mint_issuer;               /* --issuer */
-    struct config_strlist audiences; /* --audience, or the issuer */
+    char *mint_issuer;               /* --issuer (also doctor's issuer to check) */
+    struct config_strlist audiences; /* --audience, or the issuer (doctor: what aud must hold, or none) */
     char *mint_namespace;            /* --namespace */
     char *service_account;           /* --service-account */
     char *service_account_uid;       /* --service-account-uid */
     char *pod_name, *pod_uid;        /* --pod-name, --pod-uid: both or neither */
     char *node_name, *node_uid;      /* --node-name, --node-uid: both or neither */
     unsigned long duration;          /* --duration */
+
+    /* `doctor` (and --issuer, --audience, --token-file, --ca-file, --output above) */
+    char *target; /* --target: aws, gcp, azure or vault, or NULL */
 
     /* Production serving (serve and dev). */
     struct config_listen *tls_listens; /* --tls-listen */
@@ -136,6 +141,17 @@ struct config {
     unsigned long http2_max_streams;            /* --http2-max-concurrent-streams */
     int http2;                                  /* --http2: HTTP/2 on the public listeners */
     unsigned long shutdown_grace;               /* --shutdown-grace */
+
+    /* Publishing to object storage (push/): serve, dev and keys take
+     * --publish-to, publish takes --to. */
+    struct config_strlist publish_to;     /* --publish-to: s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX */
+    struct config_strlist push_to;        /* publish --to: the same forms */
+    char *s3_region;                      /* --s3-region */
+    char *s3_endpoint;                    /* --s3-endpoint, or NULL: AWS, virtual-hosted */
+    char *azblob_endpoint;                /* --azblob-endpoint, or NULL: ACCOUNT.blob.core.windows.net */
+    char *azblob_sas_file;                /* --azblob-sas-file, or NULL */
+    char *azblob_key_file;                /* --azblob-key-file, or NULL */
+    unsigned long publish_check_interval; /* --publish-check-interval */
 
     /* CONFIG_CMD_HELP: what to print: a command's help (serve .. export),
      * the overview (CONFIG_CMD_HELP) or every flag (CONFIG_HELP_ALL). */

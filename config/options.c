@@ -9,6 +9,7 @@
  * required flag is named first.
  */
 #include "config/options.h"
+#include "config/bucket_url.h"
 #include "keys/keydir.h"
 
 #include <stdio.h>
@@ -21,6 +22,9 @@
 #define FOR_TOKEN   CONFIG_CMD_BIT(CONFIG_CMD_TOKEN)
 #define FOR_EXPORT  CONFIG_CMD_BIT(CONFIG_CMD_EXPORT)
 #define FOR_SERVE   CONFIG_CMD_BIT(CONFIG_CMD_SERVE)
+#define FOR_PUBLISH CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH)
+#define FOR_PUSHING (CONFIG_FOR_SERVING | FOR_PUBLISH)
+#define FOR_DOCTOR  CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR)
 #define FOR_LOGGING (CONFIG_FOR_DOCUMENTS | FOR_VERIFY)
 
 #define FIELD(member)        offsetof(struct config, member)
@@ -44,6 +48,7 @@ IGNORING_HTTP(config_check_path_prefix)
 IGNORING_HTTP(config_check_dns_name)
 IGNORING_HTTP(config_check_unix_socket)
 IGNORING_HTTP(config_check_owner)
+IGNORING_HTTP(config_check_web_url)
 
 /* One worker per online CPU, within the row's range. */
 static void online_cpus(const struct config_option *o, char *out, size_t len)
@@ -56,7 +61,8 @@ static void online_cpus(const struct config_option *o, char *out, size_t len)
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
-static const char *const outputs[] = {"table", "json", NULL};
+static const char *const outputs[] = {"table", "text", "json", NULL};
+static const char *const targets[] = {"aws", "gcp", "azure", "vault", NULL};
 static const char *const socket_modes[] = {"0600", "0660", NULL};
 
 /* One row per flag, laid out by hand as a table. */
@@ -64,9 +70,9 @@ static const char *const socket_modes[] = {"0600", "0660", NULL};
 const struct config_option config_options[] = {
     /* Published documents */
     {.name = "service-account-issuer", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
-     .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_SERVE | FOR_EXPORT,
-     .why_required = " (at least one)", .dev_text = "http:// and the first --listen address", SCALAR(issuers),
-     .group = CONFIG_GROUP_DOCUMENTS,
+     .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
+     .required = FOR_SERVE | FOR_EXPORT | FOR_PUBLISH, .why_required = " (at least one)",
+     .dev_text = "http:// and the first --listen address", SCALAR(issuers), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Issuer, https: the iss of the tokens; repeatable, the first is published"},
     {.name = "service-account-jwks-uri", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS, .def_text = "ISSUER/openid/v1/jwks",
@@ -273,16 +279,17 @@ const struct config_option config_options[] = {
      .help = "Open connections of the TokenReview listener per process, %r; more are closed at once"},
 
     /* verify */
-    {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY, .required = FOR_VERIFY,
+    {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,
+     .required = FOR_VERIFY,
      .why_required = " (a path, or - for standard input)", SCALAR(token_file), .group = CONFIG_GROUP_VERIFY,
      .help = "File holding the token, - for standard input"},
     {.name = "discovery-url", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_url,
      .commands = FOR_VERIFY, SCALAR(discovery_url), .group = CONFIG_GROUP_VERIFY,
      .help = "Issuer URL whose discovery document gives the JWKS and, by default, the issuer; https; instead of "
              "--service-account-key-file"},
-    {.name = "ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY, .def_text = "the system's",
-     SCALAR(ca_file), .group = CONFIG_GROUP_VERIFY,
-     .help = "CA certificates for --discovery-url"},
+    {.name = "ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,
+     .def_text = "the system's", SCALAR(ca_file), .group = CONFIG_GROUP_VERIFY,
+     .help = "CA certificates to verify the issuer's TLS chain with (verify: for --discovery-url)"},
     {.name = "repeat", .arg = "N", .kind = CONFIG_KIND_UINT, .min = 1, .max = 100000000, .commands = FOR_VERIFY,
      .def = "1", SCALAR(repeat), .group = CONFIG_GROUP_VERIFY,
      .help = "Verify N times, %r, to measure speed"},
@@ -291,12 +298,13 @@ const struct config_option config_options[] = {
      .help = "Do not cache verifications across repeats"},
 
     /* token */
-    {.name = "issuer", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_url, .commands = FOR_TOKEN,
-     .required = FOR_TOKEN, .why_required = "", SCALAR(mint_issuer), .group = CONFIG_GROUP_TOKEN,
-     .help = "iss claim, https"},
-    {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN, .def_text = "the issuer",
-     SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
-     .help = "aud claim; repeatable"},
+    {.name = "issuer", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_web_url_row,
+     .commands = FOR_TOKEN | FOR_DOCTOR, .required = FOR_TOKEN | FOR_DOCTOR, .why_required = "", SCALAR(mint_issuer),
+     .group = CONFIG_GROUP_TOKEN, .also = "service-account-issuer",
+     .help = "Issuer: token's iss claim (https), or the issuer doctor checks"},
+    {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN | FOR_DOCTOR,
+     .def_text = "token: the issuer; doctor: none", SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
+     .help = "Token's aud claim; for doctor, an audience the --token-file token must hold; repeatable"},
     {.name = "namespace", .arg = "NS", .kind = CONFIG_KIND_STRING, .check = config_check_dns_name_row,
      .commands = FOR_TOKEN, .def = "default", SCALAR(mint_namespace), .group = CONFIG_GROUP_TOKEN,
      .help = "Namespace, a DNS-1123 name"},
@@ -327,10 +335,50 @@ const struct config_option config_options[] = {
      .why_required = " (the directory to write the documents into)", SCALAR(export_dir), .group = CONFIG_GROUP_EXPORT,
      .help = "Directory to write .well-known/openid-configuration and openid/v1/jwks into, created when missing"},
 
+    /* Publishing to object storage (push/) */
+    {.name = "publish-to", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+     .check = config_check_bucket_url, .commands = CONFIG_FOR_SERVING, SCALAR(publish_to),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "Also push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX whenever they "
+             "change, and repair them there; keys shows what the bucket holds; repeatable"},
+    {.name = "to", .arg = "URL", .kind = CONFIG_KIND_LIST, .check = config_check_bucket_url, .commands = FOR_PUBLISH,
+     .required = FOR_PUBLISH, .why_required = " (s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX)",
+     SCALAR(push_to), .group = CONFIG_GROUP_PUBLISH, .also = "publish-to",
+     .help = "Push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX; repeatable"},
+    {.name = "s3-region", .arg = "REGION", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_region, .commands = FOR_PUSHING, .def = "us-east-1", SCALAR(s3_region),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "Region the S3 requests are signed for (GCS: auto); credentials come from AWS_ACCESS_KEY_ID, "
+             "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"},
+    {.name = "s3-endpoint", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_endpoint, .commands = FOR_PUSHING,
+     .def_text = "AWS, https://BUCKET.s3.REGION.amazonaws.com", SCALAR(s3_endpoint), .group = CONFIG_GROUP_PUBLISH,
+     .help = "S3-compatible store (GCS: https://storage.googleapis.com), addressed path-style as URL/BUCKET/KEY"},
+    {.name = "azblob-endpoint", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_endpoint, .commands = FOR_PUSHING, .def_text = "https://ACCOUNT.blob.core.windows.net",
+     SCALAR(azblob_endpoint), .group = CONFIG_GROUP_PUBLISH,
+     .help = "Azure Blob endpoint addressed as URL/ACCOUNT/CONTAINER/KEY, such as Azurite's"},
+    {.name = "azblob-sas-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_PUSHING, SCALAR(azblob_sas_file), .group = CONFIG_GROUP_PUBLISH,
+     .help = "File holding an Azure SAS token (the query string), read at every push"},
+    {.name = "azblob-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_PUSHING, .def_text = "$AZURE_STORAGE_KEY", SCALAR(azblob_key_file),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "File holding the Azure storage account key (base64) for SharedKey, read at every push"},
+    {.name = "publish-check-interval", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = CONFIG_DAY, .commands = CONFIG_FOR_SERVERS, .def = "5m", SCALAR(publish_check_interval),
+     .group = CONFIG_GROUP_PUBLISH,
+     .help = "How often the pushed objects are read back and repaired when they differ"},
+
     /* keys */
-    {.name = "output", .arg = "table|json", .kind = CONFIG_KIND_CHOICE, .choices = outputs, .commands = FOR_KEYS,
-     .def = "table", SCALAR(output), .group = CONFIG_GROUP_KEYS,
-     .help = "What keys prints"},
+    {.name = "output", .arg = "table|text|json", .kind = CONFIG_KIND_CHOICE, .choices = outputs,
+     .commands = FOR_KEYS | FOR_DOCTOR, .def = "table", SCALAR(output), .group = CONFIG_GROUP_KEYS,
+     .help = "What keys and doctor print, for people (table and text are the same) or programs"},
+
+    /* doctor */
+    {.name = "target", .arg = "RP", .kind = CONFIG_KIND_CHOICE, .choices = targets, .commands = FOR_DOCTOR,
+     SCALAR(target), .group = CONFIG_GROUP_DOCTOR, .also = "relying-party rp",
+     .help = "Also check the documented rules of this relying party (docs/doctor.md)"},
 
     /* General */
     {.name = "config", .arg = "FILE", .kind = CONFIG_KIND_ACTION, .commands = CONFIG_FOR_EVERY, NO_FIELD,
@@ -357,7 +405,7 @@ const size_t config_option_count = sizeof config_options / sizeof config_options
 #define SERVING_GROUPS                                                                                                 \
     {                                                                                                                  \
         CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER, CONFIG_GROUP_SERVING, CONFIG_GROUP_LIMITS, \
-            CONFIG_GROUP_REVIEW, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT                                              \
+            CONFIG_GROUP_REVIEW, CONFIG_GROUP_PUBLISH, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT                        \
     }
 
 const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
@@ -370,7 +418,8 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                          "checked",
                          NULL,
                          {CONFIG_GROUP_KEYS, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
-                          CONFIG_GROUP_GENERAL, CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_COUNT}},
+                          CONFIG_GROUP_GENERAL, CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_PUBLISH,
+                          CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_VERIFY] = {"verify",
                            "Verify one token and print a TokenReview-style result",
                            "--service-account-issuer is required unless --discovery-url is given.",
@@ -387,6 +436,18 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                            NULL,
                            {CONFIG_GROUP_EXPORT, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
                             CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
+    [CONFIG_CMD_PUBLISH] = {"publish",
+                            "Push the documents serve would serve to object storage once (S3, GCS, Azure Blob), with "
+                            "serve's headers, checked by reading them back",
+                            NULL,
+                            {CONFIG_GROUP_PUBLISH, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
+                             CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
+    [CONFIG_CMD_DOCTOR] = {"doctor",
+                           "Check an issuer as relying parties do: discovery, JWKS, TLS, a token, and with --target "
+                           "the rules of AWS, GCP, Azure or Vault; prints PASS, WARN or FAIL per check",
+                           "Exit status: 0 without FAIL, 1 with a FAIL, 2 for usage errors.",
+                           {CONFIG_GROUP_TOKEN, CONFIG_GROUP_DOCTOR, CONFIG_GROUP_VERIFY, CONFIG_GROUP_KEYS,
+                            CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
 };
 
 const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
@@ -397,9 +458,11 @@ const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
     [CONFIG_GROUP_LIMITS] = "Limits and timeouts",
     [CONFIG_GROUP_REVIEW] = "Token verification",
     [CONFIG_GROUP_VERIFY] = "The token to verify",
-    [CONFIG_GROUP_TOKEN] = "The token to mint",
+    [CONFIG_GROUP_TOKEN] = "Issuer and claims",
     [CONFIG_GROUP_EXPORT] = "Where to export",
+    [CONFIG_GROUP_PUBLISH] = "Publishing to object storage",
     [CONFIG_GROUP_KEYS] = "What to print",
+    [CONFIG_GROUP_DOCTOR] = "What to check",
     [CONFIG_GROUP_GENERAL] = "General",
 };
 

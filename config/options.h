@@ -21,12 +21,15 @@
 #define CONFIG_CMD_BIT(c) (1u << (c))
 #define CONFIG_FOR_SERVING                                                                                             \
     (CONFIG_CMD_BIT(CONFIG_CMD_SERVE) | CONFIG_CMD_BIT(CONFIG_CMD_DEV) | CONFIG_CMD_BIT(CONFIG_CMD_KEYS))
-/* The flags that decide the published bytes: export writes what serve
- * would serve with them, so it takes these and no listener flag. */
-#define CONFIG_FOR_DOCUMENTS (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_EXPORT))
+/* The flags that decide the published bytes: export and publish write what
+ * serve would serve with them, so they take these and no listener flag. */
+#define CONFIG_FOR_DOCUMENTS                                                                                           \
+    (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_EXPORT) | CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH))
 /* The commands that open listeners. */
 #define CONFIG_FOR_SERVERS (CONFIG_CMD_BIT(CONFIG_CMD_SERVE) | CONFIG_CMD_BIT(CONFIG_CMD_DEV))
-#define CONFIG_FOR_EVERY   (CONFIG_FOR_DOCUMENTS | CONFIG_CMD_BIT(CONFIG_CMD_VERIFY) | CONFIG_CMD_BIT(CONFIG_CMD_TOKEN))
+#define CONFIG_FOR_EVERY                                                                                               \
+    (CONFIG_FOR_DOCUMENTS | CONFIG_CMD_BIT(CONFIG_CMD_VERIFY) | CONFIG_CMD_BIT(CONFIG_CMD_TOKEN) |                     \
+     CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR))
 
 /* What a flag's value is, and how struct config holds it. */
 enum config_kind {
@@ -59,7 +62,9 @@ enum config_group {
     CONFIG_GROUP_VERIFY,
     CONFIG_GROUP_TOKEN,
     CONFIG_GROUP_EXPORT,
+    CONFIG_GROUP_PUBLISH,
     CONFIG_GROUP_KEYS,
+    CONFIG_GROUP_DOCTOR,
     CONFIG_GROUP_GENERAL,
     CONFIG_GROUP_COUNT
 };
@@ -109,9 +114,9 @@ struct config_command_info {
     enum config_group groups[CONFIG_GROUP_COUNT + 1]; /* ends at CONFIG_GROUP_COUNT */
 };
 
-/* Indexed by enum config_command, up to CONFIG_CMD_EXPORT. */
+/* Indexed by enum config_command, up to CONFIG_CMD_DOCTOR. */
 extern const struct config_command_info config_commands[];
-#define CONFIG_COMMAND_COUNT (CONFIG_CMD_EXPORT + 1)
+#define CONFIG_COMMAND_COUNT (CONFIG_CMD_DOCTOR + 1)
 
 /* The title of each group in the help. */
 extern const char *const config_group_titles[CONFIG_GROUP_COUNT];

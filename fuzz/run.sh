@@ -11,11 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_http ...]" >&2; exit 2; }
+usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_http|fuzz_doctor ...]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 secs=$1; shift
 [[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || usage
-all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview fuzz_http)
+all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview fuzz_http fuzz_doctor)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -84,7 +84,7 @@ run_one() {
     if [ -d "fuzz/corpus/$t" ]; then cp -r "fuzz/corpus/$t/." "$dir/corpus/"; fi
     local dict=()
     case $t in
-    fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_token) dict=(-dict=fuzz/dict/json.dict) ;;
+    fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_token|fuzz_doctor) dict=(-dict=fuzz/dict/json.dict) ;;
     fuzz_http) dict=(-dict=fuzz/dict/http.dict) ;;
     esac
     "$bin/$t" "${dict[@]}" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \

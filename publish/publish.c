@@ -131,3 +131,35 @@ struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, t
 
     return snapshot_build(&params, ks, now);
 }
+
+int publish_build(const struct config *cfg, struct history *h, time_t now, struct snapshot **out, char *err,
+                  size_t errlen)
+{
+    struct keyset *ks = NULL;
+    struct keydir *signer = NULL;
+    int rc = publish_read_signer(cfg, &signer, err, errlen) == 0 ? 0 : 2;
+
+    *out = NULL;
+    if (rc == 0 && publish_keyset(cfg, signer, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
+        rc = 2;
+    keydir_free(signer);
+    if (rc != 0)
+        return rc;
+    if ((*out = publish_snapshot(cfg, ks, now)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+int publish_build_now(const struct config *cfg, struct snapshot **out, char *err, size_t errlen)
+{
+    time_t now = time(NULL);
+    struct history *h = publish_history_load(cfg, now, err, errlen);
+    int rc = h != NULL ? publish_build(cfg, h, now, out, err, errlen) : 2;
+
+    if (h == NULL)
+        *out = NULL;
+    history_free(h);
+    return rc;
+}

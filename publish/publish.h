@@ -62,6 +62,17 @@ int publish_read_signer(const struct config *cfg, struct keydir **out, char *err
  * lag. */
 struct rotation_policy publish_rotation_policy(const struct config *cfg);
 
+/* The snapshot serve would publish at now with cfg: the key files, h's
+ * retention applied (in memory; h is never saved here), rendered. For the
+ * one-shot commands (keys, export, publish). Returns 0, 2 when the keys
+ * cannot be read (the reason in err), 1 when out of memory. */
+int publish_build(const struct config *cfg, struct history *h, time_t now, struct snapshot **out, char *err,
+                  size_t errlen);
+
+/* publish_build now, with the history --state-dir holds (read, never
+ * written): what export and publish write. Same results. */
+int publish_build_now(const struct config *cfg, struct snapshot **out, char *err, size_t errlen);
+
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
  * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */
 struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now);

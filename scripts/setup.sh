@@ -11,8 +11,11 @@ packages=(build-essential cmake pkg-config openssl curl
           python3 python3-cryptography python3-jwt python3-prometheus-client python3-h2 nghttp2-client
           python3-yaml unzip strace valgrind clang-14 libclang-rt-14-dev
           systemd python3-seccomp
+          python3-botocore
           libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev python3-grpcio python3-grpc-tools)
-# Node.js runs the independent relying-party tests (panva/jose); keep an
+# python3-botocore recomputes the S3 signatures in tests/e2e/s3_standin.py.
+# Node.js runs the independent relying-party tests (panva/jose) and Azurite
+# (tests/e2e/test_bucket_azure.py); keep an
 # existing installation (it may not come from Debian) and add Debian's
 # otherwise.
 command -v node >/dev/null || packages+=(nodejs)
@@ -28,7 +31,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The node test dependencies, pinned by package-lock.json.
-if [ -f tests/node/package-lock.json ] && [ ! -d tests/node/node_modules ]; then
+# The node test dependencies, pinned by package-lock.json; again when the
+# lock changed since the last install (npm records it in node_modules).
+if [ -f tests/node/package-lock.json ] && { [ ! -f tests/node/node_modules/.package-lock.json ] ||
+        [ tests/node/package-lock.json -nt tests/node/node_modules/.package-lock.json ]; }; then
     (cd tests/node && npm ci --silent --no-audit --no-fund)
 fi

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "publish/paths.h"
+#include "push/publisher.h"
 #include "server/extsigner/grpc_server.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
@@ -83,6 +84,8 @@ struct server {
     pthread_t thread;
     int thread_started;
     int thread_abandoned; /* it did not stop in time: it may still use all this */
+    /* --publish-to: pushes every snapshot to object storage, or NULL. */
+    struct push_publisher *publisher;
     /* The external signer (--signing-key-dir): the state its calls answer
      * from, handed over after each snapshot, and its gRPC server. */
     struct signer_slot signer_slot;
@@ -155,6 +158,8 @@ static void server_reload_pass(struct server *s)
     tls = cert_reload(&s->cert, now);
     server_publish(s, snap, tls);
     server_publish_signer(s, reload_signer_changed(s->reload));
+    if (snap != NULL)
+        push_publisher_offer(s->publisher, snap);
 }
 
 /* Milliseconds until the next pass is due. */
@@ -268,6 +273,21 @@ static int server_prepare_reload(struct server *s)
     if ((s->reload = reload_create(cfg, now, now_ms)) == NULL || cert_init(&s->cert, cfg, now) != 0)
         return 2;
     schedule_init(&s->schedule, cfg->key_reload_interval, now_ms);
+    return 0;
+}
+
+/* --publish-to: opens the targets (credentials missing stop the start,
+ * before any port answers) and starts pushing the first snapshot. */
+static int server_start_publisher(struct server *s)
+{
+    char err[1280];
+
+    if (s->cfg->publish_to.count == 0)
+        return 0;
+    if ((s->publisher = push_publisher_start(s->cfg, reload_current(s->reload), err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "%s", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -456,6 +476,8 @@ static int server_start(struct server *s, sigset_t *signals)
     }
     if ((rc = server_prepare_reload(s)) != 0)
         return rc;
+    if (server_start_publisher(s) != 0)
+        return 2;
     server_publish_signer(s, reload_signer_current(s->reload));
     if (s->cfg->external_signer_listen != NULL &&
         (s->extsigner = extsigner_start(s->cfg, &s->signer_slot, err, sizeof(err))) == NULL) {
@@ -523,6 +545,8 @@ int server_run(const struct config *cfg)
         server_grace(cfg, server_wait_signal(s, &signals));
     if (server_reload_stop(s, SERVER_RELOAD_STOP_MS) != 0)
         rc = 1;
+    if (!s->thread_abandoned)
+        push_publisher_stop(s->publisher); /* nothing offers any more */
     server_stop_workers(s);
     if (s->thread_abandoned) {
         accesslog_close(s->accesslog);

@@ -18,4 +18,14 @@ static inline int64_t clock_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The wall clock in milliseconds since the Unix epoch: for what is stored
+ * and compared across processes (the generation of a pushed key set). */
+static inline int64_t clock_wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 #endif

@@ -447,6 +447,16 @@ static size_t http_on_upload(char *buf, size_t size, size_t nitems, void *ctx)
     return n;
 }
 
+/* libcurl's progress callback, set only for a request that can be
+ * cancelled: non-zero stops the transfer. */
+static int http_on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    const struct http_call *c = ctx;
+
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return atomic_load(c->req->cancel) != 0;
+}
+
 /* Without a CA file, trusts OpenSSL's default store, found as every
  * OpenSSL program finds it (SSL_CERT_FILE, SSL_CERT_DIR, else the
  * distribution's paths), rather than the bundle path libcurl was built
@@ -529,6 +539,8 @@ static enum http_client_error http_fail_curl(struct http_call *c, CURL *curl, CU
     if (c->why != NULL)
         return http_fail(c, HTTP_CLIENT_ERR_RESPONSE, "%s", c->why);
     switch (rc) {
+    case CURLE_ABORTED_BY_CALLBACK:
+        return http_fail(c, HTTP_CLIENT_ERR_CANCELLED, "cancelled");
     case CURLE_OPERATION_TIMEDOUT:
         return http_fail_timeout(c, curl);
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -619,6 +631,11 @@ static CURLcode http_set_exchange(CURL *curl, struct http_call *c, CURLU *u, str
         HTTP_SET(CURLOPT_READDATA, c);
         HTTP_SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->upload_left);
     }
+    if (req->cancel != NULL) {
+        HTTP_SET(CURLOPT_NOPROGRESS, 0L);
+        HTTP_SET(CURLOPT_XFERINFOFUNCTION, http_on_progress);
+        HTTP_SET(CURLOPT_XFERINFODATA, c);
+    }
     if (req->sigv4 != NULL) {
         snprintf(provider, sizeof(provider), "aws:amz:%s:%s", req->sigv4->region, req->sigv4->service);
         HTTP_SET(CURLOPT_AWS_SIGV4, provider); /* libcurl copies strings */
@@ -703,6 +720,8 @@ enum http_client_error http_client_fetch(const struct http_request *req, struct 
     if (http_init_rc != CURLE_OK)
         e = http_fail(&call, HTTP_CLIENT_ERR_REQUEST, "cannot initialise libcurl: %s",
                       curl_easy_strerror(http_init_rc));
+    else if (req->cancel != NULL && atomic_load(req->cancel))
+        e = http_fail(&call, HTTP_CLIENT_ERR_CANCELLED, "cancelled");
     else if ((e = http_check_url(&call, &u)) == HTTP_CLIENT_OK &&
              (req->sigv4 == NULL || (e = http_check_sigv4(&call)) == HTTP_CLIENT_OK) &&
              (e = http_fields(&call, &fields)) == HTTP_CLIENT_OK)
@@ -740,7 +759,8 @@ int http_client_status_error(const struct http_request *req, const struct http_r
 
 const char *http_client_error_name(enum http_client_error e)
 {
-    static const char *const names[] = {"ok", "request", "connect", "tls", "tls_verify", "timeout", "response"};
+    static const char *const names[] = {"ok",         "request", "connect",  "tls",
+                                        "tls_verify", "timeout", "response", "cancelled"};
 
     return (size_t)e < sizeof(names) / sizeof(names[0]) ? names[e] : "unknown";
 }

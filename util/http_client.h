@@ -31,6 +31,7 @@
 #ifndef OIDC_HTTP_CLIENT_H
 #define OIDC_HTTP_CLIENT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* Defaults for a request that leaves these fields 0. */
@@ -93,6 +94,12 @@ struct http_request {
     long connect_timeout_ms;
 
     int use_env_proxy; /* honour https_proxy, http_proxy, no_proxy, ... */
+
+    /* When it turns non-zero, the request stops (within a second: libcurl
+     * looks at it whenever data moves and at least once a second) and
+     * fails with HTTP_CLIENT_ERR_CANCELLED; a thread being stopped must not
+     * wait out a timeout. NULL: never. */
+    const atomic_int *cancel;
 };
 
 /* One header field of a response. */
@@ -122,6 +129,7 @@ enum http_client_error {
     HTTP_CLIENT_ERR_TLS_VERIFY, /* the certificate chain or name did not verify */
     HTTP_CLIENT_ERR_TIMEOUT,    /* the connect or whole-transfer timeout expired */
     HTTP_CLIENT_ERR_RESPONSE,   /* malformed, over a cap, content-coded, or cut short */
+    HTTP_CLIENT_ERR_CANCELLED,  /* *cancel turned non-zero */
 };
 
 /* Sends the request and reads the response, whatever its status. Returns

@@ -1,5 +1,6 @@
 #include "server/obs/metrics.h"
 #include "publish/paths.h"
+#include "push/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,6 +278,35 @@ static void metrics_render_signer(struct metrics_buf *b)
         mb_printf(b, "oidc_signer_signatures_total{result=\"%s\"} %llu\n", results[r], (unsigned long long)m->signs[r]);
 }
 
+/* --publish-to: attempts by target and result, the last time each target
+ * was found current, and the objects repaired after they drifted. Target
+ * URLs hold no quote, backslash or newline (config/bucket_url.c), so they
+ * need no escaping as label values. */
+static void metrics_render_publish(struct metrics_buf *b)
+{
+    size_t n = push_status_count();
+    struct push_status st;
+
+    if (n == 0)
+        return;
+    mb_printf(b, "# HELP oidc_publish_attempts_total Pushes to object storage (and drift checks) by target and "
+                 "result.\n# TYPE oidc_publish_attempts_total counter\n");
+    for (size_t i = 0; i < n && push_status_get(i, &st) == 0; i++)
+        for (int r = 0; r < PUSH_NRESULTS; r++)
+            mb_printf(b, "oidc_publish_attempts_total{target=\"%s\",result=\"%s\"} %llu\n", st.target,
+                      push_result_name((enum push_result)r), (unsigned long long)st.results[r]);
+    mb_printf(b, "# HELP oidc_publish_last_success_timestamp_seconds When the target last held the published key "
+                 "set (or a newer one); 0: never.\n# TYPE oidc_publish_last_success_timestamp_seconds gauge\n");
+    for (size_t i = 0; i < n && push_status_get(i, &st) == 0; i++)
+        mb_printf(b, "oidc_publish_last_success_timestamp_seconds{target=\"%s\"} %lld\n", st.target,
+                  (long long)st.last_current);
+    mb_printf(b, "# HELP oidc_publish_drift_repairs_total Objects rewritten because they differed from the "
+                 "published documents after a push.\n# TYPE oidc_publish_drift_repairs_total counter\n");
+    for (size_t i = 0; i < n && push_status_get(i, &st) == 0; i++)
+        mb_printf(b, "oidc_publish_drift_repairs_total{target=\"%s\"} %llu\n", st.target,
+                  (unsigned long long)st.drift_repairs);
+}
+
 char *metrics_render(size_t *len)
 {
     struct metrics_buf b = {0};
@@ -289,6 +319,7 @@ char *metrics_render(size_t *len)
     metrics_render_connections(&b, n);
     metrics_render_process(&b);
     metrics_render_signer(&b);
+    metrics_render_publish(&b);
     if (b.failed) {
         free(b.p);
         return NULL;

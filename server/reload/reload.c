@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "diag/rp_rules.h"
 #include "keys/history.h"
 #include "keys/keyset.h"
 #include "keys/removal.h"
@@ -32,6 +33,7 @@ struct reload {
     unsigned long generation;
     unsigned long failures;
     int64_t removal_due; /* monotonic ms of the re-read that confirms held removals, or 0 */
+    int over_limits;     /* the published set breaks a relying party's documented limit */
     /* The signing key directory, a key source of its own (signerdir.h):
      * NULL without --signing-key-dir. */
     struct signerdir *signer;
@@ -59,6 +61,44 @@ static void reload_log_event(void *ctx, enum history_event ev, const struct hist
     }
 }
 
+/* --- relying-party limits (diag/rp_rules.h, docs/compatibility.md §6) --- */
+
+/* Logs one rule a relying party would refuse the published set by; counts
+ * them in *ctx. */
+static void reload_log_limit(void *ctx, const struct rp_outcome *o)
+{
+    if (o->verdict != RP_REFUSED)
+        return;
+    (*(int *)ctx)++;
+    log_msg(LOG_WARN, "relying-party limit: %s: %s; fix: %s (%s)", o->relying_party, o->what, o->fix, o->source);
+}
+
+/* Checks a newly published set against every relying party's documented
+ * limits (more than 100 RSA keys for AWS, ...), the same rules `doctor`
+ * applies, and logs what breaks one. It runs with each new snapshot, so at
+ * start and after every change, not on passes that change nothing. The
+ * issuer's form is left to --allow-insecure-issuer's own warning when that
+ * is on (development). */
+static void reload_check_limits(struct reload *r, const struct keyset *ks)
+{
+    struct rp_key *keys = calloc(ks->count + 1, sizeof(*keys));
+    struct rp_facts facts = {.issuer = r->cfg->allow_insecure_issuer ? NULL : r->cfg->issuers.items[0],
+                             .have_keys = keys != NULL,
+                             .keys = keys,
+                             .nkeys = ks->count,
+                             .publicly_trusted = -1};
+    int broken = 0;
+
+    for (size_t i = 0; keys != NULL && i < ks->count; i++)
+        keys[i] = (struct rp_key){ks->keys[i].curve ? "EC" : "RSA", ks->keys[i].alg, NULL};
+    for (int t = 0; t < RP_TARGET_COUNT; t++)
+        rp_check((enum rp_target)t, &facts, reload_log_limit, &broken);
+    if (broken == 0 && r->over_limits)
+        log_msg(LOG_INFO, "relying-party limits: the published set is within every documented limit again");
+    r->over_limits = broken > 0;
+    free(keys);
+}
+
 /* snap replaces the current snapshot. */
 static void reload_publish(struct reload *r, struct snapshot *snap)
 {
@@ -76,6 +116,7 @@ static void reload_publish(struct reload *r, struct snapshot *snap)
         else
             log_msg(LOG_INFO, "key kid=%s alg=%s bits=%d source=%s", k->kid, k->alg, k->bits, source);
     }
+    reload_check_limits(r, snap->keyset);
 }
 
 /* Saves the retention state (when there is a --state-dir); a failure is

@@ -9,7 +9,9 @@
  * seconds), and renders the snapshot. A snapshot is new only when its
  * bytes differ from the current one, so ETag and Last-Modified change only
  * with the documents; a failed read keeps the current one. It also watches
- * the signing key (signing.h).
+ * the signing key (signing.h), and logs what of each new set a relying
+ * party's documented limits refuse (diag/rp_rules.h: more than 100 RSA
+ * keys for AWS, ...), at start and after every change.
  *
  * It knows nothing of threads, workers or HTTP: the server runs the passes
  * on its reload thread when the schedule (schedule.h) says, and hands what

@@ -7,7 +7,8 @@ pasting them into one terminal: variables, `$!` and `%1` carry over), with
 `set -euo pipefail`, in a fresh temporary working directory that holds
 `keys/sa.key` and `keys/sa.pub` (a throwaway RSA 2048 pair, the convention
 docs/README.md describes). `oidc-discovery` resolves to $OIDC_BIN through a
-shim directory put first on PATH.
+shim directory put first on PATH, and $OIDC_SOURCE_DIR names the repository,
+for the test stand-ins a guide may start (tests/e2e/s3_standin.py).
 
 Isolation and bounds:
   - the whole run happens in a private network namespace (`unshare -rn`, or
@@ -237,6 +238,7 @@ class Page:
             env = dict(os.environ)
             env["PATH"] = self.shim + os.pathsep + env.get("PATH", "")
             env["HOME"] = workdir
+            env["OIDC_SOURCE_DIR"] = REPO  # for the test stand-ins a guide may start (tests/e2e/s3_standin.py)
             out_path = os.path.join(workdir, ".docs-output")
             with open(out_path, "wb") as out:
                 proc = subprocess.Popen(["bash", script_path], cwd=workdir, env=env, stdin=subprocess.DEVNULL,

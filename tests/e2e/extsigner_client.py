@@ -5,7 +5,6 @@ directory; nothing here encodes a message by hand. Also what the signer
 tests share: kube-shaped claims, the JWKS as PyJWT keys, a JWKS sampler
 and a Sign load that record what they saw with the time they saw it."""
 
-import base64
 import hashlib
 import importlib
 import json

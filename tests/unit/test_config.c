@@ -12,10 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/bucket_url.h"
 #include "config/checks.h"
 #include "config/config.h"
 #include "config/file.h"
 #include "config/options.h"
+#include "test_support.h"
 
 #define MAX_ARGS 48
 
@@ -86,16 +88,6 @@ static void flag_fails(const char *want, const char *flag, const char *value)
     fails(want, "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", flag, value,
           NULL);
 }
-
-/* The body of a ParameterizedTestParameters over the rows of a static
- * table: each test gets an index. (Criterion runs a parameterized test in a
- * new process, where a pointer in a parameter would point nowhere, so a
- * table of strings cannot be the parameters themselves.) */
-#define TABLE_PARAMETERS(table)                                                                                        \
-    static size_t indices_[sizeof table / sizeof table[0]];                                                            \
-    for (size_t i_ = 0; i_ < sizeof table / sizeof table[0]; i_++)                                                     \
-        indices_[i_] = i_;                                                                                             \
-    return cr_make_param_array(size_t, indices_, sizeof table / sizeof table[0])
 
 #define MAX_AGE_PROBLEM "must be a duration between 0 and 365d (like 90s, 15m, 24h, 7d or plain seconds)"
 
@@ -453,6 +445,9 @@ static const struct help_case {
     {{"verify", "--help"}, CONFIG_CMD_VERIFY},
     {{"token", "--help"}, CONFIG_CMD_TOKEN},
     {{"export", "--help"}, CONFIG_CMD_EXPORT},
+    {{"publish", "--help"}, CONFIG_CMD_PUBLISH},
+    {{"doctor", "--help"}, CONFIG_CMD_DOCTOR},
+    {{"help", "doctor"}, CONFIG_CMD_DOCTOR},
     {{"help", "verify"}, CONFIG_CMD_VERIFY},
     {{"help", "serve"}, CONFIG_CMD_SERVE},
     {{"help", "all"}, CONFIG_HELP_ALL},
@@ -475,9 +470,10 @@ ParameterizedTest(size_t *i, config, help_topics)
 
 Test(config, help_errors)
 {
-    fails("unknown command \"bogus\" (commands: serve, dev, keys, verify, token, export, all)", "help", "bogus", NULL);
-    fails("unknown command \"--listen\" (commands: serve, dev, keys, verify, token, export, all)", "help", "--listen",
-          NULL);
+    fails("unknown command \"bogus\" (commands: serve, dev, keys, verify, token, export, publish, doctor, all)", "help",
+          "bogus", NULL);
+    fails("unknown command \"--listen\" (commands: serve, dev, keys, verify, token, export, publish, doctor, all)",
+          "help", "--listen", NULL);
     fails("unexpected argument \"x\"", "help", "serve", "x", NULL);
 }
 
@@ -638,10 +634,10 @@ Test(config, token_help)
 {
     static const char *const want[] = {
         "Usage: oidc-discovery token --signing-key-file PATH --issuer URL",
-        "\nThe token to mint (not config-file keys):\n  --issuer URL ",
-        "iss claim, https (required)",
+        "\nIssuer and claims (not config-file keys):\n  --issuer URL ",
+        "token's iss claim (https), or the issuer doctor checks (required)",
         "--audience AUD",
-        "(default: the issuer)",
+        "(default: token: the issuer; doctor: none)",
         "--namespace NS",
         "--service-account NAME",
         "(default default)",
@@ -664,8 +660,8 @@ Test(config, export_keys_and_dev_help)
     static const char *const export[] = {"Usage: oidc-discovery export --service-account-issuer URL",
                                          "\nWhere to export (not config-file keys):\n  --out DIR ", NULL};
     static const char *const keys[] = {"Usage: oidc-discovery keys [flags]",
-                                       "\nWhat to print (not config-file keys):\n  --output table|json ",
-                                       "table or json (default table)", NULL};
+                                       "\nWhat to print (not config-file keys):\n  --output table|text|json ",
+                                       "table, text or json (default table)", NULL};
     static const char *const dev[] = {"Usage: oidc-discovery dev [flags]",
                                       "(default: http:// and the first --listen address)",
                                       "repeatable (default dev-keys/sa.pub)", "for development (default on)", NULL};
@@ -686,6 +682,8 @@ static const struct first_flag {
     {CONFIG_CMD_VERIFY, "--token-file"},
     {CONFIG_CMD_TOKEN, "--issuer"},
     {CONFIG_CMD_EXPORT, "--out"},
+    {CONFIG_CMD_PUBLISH, "--to"},
+    {CONFIG_CMD_DOCTOR, "--issuer"},
 };
 
 ParameterizedTestParameters(config, help_own_flags_first)
@@ -708,7 +706,7 @@ ParameterizedTest(size_t *i, config, help_own_flags_first)
  * them all. */
 Test(config, help_lists_exactly_the_flags_a_command_takes)
 {
-    for (int c = CONFIG_CMD_SERVE; c <= CONFIG_CMD_EXPORT; c++) {
+    for (int c = CONFIG_CMD_SERVE; c < CONFIG_COMMAND_COUNT; c++) {
         const char *h = help((enum config_command)c);
         for (size_t i = 0; i < config_option_count; i++) {
             const struct config_option *o = &config_options[i];
@@ -723,8 +721,9 @@ Test(config, help_lists_exactly_the_flags_a_command_takes)
 
 Test(config, help_lines_fit_80_columns)
 {
-    const enum config_command topics[] = {CONFIG_CMD_SERVE, CONFIG_CMD_DEV,    CONFIG_CMD_KEYS, CONFIG_CMD_VERIFY,
-                                          CONFIG_CMD_TOKEN, CONFIG_CMD_EXPORT, CONFIG_CMD_HELP, CONFIG_HELP_ALL};
+    const enum config_command topics[] = {CONFIG_CMD_SERVE, CONFIG_CMD_DEV,    CONFIG_CMD_KEYS,    CONFIG_CMD_VERIFY,
+                                          CONFIG_CMD_TOKEN, CONFIG_CMD_EXPORT, CONFIG_CMD_PUBLISH, CONFIG_CMD_DOCTOR,
+                                          CONFIG_CMD_HELP,  CONFIG_HELP_ALL};
 
     for (size_t t = 0; t < sizeof topics / sizeof topics[0]; t++) {
         help(topics[t]);
@@ -737,12 +736,16 @@ Test(config, help_lines_fit_80_columns)
 
 Test(config, unknown_command)
 {
-    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, help)", "x", NULL);
-    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, help)", "servee", "--help",
+    fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)", "x",
           NULL);
-    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, help)", "key", NULL);
-    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, help)", "tokens", NULL);
-    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, help)", "Verify", NULL);
+    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+          "servee", "--help", NULL);
+    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)", "key",
+          NULL);
+    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+          "tokens", NULL);
+    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+          "Verify", NULL);
 }
 
 Test(config, unknown_flags)
@@ -769,7 +772,7 @@ static const struct suggestion_case {
     const char *want;
 } suggestion_cases[] = {
     {{"--issuer", "https://a.example"},
-     "--issuer is only valid for the token command; did you mean --service-account-issuer?"},
+     "--issuer is only valid for the token and doctor commands; did you mean --service-account-issuer?"},
     {{"--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --service-account-key-file? (see --help)"},
     {{"token", "--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --signing-key-file? (see --help)"},
     {{"--port", "8080"}, "unknown flag \"--port\"; did you mean --listen? (see --help)"},
@@ -1125,11 +1128,11 @@ Test(config, keys_errors)
     fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "keys", NULL);
     fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "keys", "--output",
           "json", NULL);
-    fails("--output \"yaml\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
+    fails("--output \"yaml\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output",
           "yaml", NULL);
-    fails("--output \"JSON\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output",
+    fails("--output \"JSON\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output",
           "JSON", NULL);
-    fails("--output \"\": must be one of table, json", "keys", "--service-account-key-file", "/k", "--output", "",
+    fails("--output \"\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output", "",
           NULL);
     fails("--output: missing value", "keys", "--output", NULL);
     /* an issuer given to keys is still checked */
@@ -1140,10 +1143,10 @@ Test(config, keys_errors)
 
 Test(config, output_only_for_keys)
 {
-    flag_fails("--output is only valid for the keys command", "--output", "json");
-    fails("--output is only valid for the keys command", "serve", "--service-account-issuer", "https://a.example",
-          "--service-account-key-file", "/k", "--output", "table", NULL);
-    fails("--output is only valid for the keys command", "dev", "--output", "json", NULL);
+    flag_fails("--output is only valid for the keys and doctor commands", "--output", "json");
+    fails("--output is only valid for the keys and doctor commands", "serve", "--service-account-issuer",
+          "https://a.example", "--service-account-key-file", "/k", "--output", "table", NULL);
+    fails("--output is only valid for the keys and doctor commands", "dev", "--output", "json", NULL);
 }
 
 Test(config, keys_help_and_version)
@@ -1720,12 +1723,16 @@ static void each_flag_fails(const char *const *args, size_t nargs, const struct 
                             const char *suffix)
 {
     const char *a[10] = {NULL};
-    char want[CONFIG_ERR_MAX];
+    char want[CONFIG_ERR_MAX], both[96];
 
     cr_assert_leq(nargs, 8);
     memcpy(a, args, nargs * sizeof *args);
+    snprintf(both, sizeof both, "%.*s and doctor commands", (int)(strlen(suffix) - strlen(" command")), suffix);
     for (size_t i = 0; i < ncases; i++) {
-        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, suffix, hint_for(cases[i].flag));
+        /* a flag doctor takes too is "only valid for the X and doctor commands" */
+        int shared = (config_option(cases[i].flag + 2)->commands & CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR)) &&
+                     strstr(suffix, " only valid ");
+        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, shared ? both : suffix, hint_for(cases[i].flag));
         a[nargs] = cases[i].flag;
         a[nargs + 1] = cases[i].value; /* NULL ends the arguments early for a flag without a value */
         fails(want, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
@@ -2023,7 +2030,8 @@ Test(config, token_rejects_other_flags)
 {
     EACH_FLAG_FAILS(serving_flags, NOT_FOR_TOKEN, TOKEN_ARGS);
     EACH_FLAG_FAILS(verify_flags, ONLY_FOR_VERIFY, TOKEN_ARGS);
-    fails("--service-account-issuer" NOT_FOR_TOKEN, TOKEN_ARGS, "--service-account-issuer", "https://a.example", NULL);
+    fails("--service-account-issuer" NOT_FOR_TOKEN "; did you mean --issuer?", TOKEN_ARGS, "--service-account-issuer",
+          "https://a.example", NULL);
     fails("--service-account-key-file" NOT_FOR_TOKEN, TOKEN_ARGS, "--service-account-key-file", "/k", NULL);
     fails("--api-audiences" NOT_FOR_TOKEN, TOKEN_ARGS, "--api-audiences", "a", NULL);
     fails("--token-leeway" NOT_FOR_TOKEN, TOKEN_ARGS, "--token-leeway", "1", NULL);
@@ -3209,9 +3217,10 @@ static int record_key(void *ctx, const struct config_option *o, const char *valu
 /* A value row o takes, as a config file writes it. */
 static void json_value_for(const struct config_option *o, char *out, size_t len)
 {
-    static const char *const samples[] = {"/x", "https://a.example", "127.0.0.1:1", "a", "1", "true", "unix:/x"};
+    static const char *const samples[] = {"/x",   "https://a.example", "127.0.0.1:1", "a", "1",
+                                          "true", "unix:/x",           "s3://bucket"};
     char problem[CONFIG_PROBLEM_MAX];
-    const char *v = o->def;
+    const char *v = o->def ? o->def : o->choices ? o->choices[0] : NULL;
 
     for (size_t i = 0; !v && i < sizeof samples / sizeof samples[0]; i++)
         if (!config_option_check(o, samples[i], 0, problem))
@@ -3389,4 +3398,285 @@ Test(config, signer_from_config_file)
     cr_assert_eq(cfg.publish_ahead, 7200);
     cr_assert_str_eq(cfg.external_signer_listen, "unix:/run/s.sock");
     cr_assert_str_eq(cfg.external_signer_socket_mode, "0660");
+}
+
+/* ---- publishing to object storage (#17) ---- */
+
+#define PUBLISH_ARGS "publish", "--to", "s3://oidc/cluster-1", SERVE_ARGS
+#define HTTP_ENDPOINT_WARNING                                                                                          \
+    "plain http: the documents and the signed requests travel unencrypted; for a local store only"
+
+Test(config, publish_defaults)
+{
+    ok(PUBLISH_ARGS, NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_PUBLISH);
+    list_is(&cfg.push_to, 1, "s3://oidc/cluster-1");
+    cr_assert_eq(cfg.publish_to.count, 0);
+    cr_assert_str_eq(cfg.s3_region, "us-east-1");
+    cr_assert_null(cfg.s3_endpoint);
+    cr_assert_null(cfg.azblob_endpoint);
+    cr_assert_null(cfg.azblob_sas_file);
+    cr_assert_null(cfg.azblob_key_file);
+    cr_assert_str_eq(cfg.jwks_uri, "https://a.example/openid/v1/jwks");
+    cr_assert_eq(cfg.warnings.count, 0);
+}
+
+Test(config, publish_takes_document_and_store_flags)
+{
+    ok("publish", "--to", "s3://oidc/a/", "--to", "azblob://acct1/$web", "--s3-region", "auto", "--s3-endpoint",
+       "https://storage.googleapis.com", "--azblob-endpoint", "https://acct1.blob.core.windows.net/",
+       "--azblob-key-file", "/key", "--max-age", "600", "--jwks-content-type", "application/json", "--key-retention",
+       "1h", "--state-dir", "/s", SERVE_ARGS, NULL);
+    list_is(&cfg.push_to, 2, "s3://oidc/a/", "azblob://acct1/$web");
+    cr_assert_str_eq(cfg.s3_region, "auto");
+    cr_assert_str_eq(cfg.s3_endpoint, "https://storage.googleapis.com");
+    cr_assert_str_eq(cfg.azblob_endpoint, "https://acct1.blob.core.windows.net/");
+    cr_assert_str_eq(cfg.azblob_key_file, "/key");
+    cr_assert_eq(cfg.max_age, 600);
+    cr_assert_eq(cfg.warnings.count, 0, "https endpoints: no warning");
+}
+
+Test(config, serve_publish_to)
+{
+    OK_WITH("--publish-to", "s3://oidc", "--publish-to", "azblob://devstoreaccount1/oidc/c-1", "--azblob-sas-file",
+            "/sas", "--publish-check-interval", "2s", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_SERVE);
+    list_is(&cfg.publish_to, 2, "s3://oidc", "azblob://devstoreaccount1/oidc/c-1");
+    cr_assert_str_eq(cfg.azblob_sas_file, "/sas");
+    cr_assert_eq(cfg.publish_check_interval, 2);
+    OK_WITH(NULL);
+    cr_assert_eq(cfg.publish_check_interval, 300, "default 5m");
+    cr_assert_eq(cfg.publish_to.count, 0);
+    ok("keys", "--service-account-key-file", "/k", "--publish-to", "s3://oidc/p", NULL);
+    list_is(&cfg.publish_to, 1, "s3://oidc/p");
+    ok("dev", "--publish-to", "s3://oidc/p", NULL);
+    list_is(&cfg.publish_to, 1, "s3://oidc/p");
+}
+
+Test(config, publish_flags_by_command)
+{
+    fails("--to is only valid for the publish command; did you mean --publish-to?", SERVE_ARGS, "--to", "s3://oidc",
+          NULL);
+    fails("--publish-to is not valid for the publish command; did you mean --to?", PUBLISH_ARGS, "--publish-to",
+          "s3://oidc", NULL);
+    fails("--publish-check-interval is not valid for the publish command", PUBLISH_ARGS, "--publish-check-interval",
+          "1s", NULL);
+    fails("--s3-region is not valid for the export command", "export", "--out", "/o", SERVE_ARGS, "--s3-region",
+          "eu-west-1", NULL);
+    fails("--to is required (s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX)", "publish", SERVE_ARGS, NULL);
+    fails("--service-account-issuer is required (at least one)", "publish", "--to", "s3://oidc",
+          "--service-account-key-file", "/k", NULL);
+    flag_fails("--publish-check-interval \"0\": must be a duration between 1s and 1d (like 90s, 15m, 24h, 7d or "
+               "plain seconds)",
+               "--publish-check-interval", "0");
+}
+
+/* Every target form config accepts, and where each part is. */
+static const struct target_case {
+    const char *url;
+    enum config_bucket_kind kind;
+    const char *bucket, *container, *prefix;
+} good_targets[] = {
+    {"s3://oidc", CONFIG_BUCKET_S3, "oidc", "", ""},
+    {"s3://oidc/", CONFIG_BUCKET_S3, "oidc", "", ""},
+    {"s3://my.bucket-1/a/b_c/d~e.f/", CONFIG_BUCKET_S3, "my.bucket-1", "", "a/b_c/d~e.f"},
+    {"azblob://acct1/oidc", CONFIG_BUCKET_AZBLOB, "acct1", "oidc", ""},
+    {"azblob://acct1/$web/cluster-1", CONFIG_BUCKET_AZBLOB, "acct1", "$web", "cluster-1"},
+    {"azblob://devstoreaccount1/c-1/x/", CONFIG_BUCKET_AZBLOB, "devstoreaccount1", "c-1", "x"},
+};
+
+ParameterizedTestParameters(config, bucket_url_forms)
+{
+    TABLE_PARAMETERS(good_targets);
+}
+
+ParameterizedTest(size_t *i, config, bucket_url_forms)
+{
+    const struct target_case *c = &good_targets[*i];
+    struct config_bucket_url u;
+
+    cr_assert_null(config_split_bucket_url(c->url, &u), "%s", c->url);
+    cr_assert_eq(u.kind, c->kind);
+    cr_assert_eq(u.bucket_len, strlen(c->bucket));
+    cr_assert(memcmp(u.bucket, c->bucket, u.bucket_len) == 0, "%s: bucket", c->url);
+    cr_assert_eq(u.container_len, strlen(c->container));
+    cr_assert(u.container_len == 0 || memcmp(u.container, c->container, u.container_len) == 0, "%s", c->url);
+    cr_assert_eq(u.prefix_len, strlen(c->prefix), "%s: prefix length %zu", c->url, u.prefix_len);
+    cr_assert(u.prefix_len == 0 || memcmp(u.prefix, c->prefix, u.prefix_len) == 0, "%s: prefix", c->url);
+}
+
+#define FORM_PROBLEM "must be s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX"
+#define S3_NAME_PROBLEM                                                                                                \
+    "has an invalid bucket name (3 to 63 of a-z, 0-9, '.' and '-', starting and ending with a letter or digit)"
+#define BUCKET_PREFIX_PROBLEM                                                                                          \
+    "has an invalid PREFIX (segments of A-Z, a-z, 0-9, '.', '_', '~' and '-', none empty, \".\" or \"..\"; at most "   \
+    "512 characters)"
+#define ACCOUNT_PROBLEM "has an invalid storage account name (3 to 24 of a-z and 0-9)"
+#define CONTAINER_PROBLEM                                                                                              \
+    "has an invalid container name (3 to 63 of a-z, 0-9 and '-', starting with a letter or digit, or $web)"
+
+static const struct refusal {
+    const char *value, *problem;
+} bad_targets[] = {
+    {"https://oidc/x", FORM_PROBLEM},
+    {"s3://", FORM_PROBLEM},
+    {"s3:///p", FORM_PROBLEM},
+    {"s3://Oidc/p", S3_NAME_PROBLEM},
+    {"s3://ab/p", S3_NAME_PROBLEM},
+    {"s3://-oidc/p", S3_NAME_PROBLEM},
+    {"s3://oidc/a//b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a/../b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/./b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a b", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a%2Fb", BUCKET_PREFIX_PROBLEM},
+    {"s3://oidc/a?x=1", BUCKET_PREFIX_PROBLEM},
+    {"azblob://acct1", FORM_PROBLEM},
+    {"azblob://acct1/", FORM_PROBLEM},
+    {"azblob://Acct1/c1", ACCOUNT_PROBLEM},
+    {"azblob://acct-1/c1", ACCOUNT_PROBLEM},
+    {"azblob://acct1/c", CONTAINER_PROBLEM},
+    {"azblob://acct1/c--1", CONTAINER_PROBLEM},
+    {"azblob://acct1/$logs", CONTAINER_PROBLEM},
+};
+
+ParameterizedTestParameters(config, bucket_url_refusals)
+{
+    TABLE_PARAMETERS(bad_targets);
+}
+
+ParameterizedTest(size_t *i, config, bucket_url_refusals)
+{
+    char want[CONFIG_ERR_MAX];
+
+    snprintf(want, sizeof want, "--publish-to \"%s\": %s", bad_targets[*i].value, bad_targets[*i].problem);
+    flag_fails(want, "--publish-to", bad_targets[*i].value);
+}
+
+#define ENDPOINT_PROBLEM                                                                                               \
+    "must be an http or https URL with a host, an optional port and no path, like http://127.0.0.1:9000"
+
+Test(config, endpoint_and_region_checks)
+{
+    flag_fails("--s3-endpoint \"ftp://x\": " ENDPOINT_PROBLEM, "--s3-endpoint", "ftp://x");
+    flag_fails("--s3-endpoint \"https://x/bucket\": " ENDPOINT_PROBLEM, "--s3-endpoint", "https://x/bucket");
+    flag_fails("--azblob-endpoint \"http://x?a=b\": " ENDPOINT_PROBLEM, "--azblob-endpoint", "http://x?a=b");
+    flag_fails("--s3-endpoint \"https://u@x\": " ENDPOINT_PROBLEM, "--s3-endpoint", "https://u@x");
+    flag_fails("--s3-region \"EU\": must be 1 to 64 of a-z, 0-9 and '-', like eu-west-1 (GCS: auto)", "--s3-region",
+               "EU");
+}
+
+Test(config, http_endpoint_warns)
+{
+    OK_WITH("--publish-to", "s3://oidc", "--s3-endpoint", "http://127.0.0.1:9000", NULL);
+    list_is(&cfg.warnings, 1, "--s3-endpoint \"http://127.0.0.1:9000\": " HTTP_ENDPOINT_WARNING);
+    ok("publish", "--to", "azblob://acct1/oidc", "--azblob-endpoint", "http://[::1]:10000", SERVE_ARGS, NULL);
+    list_is(&cfg.warnings, 1, "--azblob-endpoint \"http://[::1]:10000\": " HTTP_ENDPOINT_WARNING);
+}
+
+Test(config, store_flags_need_their_target)
+{
+    flag_fails("--s3-endpoint needs an s3:// target (--publish-to s3://BUCKET/PREFIX)", "--s3-endpoint", "https://x");
+    fails("--azblob-sas-file needs an azblob:// target (--to azblob://ACCOUNT/CONTAINER/PREFIX)", PUBLISH_ARGS,
+          "--azblob-sas-file", "/s", NULL);
+    fails("--azblob-endpoint needs an azblob:// target (--publish-to azblob://ACCOUNT/CONTAINER/PREFIX)", SERVE_ARGS,
+          "--publish-to", "s3://oidc", "--azblob-endpoint", "http://x", NULL);
+    fails("--azblob-sas-file and --azblob-key-file are mutually exclusive (a SAS token or the account key)", SERVE_ARGS,
+          "--publish-to", "azblob://acct1/oidc", "--azblob-sas-file", "/s", "--azblob-key-file", "/k", NULL);
+}
+
+Test(config, publish_to_from_config_file)
+{
+    write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\", "
+               "\"publish-to\": [\"s3://oidc/a\", \"s3://oidc/b\"], \"s3-region\": \"eu-west-1\", "
+               "\"publish-check-interval\": \"10m\"}");
+    ok("--config", path, NULL);
+    list_is(&cfg.publish_to, 2, "s3://oidc/a", "s3://oidc/b");
+    cr_assert_str_eq(cfg.s3_region, "eu-west-1");
+    cr_assert_eq(cfg.publish_check_interval, 600);
+    ok("--config", path, "--publish-to", "s3://oidc/c", NULL);
+    list_is(&cfg.publish_to, 1, "s3://oidc/c");
+}
+
+/* ---- doctor ---- */
+
+#define DOCTOR_ARGS "doctor", "--issuer", "https://a.example"
+
+/* doctor takes any http(s) issuer: an http one, a query or a trailing
+ * slash are its findings (FAIL or noted), not usage errors; and it adds
+ * no audience nobody asked for. */
+Test(config, doctor_takes_any_web_issuer)
+{
+    ok("doctor", "--issuer", "http://127.0.0.1:8080/x/?tenant=1#f", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_DOCTOR);
+    cr_assert_str_eq(cfg.mint_issuer, "http://127.0.0.1:8080/x/?tenant=1#f");
+    cr_assert_eq(cfg.audiences.count, 0, "no default audience");
+    cr_assert_null(cfg.target);
+    cr_assert_null(cfg.token_file);
+    cr_assert_null(cfg.ca_file);
+    cr_assert_str_eq(cfg.output, "table");
+    cr_assert_eq(cfg.allow_insecure_issuer, 0);
+    cr_assert_eq(cfg.warnings.count, 0, "doctor reports the trailing slash itself");
+    fails("--issuer \"ftp://a.example\": must be an https URL", "doctor", "--issuer", "ftp://a.example", NULL);
+    fails("--issuer \"https://:8443\": has no host", "doctor", "--issuer", "https://:8443", NULL);
+    fails("--issuer is required", "doctor", NULL);
+}
+
+/* token's --issuer shares the row and stays strict. */
+Test(config, token_issuer_stays_strict)
+{
+    fails("--issuer \"https://a.example#x\": must not have a fragment", TOKEN_ARGS, "--issuer", "https://a.example#x",
+          NULL);
+    fails("--issuer \"ftp://a.example\": must be an https URL", TOKEN_ARGS, "--issuer", "ftp://a.example", NULL);
+}
+
+Test(config, doctor_flags)
+{
+    ok(DOCTOR_ARGS, "--ca-file", "/ca.pem", "--token-file", "-", "--audience", "sts.amazonaws.com", "--audience", "b",
+       "--target", "aws", "--output", "json", "--allow-insecure-issuer", NULL);
+    cr_assert_str_eq(cfg.ca_file, "/ca.pem");
+    cr_assert_str_eq(cfg.token_file, "-");
+    cr_assert_eq(cfg.audiences.count, 2);
+    cr_assert_str_eq(cfg.audiences.items[0], "sts.amazonaws.com");
+    cr_assert_str_eq(cfg.target, "aws");
+    cr_assert_str_eq(cfg.output, "json");
+    cr_assert_eq(cfg.allow_insecure_issuer, 1);
+    for (const char *const *t = (const char *const[]){"gcp", "azure", "vault", NULL}; *t; t++) {
+        ok(DOCTOR_ARGS, "--target", *t, NULL);
+        cr_assert_str_eq(cfg.target, *t);
+    }
+    ok(DOCTOR_ARGS, "--output", "text", NULL);
+    cr_assert_str_eq(cfg.output, "text");
+    ok("keys", "--service-account-key-file", "/k", "--output", "text", NULL);
+    cr_assert_str_eq(cfg.output, "text");
+}
+
+Test(config, doctor_errors)
+{
+    fails("--target \"AWS\": must be one of aws, gcp, azure, vault", DOCTOR_ARGS, "--target", "AWS", NULL);
+    fails("--output \"yaml\": must be one of table, text, json", DOCTOR_ARGS, "--output", "yaml", NULL);
+    fails("--service-account-issuer is not valid for the doctor command; did you mean --issuer?", DOCTOR_ARGS,
+          "--service-account-issuer", "https://a.example", NULL);
+    fails("--discovery-url is only valid for the verify command", DOCTOR_ARGS, "--discovery-url", "https://a.example",
+          NULL);
+    fails("--target is only valid for the doctor command", SERVE_ARGS, "--target", "aws", NULL);
+    fails("unknown flag \"--relying-party\"; did you mean --target? (see --help)", DOCTOR_ARGS, "--relying-party",
+          "aws", NULL);
+}
+
+Test(config, doctor_help)
+{
+    static const char *const doctor[] = {
+        "Usage: oidc-discovery doctor --issuer URL [flags]",
+        "Exit status: 0 without FAIL, 1 with a FAIL, 2 for usage errors.",
+        "\nWhat to check (not config-file keys):\n  --target RP ",
+        "aws, gcp, azure or vault (default none)",
+        "--token-file PATH",
+        "--ca-file PATH",
+        "--audience AUD",
+        "--output table|text|json",
+        "--allow-insecure-issuer",
+        NULL,
+    };
+
+    help_has(CONFIG_CMD_DOCTOR, doctor);
 }

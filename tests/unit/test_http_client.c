@@ -552,6 +552,41 @@ Test(http_client, timeout_waiting_for_response)
     canned_stop(s);
 }
 
+/* Sets the flag it is given after 200 ms, as a stopping thread would. */
+static void *cancel_later(void *arg)
+{
+    struct timespec pause = {.tv_nsec = 200 * 1000000L};
+
+    nanosleep(&pause, NULL);
+    atomic_store((atomic_int *)arg, 1);
+    return NULL;
+}
+
+/* A cancelled request ends long before its timeout, as cancelled; one
+ * cancelled before it starts is not sent at all. */
+Test(http_client, cancel_ends_a_request)
+{
+    struct canned *s = canned_start(NULL);
+    atomic_int cancel = 0;
+    struct timespec t0, t1;
+    pthread_t t;
+
+    s->hang_ms = 10000;
+    canned_run(s);
+    const struct http_request req = {
+        .url = canned_url(s, "http", "/slow"), .allow_http = 1, .timeout_ms = 9000, .cancel = &cancel};
+    cr_assert_eq(pthread_create(&t, NULL, cancel_later, &cancel), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    expect_error(&req, HTTP_CLIENT_ERR_CANCELLED, "cancelled");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(t, NULL);
+    cr_expect_lt(t1.tv_sec - t0.tv_sec, 5, "the cancel did not end the call");
+    cr_expect_eq(atomic_load(&s->connections), 1);
+    expect_error(&req, HTTP_CLIENT_ERR_CANCELLED, "cancelled");
+    cr_expect_eq(atomic_load(&s->connections), 1, "a cancelled request was sent");
+    canned_stop(s);
+}
+
 /* A server that accepts but never completes the TLS handshake runs into
  * the connect timeout, which covers the handshake. */
 Test(http_client, timeout_during_handshake)

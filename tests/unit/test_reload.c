@@ -10,6 +10,9 @@
  * both clocks are passed in, so nothing here waits.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <openssl/ec.h>
+#include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,4 +338,93 @@ Test(signing, states)
     cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_UNREADABLE);
     signing_init(&s, NULL, 600);
     cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_UNKNOWN, "nothing to watch");
+}
+
+/* --- relying-party limits ------------------------------------------------- */
+
+/* Writes n fresh EC P-256 public keys into the key directory as one file. */
+static void put_ec_keys(const char *name, size_t n)
+{
+    char path[PATH_MAX];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", keys, name);
+    cr_assert_not_null(f = fopen(path, "w"), "%s", path);
+    for (size_t i = 0; i < n; i++) {
+        EVP_PKEY *k = EVP_EC_gen("P-256");
+        cr_assert_not_null(k);
+        cr_assert_eq(PEM_write_PUBKEY(f, k), 1);
+        EVP_PKEY_free(k);
+    }
+    cr_assert_eq(fclose(f), 0);
+}
+
+static char stderr_path[PATH_MAX];
+
+/* Sends what the log writes (on fd 2) to a file in the test's directory. */
+static void capture_log(void)
+{
+    int fd;
+
+    snprintf(stderr_path, sizeof(stderr_path), "%s/stderr.log", tmp);
+    cr_assert_geq(fd = open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600), 0);
+    cr_assert_geq(dup2(fd, 2), 0);
+    close(fd);
+}
+
+/* How many logged lines hold part. */
+static size_t logged(const char *part)
+{
+    static char text[1 << 20];
+    FILE *f = fopen(stderr_path, "r");
+    size_t n, count = 0;
+
+    cr_assert_not_null(f);
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    for (const char *at = text; (at = strstr(at, part)) != NULL; at += strlen(part))
+        count++;
+    return count;
+}
+
+#define AWS_LIMIT "relying-party limit: AWS IAM: "
+
+/* serve logs what a relying party's documented limits refuse of the set it
+ * publishes (here AWS's 100 keys of a type), at start and with every new
+ * set, and not on passes that change nothing. */
+Test(reload, logs_relying_party_limits_when_the_set_changes)
+{
+    log_init(LOG_INFO, 0);
+    capture_log();
+    put_ec_keys("a.pem", 101);
+    start(NULL, 0);
+    cr_expect_eq(published(), 101);
+    cr_expect_eq(logged(AWS_LIMIT "0 RSA and 101 EC keys published; AWS uses at most 100"), 1);
+    cr_expect_eq(logged("(https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_providers_create_oidc.html)"), 1,
+                 "the rule's source");
+    cr_expect_null(reload_pass(r, T0 + 1, MS0 + 1000));
+    cr_expect_eq(logged(AWS_LIMIT), 1, "an unchanged pass logs nothing");
+    put_ec_keys("b.pem", 1);
+    cr_expect_not_null(reload_pass(r, T0 + 2, MS0 + 2000));
+    cr_expect_eq(logged(AWS_LIMIT "0 RSA and 102 EC keys"), 1);
+    cr_expect_eq(logged(AWS_LIMIT), 2);
+    drop("a.pem");
+    cr_expect_null(reload_pass(r, T0 + 3, MS0 + 3000), "the removal waits for a confirming read");
+    cr_expect_not_null(reload_pass(r, T0 + 5, MS0 + 3000 + RELOAD_REMOVAL_CONFIRM_MS));
+    cr_expect_eq(published(), 1);
+    cr_expect_eq(logged(AWS_LIMIT), 2);
+    cr_expect_eq(logged("relying-party limits: the published set is within every documented limit again"), 1);
+}
+
+/* An issuer with a port is one AWS refuses: said at start. */
+Test(reload, logs_an_issuer_aws_refuses)
+{
+    log_init(LOG_INFO, 0);
+    capture_log();
+    PUT("k.pem", "ec256.pub");
+    serve_config(&cfg, "https://a.example:8443", keys, NULL, 0);
+    cr_assert_not_null(r = reload_create(&cfg, T0, MS0));
+    cr_expect_eq(logged(AWS_LIMIT "the issuer has a port (:8443)"), 1);
+    cr_expect_eq(logged("relying-party limit: "), 1, "the set is within every limit");
 }

@@ -15,7 +15,18 @@
 #include "jose/token_mint.h"
 #include "keys/keyset.h"
 
-#define COUNT(a)          (sizeof(a) / sizeof((a)[0]))
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The body of a ParameterizedTestParameters over the rows of a static
+ * table: each test gets an index. (Criterion runs a parameterized test in a
+ * new process, where a pointer in a parameter would point nowhere, so a
+ * table of strings cannot be the parameters themselves.) */
+#define TABLE_PARAMETERS(table)                                                                                        \
+    static size_t indices_[sizeof table / sizeof table[0]];                                                            \
+    for (size_t i_ = 0; i_ < sizeof table / sizeof table[0]; i_++)                                                     \
+        indices_[i_] = i_;                                                                                             \
+    return cr_make_param_array(size_t, indices_, sizeof table / sizeof table[0])
+
 #define FIXTURE_MAX_FILES 8
 
 /* keyset_load over fixture names; fails the test on error. */

@@ -1,0 +1,79 @@
+#include "cli/doctor_command.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diag/doctor.h"
+#include "jose/token_file.h"
+
+/* The largest token doctor reads: --max-token-size's own limit. A token
+ * that size is refused by every relying party anyway; doctor says so. */
+#define DOCTOR_TOKEN_MAX (1024 * 1024)
+
+/* Reads --token-file, when given. Returns 0, or -1 (said on stderr). */
+static int doctor_read_token(const struct config *cfg, struct doctor_options *o, char **token)
+{
+    char err[1024];
+
+    *token = NULL;
+    if (cfg->token_file == NULL)
+        return 0;
+    if ((*token = token_file_read(cfg->token_file, DOCTOR_TOKEN_MAX, &o->token_len, err, sizeof(err))) == NULL) {
+        fprintf(stderr, "oidc-discovery doctor: %s\n", err);
+        return -1;
+    }
+    if (o->token_len > DOCTOR_TOKEN_MAX) {
+        fprintf(stderr, "oidc-discovery doctor: --token-file %s: larger than %d bytes, no token\n", cfg->token_file,
+                DOCTOR_TOKEN_MAX);
+        return -1;
+    }
+    o->token = *token;
+    return 0;
+}
+
+/* A --ca-file that cannot be read is the command line's fault, not the
+ * issuer's: say so before any check runs. */
+static int doctor_check_ca_file(const char *path)
+{
+    if (path == NULL || access(path, R_OK) == 0)
+        return 0;
+    fprintf(stderr, "oidc-discovery doctor: --ca-file %s: %s\n", path, strerror(errno));
+    return -1;
+}
+
+int doctor_command(const struct config *cfg)
+{
+    struct doctor_options o = {
+        .issuer = cfg->mint_issuer,
+        .ca_file = cfg->ca_file,
+        .allow_http = cfg->allow_insecure_issuer,
+        .audiences = cfg->audiences.items,
+        .naudiences = cfg->audiences.count,
+        .now = time(NULL),
+    };
+    struct diag_report report = {0};
+    char *token = NULL, *out;
+    int rc;
+
+    if (doctor_check_ca_file(cfg->ca_file) != 0 || doctor_read_token(cfg, &o, &token) != 0)
+        return 2;
+    o.has_target = cfg->target != NULL && rp_target_parse(cfg->target, &o.target) == 0;
+    doctor_run(&o, &report);
+    out =
+        strcmp(cfg->output, "json") == 0 ? diag_render_json(&report, o.issuer, cfg->target) : diag_render_text(&report);
+    if (out == NULL || report.out_of_memory) {
+        fprintf(stderr, "oidc-discovery doctor: out of memory\n");
+        rc = 1;
+    } else {
+        fputs(out, stdout);
+        rc = diag_worst(&report) == DIAG_FAIL ? 1 : 0;
+    }
+    free(out);
+    free(token);
+    diag_report_clear(&report);
+    return rc;
+}
