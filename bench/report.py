@@ -93,6 +93,9 @@ class Report:
             ratio_row(f"external signer: Sign calls per server CPU-second, {key} (vs `openssl speed {alg} sign/s`)",
                       number(self.signer[f"Sign calls per server CPU-s ({key})"]),
                       number(self.signer[f"openssl speed {alg} sign/s (per CPU-s)"]), 0.8)
+        ratio_row("TokenReview: a failed caller check (401) per server CPU-second (vs a failed review)",
+                  number(self.verify["TokenReview req per server CPU-s, failed caller"]),
+                  number(self.verify["TokenReview req per server CPU-s, failed review"]), 1.0)
         self.out("## Targets")
         self.out()
         self.out("| target | ours | peer | ratio | goal | |")

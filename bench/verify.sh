@@ -14,9 +14,18 @@
 #     (openssl speed verifies a precomputed digest with a reused context, so
 #     the ratio charges the product for everything around the signature);
 #   - TokenReview requests/s over HTTP (server: --threads 1 on that core;
-#     wrk: -t1 on the other cores) with one token (cache hits) and with more
-#     distinct tokens than the server's per-thread cache holds (4096, FIFO),
-#     sent round-robin, so that every request is a cache miss.
+#     wrk: -t1 on the other cores; the caller's bearer token, allowed and
+#     answered from the cache after the first request, with every request)
+#     with one token (cache hits) and with more distinct tokens than the
+#     server's per-thread cache holds (4096, FIFO), sent round-robin, so that
+#     every request is a cache miss;
+#   - the cost of a failed caller check against that of a failed review
+#     (#15: refusing an unauthenticated caller must cost no more): requests
+#     with a forged caller token (401) against requests by the allowed caller
+#     with a forged token to review (201, not authenticated). A forged token
+#     is never cached, so each request of either costs one RSA signature
+#     check that fails. Compared per server CPU-second:
+#         failed caller / failed review  [>= 1.00]
 #
 # Rates are per CPU-second. `openssl speed` divides by its user CPU time
 # (unless -elapsed), so the product's rate is N / (user + system CPU time of
@@ -37,7 +46,7 @@
 # VERIFY_OPENSSL_SECONDS (3), VERIFY_WRK_SECONDS (5), VERIFY_WRK_CONNS (16),
 # VERIFY_DISTINCT_TOKENS (4500), VERIFY_KEEP=1 keeps the work directory,
 # OIDC_BIN (default build/oidc-discovery).
-# Everything runs on 127.0.0.1; with the defaults it takes about 1.5 minutes
+# Everything runs on 127.0.0.1; with the defaults it takes about 2 minutes
 # on an idle 2-core machine. Exits 1 when a tool is missing, a token does not
 # verify, a TokenReview response is not 201 authenticated, or the server
 # dies; a missed goal is reported in the table (MISS) but does not change the
@@ -102,8 +111,15 @@ mint() { # KEYFILE UID
         --service-account sa --service-account-uid "$2" --duration 1h
 }
 
-log "minting tokens: 1 RS256, 1 ES256, $N_DISTINCT distinct RS256 (for the all-miss HTTP run)"
+log "minting tokens: 1 RS256, 1 ES256, the caller's, $N_DISTINCT distinct RS256 (for the all-miss HTTP run)"
 mint "$FIX/rsa2048.pkcs8.key" u1 >"$WORK/rs256.jwt"
+"$BIN" token --signing-key-file "$FIX/rsa2048.pkcs8.key" --issuer "$ISSUER" --audience "$AUD" --namespace bench \
+    --service-account caller --service-account-uid caller-uid --duration 1h >"$WORK/caller.jwt"
+# forge JWT: the same header (kid of the served key) and payload with a
+# signature of the right length that does not verify.
+forge() { python3 -c 'import base64,sys; h,p,_=open(sys.argv[1]).read().split("."); print(h+"."+p+"."+base64.urlsafe_b64encode(b"\x01"*256).decode().rstrip("="))' "$1"; }
+forge "$WORK/caller.jwt" >"$WORK/forged-caller.jwt"
+forge "$WORK/rs256.jwt" >"$WORK/forged.jwt"
 mint "$FIX/ec256.pkcs8.key" u1 >"$WORK/es256.jwt"
 # Copies of the RS256 token re-signed with fresh jti values (bench/verify_tokens.py,
 # python3-cryptography); without that package, one CLI process per token.
@@ -184,6 +200,7 @@ for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 SERVE_CMD=("${PIN[@]}" "$BIN" serve --service-account-issuer "$ISSUER" --service-account-key-file "$FIX/rsa2048.pub"
            --listen "127.0.0.1:$P1" --enable-token-review --token-review-listen "127.0.0.1:$P2"
+           --token-review-insecure-http --token-review-allowed-callers system:serviceaccount:bench:caller
            --api-audiences "$AUD" --threads 1)
 "${SERVE_CMD[@]}" >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
@@ -197,10 +214,10 @@ URL="http://127.0.0.1:$P2/apis/authentication.k8s.io/v1/tokenreviews"
 
 server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
 
-run_wrk() { # ROUND METRIC TOKENS_FILE
+run_wrk() { # ROUND METRIC TOKENS_FILE BEARER_FILE [EXPECT]
     local out=$WORK/wrk.$2.$1 rps bad t0 t1 w0 w1
     local cmd=(taskset -c "$OTHERS" wrk -t1 -c"$WRK_CONNS" -d"${WRK_SECONDS}s" -s "$REPO/bench/verify_tokenreview.lua"
-               "$URL" -- "$3")
+               "$URL" -- "$3" "$4" "${5:-authenticated}")
     log "round $1: $2 (wrk ${WRK_SECONDS}s)"
     t0=$(server_ticks) w0=$(date +%s.%N)
     "${cmd[@]}" >"$out" 2>&1 &
@@ -211,7 +228,7 @@ run_wrk() { # ROUND METRIC TOKENS_FILE
     t1=$(server_ticks) w1=$(date +%s.%N)
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
     bad=$(sed -n 's/^bad=\([0-9]*\) total=.*/\1/p' "$out")
-    # A response that is not 201 authenticated (or from another process on
+    # A response other than the one expected (or from another process on
     # the port) makes the whole run meaningless.
     [ -n "$rps" ] && [ "${bad:-x}" = 0 ] || fail "TokenReview run failed (wrk output, server log):" "$out" "$WORK/server.log"
     echo "$2 $1 $rps" >>"$RESULTS"
@@ -221,8 +238,10 @@ run_wrk() { # ROUND METRIC TOKENS_FILE
 
 head -n 1 "$WORK/rs256.jwt" >"$WORK/one.jwt"
 for r in $(seq "$ROUNDS"); do
-    run_wrk "$r" http_cached "$WORK/one.jwt"
-    run_wrk "$r" http_distinct "$WORK/distinct.jwt"
+    run_wrk "$r" http_cached "$WORK/one.jwt" "$WORK/caller.jwt"
+    run_wrk "$r" http_distinct "$WORK/distinct.jwt" "$WORK/caller.jwt"
+    run_wrk "$r" http_bad_caller "$WORK/one.jwt" "$WORK/forged-caller.jwt" unauthorized
+    run_wrk "$r" http_bad_review "$WORK/forged.jwt" "$WORK/caller.jwt" not-authenticated
 done
 kill "$SERVER_PID" 2>/dev/null || true
 wait "$SERVER_PID" 2>/dev/null || true
@@ -284,6 +303,11 @@ row("  ratio ES256 cached / openssl ECDSA", ratios("es256_cached", "openssl_ec")
 row("TokenReview req/s, 1 token (cache hits)", runs("http_cached"), marks=False)
 row("TokenReview req/s, %s tokens (all misses)" % ndistinct, runs("http_distinct"), marks=False)
 row("  ratio all-miss HTTP / openssl RSA", ratios("http_distinct", "openssl_rsa"), "ratio", marks=False)
+per_cpu = lambda m: [v[m][r] / v["share_" + m][r] if v["share_" + m][r] > 0 else float("nan") for r in R]
+row("TokenReview req/s, failed caller (401)", runs("http_bad_caller"), marks=False)
+row("TokenReview req/s, failed review (201)", runs("http_bad_review"), marks=False)
+row("  ratio failed caller / failed review, per CPU-s",
+    [a / b for a, b in zip(per_cpu("http_bad_caller"), per_cpu("http_bad_review"))], "ratio", 1.0, marks=False)
 
 print("\nwall clock, as `verify --repeat` prints it (CPU share = CPU time / wall time):")
 for m, label in (("rs256_uncached", "RS256 uncached"), ("es256_uncached", "ES256 uncached"),
@@ -293,9 +317,11 @@ for m, label in (("rs256_uncached", "RS256 uncached"), ("es256_uncached", "ES256
 row("  openssl speed CPU share", runs("share_openssl"), "pct")
 row("  server CPU share, TokenReview 1 token", runs("share_http_cached"), "pct", marks=False)
 row("  server CPU share, TokenReview all misses", runs("share_http_distinct"), "pct", marks=False)
-for m, label in (("http_cached", "1 token"), ("http_distinct", "all misses")):
-    row("  TokenReview req per server CPU-s, %s" % label,
-        [v[m][r] / v["share_" + m][r] if v["share_" + m][r] > 0 else float("nan") for r in R], marks=False)
+row("  server CPU share, failed caller", runs("share_http_bad_caller"), "pct", marks=False)
+row("  server CPU share, failed review", runs("share_http_bad_review"), "pct", marks=False)
+for m, label in (("http_cached", "1 token"), ("http_distinct", "all misses"), ("http_bad_caller", "failed caller"),
+                 ("http_bad_review", "failed review")):
+    row("  TokenReview req per server CPU-s, %s" % label, per_cpu(m), marks=False)
 if any(shared.values()):
     print("NOTE: * = cpu %s was shared with other work in that round (a process got < 90%% of it);\n"
           "      %s. Per-CPU-second rates are\n"
@@ -311,5 +337,7 @@ echo "== commands (round 1; every round runs the same) =="
 for c in "${COMMANDS[@]}"; do echo "  $c"; done
 echo "  tokens: $BIN token --signing-key-file $FIX/{rsa2048,ec256}.pkcs8.key --issuer $ISSUER" \
      "--audience $AUD --namespace ns --service-account sa --service-account-uid uN --duration 1h"
+echo "  caller: the same with --namespace bench --service-account caller; forged-*.jwt: a token's header and" \
+     "payload with 256 bytes of 0x01 as its signature"
 if [ -n "${VERIFY_KEEP:-}" ]; then echo "  (work directory: $WORK)"; fi
 exit 0

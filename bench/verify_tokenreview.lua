@@ -1,16 +1,22 @@
 -- wrk script for bench/verify.sh: POSTs TokenReview requests.
 --
---   wrk -t1 ... -s bench/verify_tokenreview.lua URL -- TOKENS_FILE
+--   wrk -t1 ... -s bench/verify_tokenreview.lua URL -- TOKENS_FILE BEARER_FILE [EXPECT]
 --
--- TOKENS_FILE holds one JWT per line. The requests are built once in init()
--- and sent round-robin (per wrk thread; verify.sh runs -t1 so the rotation is
--- global). With one token every request after the first is a cache hit; with
--- more distinct tokens than the server's per-thread cache holds (4096, FIFO)
--- every request is a cache miss, i.e. a full signature verification.
+-- TOKENS_FILE holds one JWT per line, the tokens to review; BEARER_FILE the
+-- caller's token sent as "Authorization: Bearer" with every request. The
+-- requests are built once in init() and sent round-robin (per wrk thread;
+-- verify.sh runs -t1 so the rotation is global). With one token every
+-- request after the first is a cache hit; with more distinct tokens than the
+-- server's per-thread cache holds (4096, FIFO) every request is a cache miss,
+-- i.e. a full signature verification. A forged token is never cached: each
+-- request with one costs a signature check that fails.
 --
--- A response counts as "bad" unless its status is 201 and its body says
--- "authenticated":true (an expired or rejected token would otherwise be
--- measured as a fast failure). done() prints
+-- EXPECT is what every response must be: "authenticated" (the default: 201
+-- and "authenticated":true), "not-authenticated" (201 and
+-- "authenticated":false: a review that failed) or "unauthorized" (401: a
+-- caller check that failed). Any other response counts as "bad" (an expired
+-- or rejected token would otherwise be measured as a fast failure). done()
+-- prints
 --   bad=N total=T tokens=K
 -- plus the first offending status/body, for diagnosis.
 
@@ -20,8 +26,20 @@ function setup(thread)
    table.insert(threads, thread)
 end
 
+local function first_line(path)
+   local f = assert(io.open(path, "rb"), "cannot open " .. tostring(path))
+   local line = f:read("*l")
+   f:close()
+   assert(line and #line > 0, "no token in " .. path)
+   return line
+end
+
 function init(args)
    local path = args[1]
+   local bearer = first_line(assert(args[2], "no BEARER_FILE"))
+   expect = args[3] or "authenticated"
+   assert(expect == "authenticated" or expect == "not-authenticated" or expect == "unauthorized",
+          "EXPECT must be authenticated, not-authenticated or unauthorized")
    local f = assert(io.open(path, "rb"), "cannot open tokens file " .. tostring(path))
    reqs = {}
    for line in f:lines() do
@@ -29,7 +47,8 @@ function init(args)
          local body = '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","spec":{"token":"'
             .. line .. '"}}'
          reqs[#reqs + 1] = wrk.format("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
-                                      {["Content-Type"] = "application/json"}, body)
+                                      {["Content-Type"] = "application/json",
+                                       ["Authorization"] = "Bearer " .. bearer}, body)
       end
    end
    f:close()
@@ -45,9 +64,17 @@ function request()
    return reqs[idx]
 end
 
+local function as_expected(status, body)
+   if expect == "unauthorized" then
+      return status == 401
+   end
+   local want = expect == "authenticated" and '"authenticated":true' or '"authenticated":false'
+   return status == 201 and string.find(body or "", want, 1, true) ~= nil
+end
+
 function response(status, headers, body)
    total = total + 1
-   if status ~= 201 or not string.find(body or "", '"authenticated":true', 1, true) then
+   if not as_expected(status, body) then
       bad = bad + 1
       if first_bad == "" then first_bad = "status " .. status .. ": " .. string.sub(body or "", 1, 300) end
    end

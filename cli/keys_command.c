@@ -224,10 +224,10 @@ static int keys_print_json(const struct keys_row *rows, size_t n, const struct k
  * among them is one serve has not published yet. */
 static char *keys_kids_before(const struct history *h)
 {
-    char *kids = calloc(h->count + 1, KEY_KID_LEN + 1);
+    char *kids = calloc(h->count + 1, KEY_KID_MAX + 1);
 
     for (size_t i = 0; kids != NULL && i < h->count; i++)
-        memcpy(kids + i * (KEY_KID_LEN + 1), h->entries[i].kid, KEY_KID_LEN + 1);
+        memcpy(kids + i * (KEY_KID_MAX + 1), h->entries[i].kid, KEY_KID_MAX + 1);
     return kids;
 }
 
@@ -235,7 +235,7 @@ static char *keys_kids_before(const struct history *h)
 static int keys_was_known(const char *kids, size_t n, const char *kid)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(kids + i * (KEY_KID_LEN + 1), kid) == 0)
+        if (strcmp(kids + i * (KEY_KID_MAX + 1), kid) == 0)
             return 1;
     return 0;
 }

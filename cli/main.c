@@ -60,6 +60,10 @@ static void main_log_serving(const struct config *cfg)
         log_msg(LOG_WARN, "--accept-legacy-tokens: legacy (Secret-based) service account tokens never expire and "
                           "cannot be revoked here (this server cannot see their Secret deleted); a leaked one stays "
                           "valid until its signing key leaves the published set");
+    if (cfg->token_review_insecure_http)
+        log_msg(LOG_WARN, "--token-review-insecure-http: the TokenReview API is served over plain HTTP, so callers' "
+                          "bearer tokens and the tokens they review cross the network in clear; for development "
+                          "only");
     log_msg(LOG_INFO, "issuer %s", cfg->issuers.items[0]);
     log_msg(LOG_INFO, "jwks_uri %s", cfg->jwks_uri);
 }

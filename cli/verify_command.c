@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "jose/jwks_parse.h"
+#include "keys/jwks_parse.h"
 #include "jose/jwt.h"
 #include "jose/token_file.h"
 #include "keys/keyset.h"

@@ -202,6 +202,19 @@ const char *config_check_url(const char *url, int allow_http)
     return check_authority(rest, strcspn(rest, "/"));
 }
 
+const char *config_check_upstream(const char *v, int allow_http)
+{
+    const char *why;
+
+    (void)allow_http;
+    if (strcmp(v, "in-cluster") == 0)
+        return NULL;
+    why = config_check_url(v, 0);
+    return why != NULL && strcmp(why, HTTP_NOT_ALLOWED) == 0
+               ? "must be https (a bearer token is sent there), or in-cluster for this pod's API server"
+               : why;
+}
+
 const char *config_check_web_url(const char *url)
 {
     const char *rest = strncmp(url, "https://", 8) == 0 ? url + 8 : strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
@@ -352,6 +365,75 @@ const char *config_check_dns_name(const char *v)
         if (v[n] != '.')
             return DNS_NAME_PROBLEM;
     }
+}
+
+#define CALLER_PROBLEM                                                                                                 \
+    "must be a service account's username, system:serviceaccount:NAMESPACE:NAME, or a client certificate's subject "   \
+    "in RFC 4514 form, such as CN=vault,O=example"
+#define SA_USERNAME_PREFIX "system:serviceaccount:"
+#define DN_KEYWORD_FIRST   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#define DN_KEYWORD_CHARS   DN_KEYWORD_FIRST "0123456789-"
+
+/* The length of an RFC 4514 attribute type at v: a keyword (CN, O,
+ * emailAddress) or a dotted OID (2.5.4.3); 0 when there is none. */
+static size_t dn_type(const char *v)
+{
+    size_t n = 0;
+
+    if (strchr(DN_KEYWORD_FIRST, v[0]) != NULL && v[0] != '\0')
+        return strspn(v, DN_KEYWORD_CHARS);
+    while (v[n] >= '0' && v[n] <= '9') {
+        n += strspn(v + n, "0123456789");
+        if (v[n] != '.' || v[n + 1] < '0' || v[n + 1] > '9')
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* True when v is a distinguished name as OpenSSL prints it in RFC 4514
+ * (RFC 2253) form: TYPE=VALUE attributes separated by ',' (or '+' within
+ * one RDN), values in printable ASCII with the special characters escaped
+ * by a backslash (OpenSSL escapes everything else, non-ASCII included, as
+ * \XX). Only the form is checked: it is compared as a string. */
+static int is_dn(const char *v)
+{
+    for (;;) {
+        size_t n = dn_type(v);
+        if (n == 0 || v[n] != '=')
+            return 0;
+        for (v += n + 1; *v != '\0' && *v != ',' && *v != '+'; v++) {
+            if (*v < 0x20 || *v > 0x7e || (*v == '\\' && (v[1] < 0x20 || v[1] > 0x7e)))
+                return 0;
+            v += *v == '\\';
+        }
+        if (*v == '\0')
+            return 1;
+        v++;
+    }
+}
+
+/* The NAMESPACE:NAME part of a service account's username, each a DNS
+ * name. */
+static int is_sa_name(const char *v)
+{
+    const char *colon = strchr(v, ':');
+    char ns[DNS_NAME_MAX + 1];
+
+    if (colon == NULL || (size_t)(colon - v) > DNS_NAME_MAX)
+        return 0;
+    memcpy(ns, v, (size_t)(colon - v));
+    ns[colon - v] = '\0';
+    return config_check_dns_name(ns) == NULL && config_check_dns_name(colon + 1) == NULL;
+}
+
+const char *config_check_caller(const char *v)
+{
+    if (strchr(v, '=') != NULL)
+        return is_dn(v) ? NULL : CALLER_PROBLEM;
+    if (strncmp(v, SA_USERNAME_PREFIX, strlen(SA_USERNAME_PREFIX)) != 0)
+        return CALLER_PROBLEM;
+    return is_sa_name(v + strlen(SA_USERNAME_PREFIX)) ? NULL : CALLER_PROBLEM;
 }
 
 int config_each_item(const char *v, int (*item)(void *ctx, const char *s, size_t len), void *ctx)

@@ -39,6 +39,11 @@ void config_format_duration(unsigned long seconds, char *out, size_t len);
  * no query, no fragment, no characters outside RFC 3986. */
 const char *config_check_url(const char *url, int allow_http);
 
+/* --upstream: "in-cluster", or an https URL (whatever allow_http says:
+ * a bearer token goes there) without query or fragment, to which the
+ * paths of the two documents are appended. */
+const char *config_check_upstream(const char *v, int allow_http);
+
 /* An http or https URL with a host, in RFC 3986 characters: what doctor
  * can be pointed at (a query, a fragment or http are its findings, not
  * errors of the command line). */
@@ -79,6 +84,11 @@ const char *config_check_media_type(const char *v);
 
 /* A namespace or service account name, as Kubernetes takes them. */
 const char *config_check_dns_name(const char *v);
+
+/* A TokenReview caller (--token-review-allowed-callers): a service
+ * account's username, system:serviceaccount:NAMESPACE:NAME, or a
+ * certificate subject in RFC 4514 form (any value with '='). */
+const char *config_check_caller(const char *v);
 
 /* A comma-separated list of audiences: none empty. */
 const char *config_check_audiences(const char *v);

@@ -499,9 +499,63 @@ static int put_dev_issuer(struct parser *p)
     return setting_put(p, config_option("service-account-issuer"), NULL, url);
 }
 
+/* --upstream in-cluster: the pod's API server, as client-go finds it
+ * (docs/compatibility.md §8), with the pod's CA and token unless given. */
+static int put_in_cluster(struct parser *p)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT"), *why;
+    const struct config_option *o = config_option("upstream");
+    char url[URL_MAX + 64];
+    unsigned long n;
+
+    if (host == NULL || *host == '\0' || port == NULL || *port == '\0')
+        return fail(p, "--upstream in-cluster needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, which "
+                       "Kubernetes sets in every pod; outside a pod give the API server's URL (--upstream "
+                       "https://HOST:PORT)");
+    snprintf(url, sizeof url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
+    if (host[strspn(host, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:")] != '\0' ||
+        config_parse_decimal(port, strlen(port), 65535, &n) < 0 || n == 0 || (why = config_check_url(url, 0)) != NULL)
+        return fail(p,
+                    "--upstream in-cluster: KUBERNETES_SERVICE_HOST %s and KUBERNETES_SERVICE_PORT %s do not make "
+                    "an https URL; give the API server's URL (--upstream https://HOST:PORT)",
+                    quote(host, strlen(host)).s, quote(port, strlen(port)).s);
+    p->cfg.upstream_in_cluster = 1;
+    if (setting_put(p, o, NULL, url) < 0 ||
+        (!is_set(p, "upstream-ca-file") &&
+         setting_put(p, config_option("upstream-ca-file"), NULL, CONFIG_POD_SA_DIR "/ca.crt") < 0))
+        return -1;
+    if (!is_set(p, "upstream-token-file"))
+        return setting_put(p, config_option("upstream-token-file"), NULL, CONFIG_POD_SA_DIR "/token");
+    return 0;
+}
+
+/* The --upstream flags' defaults, which apply only with --upstream: the
+ * refresh interval, the timeout, and a staleness of ten intervals. */
+static int put_upstream(struct parser *p)
+{
+    const struct config_option *refresh = config_option("upstream-refresh-interval");
+    const char *up = setting_value(named(p, "upstream"));
+    char stale[32];
+
+    if (up == NULL || !(config_option("upstream")->commands & CMD(p->cmd)))
+        return 0;
+    if (strcmp(up, "in-cluster") == 0 && put_in_cluster(p) < 0)
+        return -1;
+    if ((!is_set(p, refresh->name) && setting_put(p, refresh, NULL, CONFIG_UPSTREAM_REFRESH) < 0) ||
+        (!is_set(p, "upstream-timeout") &&
+         setting_put(p, config_option("upstream-timeout"), NULL, CONFIG_UPSTREAM_TIMEOUT) < 0))
+        return -1;
+    snprintf(stale, sizeof stale, "%lu",
+             CONFIG_UPSTREAM_STALE_REFRESH * config_option_number(refresh, setting_value(setting_of(p, refresh))));
+    if (!is_set(p, "upstream-max-staleness"))
+        return setting_put(p, config_option("upstream-max-staleness"), NULL, stale);
+    return 0;
+}
+
 /* Derives the defaults that depend on other options, from values already
  * checked: dev's issuer, the jwks_uri (the first issuer, less trailing
- * slashes, plus PATHS_JWKS), and a minted token's audience (its issuer). */
+ * slashes, plus PATHS_JWKS), a minted token's audience (its issuer), and
+ * the --upstream defaults. */
 static int put_derived(struct parser *p)
 {
     const struct config_strlist *issuers = &named(p, "service-account-issuer")->values;
@@ -519,9 +573,10 @@ static int put_derived(struct parser *p)
         if (setting_put(p, config_option("service-account-jwks-uri"), NULL, url) < 0)
             return -1;
     }
-    if (p->cmd == CONFIG_CMD_TOKEN && mint_issuer && !is_set(p, "audience"))
-        return setting_put(p, config_option("audience"), NULL, mint_issuer);
-    return 0;
+    if (p->cmd == CONFIG_CMD_TOKEN && mint_issuer && !is_set(p, "audience") &&
+        setting_put(p, config_option("audience"), NULL, mint_issuer) < 0)
+        return -1;
+    return put_upstream(p);
 }
 
 /* Refuses to run a command without what it needs, in the rows' order. */
@@ -551,12 +606,19 @@ static int same_listen(const char *a, const char *b)
     return x.port != 0 && x.port == y.port && x.hostlen == y.hostlen && strncasecmp(x.host, y.host, x.hostlen) == 0;
 }
 
+/* True when the switch called name is on (a switch always has a value:
+ * its default). */
+static int is_on(struct parser *p, const char *name)
+{
+    return strcmp(setting_value(named(p, name)), "true") == 0;
+}
+
 /* Keeps the TokenReview API, which tells whoever asks whose token is valid,
  * off the public listeners: it needs listeners of its own, and those mean
  * nothing without it. */
 static int check_token_review(struct parser *p)
 {
-    int enabled = strcmp(setting_value(named(p, "enable-token-review")), "true") == 0;
+    int enabled = is_on(p, "enable-token-review");
     int listens = is_set(p, "token-review-listen");
 
     if (enabled && !listens)
@@ -565,6 +627,61 @@ static int check_token_review(struct parser *p)
     if (!enabled && listens)
         return fail(p, "--token-review-listen needs --enable-token-review");
     return 0;
+}
+
+/* The TokenReview flags of a server that mean nothing without the API. */
+static const char *const token_review_server_flags[] = {
+    "token-review-tls-cert-file",   "token-review-tls-private-key-file", "token-review-client-ca-file",
+    "token-review-allowed-callers", "token-review-caller-audiences",
+};
+
+/* A certificate subject among the allowed callers can only match with
+ * client certificates, which need a client CA. */
+static int check_caller_subjects(struct parser *p)
+{
+    const struct config_option *o = config_option("token-review-allowed-callers");
+    const struct setting *s = setting_of(p, o);
+
+    for (size_t i = 0; !is_set(p, "token-review-client-ca-file") && i < s->values.count; i++)
+        if (strchr(s->values.items[i], '=') != NULL)
+            return fail_value(p, s->origin, o, s->values.items[i],
+                              "is a client certificate's subject, which needs --token-review-client-ca-file");
+    return 0;
+}
+
+/* The TokenReview API answers with the validity of any token it is given
+ * and reads bearer tokens, so a server holds it to kube-apiserver's line:
+ * TLS with a certificate of its own (plain HTTP only when asked for by
+ * name), and callers that authenticate and are named. keys takes the
+ * same config file but opens no listener, so these are the servers'
+ * rules only. */
+static int check_token_review_callers(struct parser *p)
+{
+    int cert = is_set(p, "token-review-tls-cert-file"), insecure = is_on(p, "token-review-insecure-http");
+
+    if (!is_on(p, "enable-token-review")) {
+        for (size_t i = 0; i < sizeof token_review_server_flags / sizeof token_review_server_flags[0]; i++)
+            if (is_set(p, token_review_server_flags[i]))
+                return fail(p, "--%s needs --enable-token-review", token_review_server_flags[i]);
+        return insecure ? fail(p, "--token-review-insecure-http needs --enable-token-review") : 0;
+    }
+    if (cert != is_set(p, "token-review-tls-private-key-file"))
+        return fail(p, "--token-review-tls-cert-file and --token-review-tls-private-key-file go together");
+    if (cert && insecure)
+        return fail(p, "--token-review-insecure-http and --token-review-tls-cert-file are mutually exclusive: "
+                       "the TokenReview listener speaks either TLS or plain HTTP");
+    if (!cert && !insecure)
+        return fail(p, "--enable-token-review needs --token-review-tls-cert-file and "
+                       "--token-review-tls-private-key-file: callers send bearer tokens (plain HTTP, for "
+                       "development only: --token-review-insecure-http)");
+    if (!cert && is_set(p, "token-review-client-ca-file"))
+        return fail(p, "--token-review-client-ca-file needs --token-review-tls-cert-file: client certificates "
+                       "come with TLS");
+    if (!is_set(p, "token-review-allowed-callers"))
+        return fail(p, "--enable-token-review needs --token-review-allowed-callers NAME: nobody may call the "
+                       "TokenReview API otherwise (a service account, system:serviceaccount:vault:vault-auth, or "
+                       "with --token-review-client-ca-file a certificate subject, CN=vault,O=example)");
+    return check_caller_subjects(p);
 }
 
 /* TLS listeners need a certificate and its key, and those mean nothing
@@ -613,6 +730,28 @@ static int check_listener_clashes(struct parser *p)
     return 0;
 }
 
+/* The --upstream flags mean nothing without --upstream, and a staleness bound shorter
+ * than the refresh interval would turn /readyz 503 between two reads. */
+static int check_upstream(struct parser *p)
+{
+    static const char *const flags[] = {"upstream-ca-file", "upstream-token-file", "upstream-refresh-interval",
+                                        "upstream-timeout", "upstream-max-staleness"};
+    const struct config_option *refresh = config_option("upstream-refresh-interval");
+    const struct config_option *stale = config_option("upstream-max-staleness");
+    int upstream = is_set(p, "upstream");
+
+    if (p->cmd != CONFIG_CMD_SERVE)
+        return 0;
+    for (size_t i = 0; !upstream && i < sizeof flags / sizeof flags[0]; i++)
+        if (is_set(p, flags[i]))
+            return fail(p, "--%s needs --upstream", flags[i]);
+    if (upstream && config_option_number(stale, setting_value(setting_of(p, stale))) <
+                        config_option_number(refresh, setting_value(setting_of(p, refresh))))
+        return fail(p, "--upstream-max-staleness must be at least --upstream-refresh-interval: /readyz would "
+                       "otherwise fail between two reads");
+    return 0;
+}
+
 /* The rules between serving options: a retention that a restart would
  * silently forget is refused, and so are a misplaced TokenReview API, TLS
  * listeners without a certificate and listeners that share an address.
@@ -624,11 +763,13 @@ static int check_serving(struct parser *p)
 
     if (config_option_number(retention, setting_value(setting_of(p, retention))) > 0 && !is_set(p, "state-dir"))
         return fail(p, "--key-retention needs --state-dir, so that retained keys survive a restart");
-    if (check_token_review(p) < 0)
+    if (check_token_review(p) < 0 || check_upstream(p) < 0)
         return -1;
     if ((CMD(p->cmd) & CONFIG_FOR_SERVERS) && check_tls(p) < 0)
         return -1;
-    return check_listener_clashes(p);
+    if (check_listener_clashes(p) < 0)
+        return -1;
+    return (CMD(p->cmd) & CONFIG_FOR_SERVERS) ? check_token_review_callers(p) : 0;
 }
 
 /* True when the row called name was given on the command line or in the
@@ -720,12 +861,17 @@ static int check_signer_timing(struct parser *p)
     return 0;
 }
 
-/* serve, keys and export need keys to publish: key files, or a signing
- * key directory (dev has its own key file). */
+/* serve, keys, export and publish need keys to publish: key files, a
+ * signing key directory, or (serve) an --upstream's; dev has its own key
+ * file. */
 static int check_signer(struct parser *p)
 {
-    if (p->cmd != CONFIG_CMD_DEV && !is_set(p, "service-account-key-file") && !is_set(p, "signing-key-dir"))
-        return fail(p, "--service-account-key-file is required (at least one) unless --signing-key-dir is given");
+    int serve = p->cmd == CONFIG_CMD_SERVE;
+
+    if (p->cmd != CONFIG_CMD_DEV && !is_set(p, "service-account-key-file") && !is_set(p, "signing-key-dir") &&
+        !(serve && is_set(p, "upstream")))
+        return fail(p, "--service-account-key-file is required (at least one) unless %s is given",
+                    serve ? "--upstream or --signing-key-dir" : "--signing-key-dir");
     if (check_signer_needs(p) < 0)
         return -1;
     if (is_set(p, "signing-key-dir") && (config_option("publish-ahead")->commands & CMD(p->cmd)))

@@ -66,6 +66,15 @@ struct config {
     int cors;                  /* --cors / --no-cors */
     int allow_insecure_issuer; /* --allow-insecure-issuer */
 
+    /* Mirroring an API server (serve --upstream): a key source of its own. */
+    char *upstream;                          /* --upstream: its base URL ("in-cluster" resolved), or NULL */
+    int upstream_in_cluster;                 /* --upstream in-cluster */
+    char *upstream_ca_file;                  /* --upstream-ca-file, or NULL: the system's */
+    char *upstream_token_file;               /* --upstream-token-file, or NULL: no token */
+    unsigned long upstream_refresh_interval; /* --upstream-refresh-interval (0 without --upstream) */
+    unsigned long upstream_timeout;          /* --upstream-timeout (0 without --upstream) */
+    unsigned long upstream_max_staleness;    /* --upstream-max-staleness (0 without --upstream) */
+
     /* Key rotation. */
     unsigned long key_reload_interval; /* --key-reload-interval */
     unsigned long key_retention;       /* --key-retention; 0: off */
@@ -97,6 +106,14 @@ struct config {
     int enable_token_review;                    /* --enable-token-review */
     struct config_listen *token_review_listens; /* --token-review-listen, when enabled */
     size_t token_review_listen_count;
+
+    /* The TokenReview listener's TLS and callers (serve and dev). */
+    char *token_review_tls_cert_file;                    /* --token-review-tls-cert-file, or NULL */
+    char *token_review_tls_key_file;                     /* --token-review-tls-private-key-file, or NULL */
+    char *token_review_client_ca_file;                   /* --token-review-client-ca-file, or NULL */
+    int token_review_insecure_http;                      /* --token-review-insecure-http */
+    struct config_strlist token_review_allowed_callers;  /* --token-review-allowed-callers */
+    struct config_strlist token_review_caller_audiences; /* --token-review-caller-audiences; empty: the API ones */
 
     /* `verify` */
     char *token_file;     /* --token-file: a path, or "-" */

@@ -49,6 +49,7 @@ IGNORING_HTTP(config_check_dns_name)
 IGNORING_HTTP(config_check_unix_socket)
 IGNORING_HTTP(config_check_owner)
 IGNORING_HTTP(config_check_web_url)
+IGNORING_HTTP(config_check_caller)
 
 /* One worker per online CPU, within the row's range. */
 static void online_cpus(const struct config_option *o, char *out, size_t len)
@@ -79,10 +80,41 @@ const struct config_option config_options[] = {
      SCALAR(jwks_uri), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "jwks_uri to publish, https"},
     {.name = "service-account-key-file", .arg = "PATH", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .def_text = "none; required without --signing-key-dir",
-     .dev_def = CONFIG_DEV_KEY_FILE, SCALAR(key_files),
+     .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
+     .def_text = "none; required without --signing-key-dir (serve: or --upstream)", .dev_def = CONFIG_DEV_KEY_FILE,
+     SCALAR(key_files),
      .group = CONFIG_GROUP_DOCUMENTS,
-     .help = "PEM file of public or private keys, or a directory of them (never a PKI directory or a CA); repeatable"},
+     .help = "PEM file of public or private keys, a JWKS file (its kids are kept), or a directory of them (never a "
+             "PKI directory or a CA); repeatable"},
+
+    /* Mirroring an API server: a key source of its own (serve only) */
+    {.name = "upstream", .arg = "URL|in-cluster", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_upstream, .commands = FOR_SERVE, SCALAR(upstream), .group = CONFIG_GROUP_DOCUMENTS,
+     .also = "apiserver api-server kube-apiserver mirror",
+     .help = "Publish the keys of this API server, read from its https base URL (in-cluster: the pod's own), never "
+             "from the jwks_uri it advertises; with --service-account-key-file, the union"},
+    {.name = "upstream-ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE, .def_text = "the system's; in-cluster: the pod's ca.crt", SCALAR(upstream_ca_file),
+     .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "CA certificates that --upstream's certificate must chain to"},
+    {.name = "upstream-token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE, .def_text = "none; in-cluster: the pod's token", SCALAR(upstream_token_file),
+     .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Bearer token for --upstream, read again before every request (projected tokens rotate)"},
+    {.name = "upstream-refresh-interval", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = CONFIG_DAY, .commands = FOR_SERVE, .def_text = CONFIG_UPSTREAM_REFRESH,
+     SCALAR(upstream_refresh_interval), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "How often to read --upstream, never less often than its Cache-Control max-age asks; failures are "
+             "retried sooner, backing off"},
+    {.name = "upstream-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 5 * CONFIG_MINUTE, .commands = FOR_SERVE, .def_text = CONFIG_UPSTREAM_TIMEOUT,
+     SCALAR(upstream_timeout), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "Time limit of each request to --upstream, connecting included"},
+    {.name = "upstream-max-staleness", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = 365 * CONFIG_DAY, .commands = FOR_SERVE, .def_text = "10 times --upstream-refresh-interval",
+     SCALAR(upstream_max_staleness), .group = CONFIG_GROUP_DOCUMENTS,
+     .help = "/readyz answers 503 once the last good answer of --upstream is older than this (the documents "
+             "keep being served)"},
     {.name = "max-age", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
      .max = 365 * CONFIG_DAY, .commands = CONFIG_FOR_DOCUMENTS, .def = "1h", SCALAR(max_age),
      .group = CONFIG_GROUP_DOCUMENTS,
@@ -277,6 +309,32 @@ const struct config_option config_options[] = {
      .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "1000", SCALAR(token_review_max_connections),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Open connections of the TokenReview listener per process, %r; more are closed at once"},
+    /* TokenReview listener: TLS and its callers */
+    {.name = "token-review-tls-cert-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def_note = "; with --token-review-tls-private-key-file",
+     SCALAR(token_review_tls_cert_file), .group = CONFIG_GROUP_REVIEW,
+     .help = "PEM certificate chain of the TokenReview listener, reloaded when it changes"},
+    {.name = "token-review-tls-private-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, SCALAR(token_review_tls_key_file), .group = CONFIG_GROUP_REVIEW,
+     .help = "PEM private key of that certificate"},
+    {.name = "token-review-client-ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def_note = ": no client certificates", SCALAR(token_review_client_ca_file),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "PEM CA certificates that issue the client certificates callers may authenticate with (mutual TLS)"},
+    {.name = "token-review-insecure-http", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVERS, .def = "false", SCALAR(token_review_insecure_http), .group = CONFIG_GROUP_REVIEW,
+     .help = "Serve the TokenReview API over plain HTTP instead of TLS: bearer tokens cross the network in clear, "
+             "for development only"},
+    {.name = "token-review-allowed-callers", .arg = "NAME", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+     .check = config_check_caller_row, .commands = CONFIG_FOR_SERVERS, .def_text = "nobody",
+     SCALAR(token_review_allowed_callers), .group = CONFIG_GROUP_REVIEW,
+     .help = "Who may call the TokenReview API: a bearer token's service account "
+             "(system:serviceaccount:NAMESPACE:NAME) or a client certificate's subject in RFC 4514 form "
+             "(CN=vault,O=example, as openssl x509 -nameopt RFC2253 prints it); repeatable"},
+    {.name = "token-review-caller-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,
+     .check = config_check_audiences_row, .commands = CONFIG_FOR_SERVERS, .def_text = "the API audiences",
+     SCALAR(token_review_caller_audiences), .group = CONFIG_GROUP_REVIEW,
+     .help = "Audiences a caller's bearer token must have one of, comma-separated; repeatable"},
 
     /* verify */
     {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,

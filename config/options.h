@@ -31,6 +31,14 @@
     (CONFIG_FOR_DOCUMENTS | CONFIG_CMD_BIT(CONFIG_CMD_VERIFY) | CONFIG_CMD_BIT(CONFIG_CMD_TOKEN) |                     \
      CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR))
 
+/* --upstream in-cluster: the service-account directory of every pod
+ * (docs/compatibility.md §8), and the defaults of the --upstream flags,
+ * which only apply with --upstream. */
+#define CONFIG_POD_SA_DIR             "/var/run/secrets/kubernetes.io/serviceaccount"
+#define CONFIG_UPSTREAM_REFRESH       "60s"
+#define CONFIG_UPSTREAM_TIMEOUT       "10s"
+#define CONFIG_UPSTREAM_STALE_REFRESH 10 /* --upstream-max-staleness: this many refresh intervals */
+
 /* What a flag's value is, and how struct config holds it. */
 enum config_kind {
     CONFIG_KIND_STRING,   /* char *; the last value given wins */

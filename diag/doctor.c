@@ -7,7 +7,7 @@
 #include "diag/doc_checks.h"
 #include "diag/jwks_checks.h"
 #include "diag/token_checks.h"
-#include "jose/jwks_parse.h"
+#include "keys/jwks_parse.h"
 #include "jose/token.h"
 #include "publish/paths.h"
 #include "util/http_client.h"

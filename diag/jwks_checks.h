@@ -4,7 +4,7 @@
  * the key's type and curve, types relying parties verify with, no private
  * member, sound sizes, and the count of each type.
  *
- * It reads the JSON itself rather than through jose/jwks_parse, which
+ * It reads the JSON itself rather than through keys/jwks_parse, which
  * keeps only the keys a token can be verified with and skips the others:
  * here each of those is a finding to report.
  */

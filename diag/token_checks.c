@@ -7,7 +7,7 @@
 
 #include "config/checks.h"
 #include "diag/issuer.h"
-#include "jose/jwks_parse.h"
+#include "keys/jwks_parse.h"
 #include "jose/jws.h"
 #include "jose/jwt.h"
 #include "jose/verifier.h"

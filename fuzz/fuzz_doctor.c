@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: doctor's checks of what an issuer serves (diag/), which
  * read the JSON and the key material themselves rather than through
- * jose/jwks_parse. The input is a JWKS and a token, split at the first
+ * keys/jwks_parse. The input is a JWKS and a token, split at the first
  * NUL byte (no NUL: all JWKS, no token): diag_jwks_check on the first part
  * (and diag_doc_discovery on it, as a discovery document), then
  * diag_token_check on the second against it, and the issuer comparison of

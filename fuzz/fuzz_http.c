@@ -68,7 +68,10 @@ static void fuzz_config(struct config *cfg, const char *dir, const char *const *
                           ec,
                           "--enable-token-review",
                           "--token-review-listen",
-                          "127.0.0.1:8443"};
+                          "127.0.0.1:8443",
+                          "--token-review-insecure-http",
+                          "--token-review-allowed-callers",
+                          "system:serviceaccount:fuzz:caller"};
     const char *args[sizeof(base) / sizeof(base[0]) + 8];
     size_t argc = 0;
     enum config_command cmd;

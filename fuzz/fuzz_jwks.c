@@ -1,8 +1,8 @@
-/* libFuzzer target: JWKS parsing (jose/jwks_parse.c) over arbitrary bytes. */
+/* libFuzzer target: JWKS parsing (keys/jwks_parse.c) over arbitrary bytes. */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jose/jwks_parse.h"
+#include "keys/jwks_parse.h"
 #include "keys/keyset.h"
 
 static void ignore_warning(void *ctx, const char *msg)

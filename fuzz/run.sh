@@ -47,7 +47,7 @@ runtime_srcs=($(lib_srcs oidcruntime))
 [ ${#core_srcs[@]} -gt 10 ] && [ ${#runtime_srcs[@]} -gt 3 ] ||
     { echo "fuzz/run.sh: cannot read oidccore's and oidcruntime's sources from CMakeLists.txt" >&2; exit 2; }
 http_srcs=(server/http/site.c server/http/handler_docs.c server/http/http_framing.c server/http/handler_tokenreview.c
-           server/http/handler_admin.c server/http/request_log.c server/worker.c server/peer_progress.c
+           server/http/handler_admin.c server/http/request_log.c server/worker.c server/peer_progress.c server/tls.c
            "${runtime_srcs[@]}")
 version=$(sed -n 's/^project(oidc-discovery VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. $(pkg-config --cflags libcrypto libcurl yajl libh2o-evloop))

@@ -1,6 +1,7 @@
 #include "jose/review.h"
 
 #include <string.h>
+#include <strings.h>
 
 int review_init(struct review *r, const struct config *cfg, char *const *issuer, size_t cache_size)
 {
@@ -10,6 +11,10 @@ int review_init(struct review *r, const struct config *cfg, char *const *issuer,
     r->nissuers = cfg->issuers.count > 0 || issuer == NULL ? cfg->issuers.count : 1;
     r->api_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.items : r->issuers;
     r->napi_audiences = cfg->api_audiences.count > 0 ? cfg->api_audiences.count : r->nissuers;
+    r->caller_audiences =
+        cfg->token_review_caller_audiences.count > 0 ? cfg->token_review_caller_audiences.items : r->api_audiences;
+    r->ncaller_audiences =
+        cfg->token_review_caller_audiences.count > 0 ? cfg->token_review_caller_audiences.count : r->napi_audiences;
     if (cache_size > 0 && (r->cache = vcache_create(cache_size)) == NULL)
         return -1;
     return 0;
@@ -65,4 +70,40 @@ void review_result_clear(struct review_result *out)
 {
     token_result_clear(&out->token);
     out->user = NULL;
+}
+
+size_t review_bearer(const char *value, size_t len, const char **token)
+{
+    static const char scheme[] = "bearer ";
+    const size_t n = sizeof(scheme) - 1;
+    size_t end;
+
+    while (len > 0 && (value[0] == ' ' || value[0] == '\t'))
+        value++, len--;
+    while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+        len--;
+    if (len <= n || strncasecmp(value, scheme, n) != 0)
+        return 0;
+    for (end = n; end < len && value[end] != ' '; end++)
+        ;
+    *token = value + n;
+    return end - n;
+}
+
+enum review_caller review_caller_allowed(const struct review *r, const char *name)
+{
+    const struct config_strlist *allowed = &r->cfg->token_review_allowed_callers;
+
+    for (size_t i = 0; i < allowed->count; i++)
+        if (strcmp(allowed->items[i], name) == 0)
+            return REVIEW_CALLER_ALLOWED;
+    return REVIEW_CALLER_FORBIDDEN;
+}
+
+enum review_caller review_caller_token(struct review *r, const struct verifier *v, const char *token, size_t len,
+                                       time_t now, struct review_result *out)
+{
+    if (review_token(r, v, token, len, r->caller_audiences, r->ncaller_audiences, now, out) != 0)
+        return REVIEW_CALLER_UNAUTHENTICATED;
+    return review_caller_allowed(r, out->user->username);
 }

@@ -6,6 +6,12 @@
  * and the cache of successful verifications in front of the signature
  * check.
  *
+ * The TokenReview endpoint's callers are held to the same policy: a
+ * caller's bearer token is a service-account token reviewed like any other
+ * (same keys, issuers and cache), for the caller audiences, and the
+ * caller, so authenticated or by a client certificate, must be named in
+ * --token-review-allowed-callers.
+ *
  * A struct review belongs to one thread (its cache is not thread-safe):
  * the server keeps one per worker thread.
  */
@@ -29,6 +35,10 @@ struct review {
      * taken to carry. */
     char *const *api_audiences;
     size_t napi_audiences;
+    /* --token-review-caller-audiences, else the API audiences: what a
+     * caller's bearer token must carry one of. */
+    char *const *caller_audiences;
+    size_t ncaller_audiences;
     struct vcache *cache; /* NULL: every review checks the signature */
 };
 
@@ -56,5 +66,32 @@ int review_token(struct review *r, const struct verifier *v, const char *token, 
                  size_t naudiences, time_t now, struct review_result *out);
 
 void review_result_clear(struct review_result *out);
+
+/* What a TokenReview caller turned out to be. */
+enum review_caller {
+    REVIEW_CALLER_ALLOWED,         /* authenticated and named in --token-review-allowed-callers */
+    REVIEW_CALLER_FORBIDDEN,       /* authenticated, not named: 403 */
+    REVIEW_CALLER_UNAUTHENTICATED, /* no credentials, or no valid ones: 401 */
+};
+
+/* The token of an Authorization header value, as kube-apiserver reads it:
+ * "Bearer" (any case) and one space, then the token up to the next space,
+ * blanks around the value ignored. Returns its length (*token points into
+ * value), or 0 when the value is not a bearer token. */
+size_t review_bearer(const char *value, size_t len, const char **token);
+
+/* Authenticates a caller by its bearer token: a service-account token
+ * verified as review_token verifies one, for the caller audiences (so
+ * through the same cache: a failed check costs one verification, as a
+ * failed review does). Then authorises its username. out holds the
+ * verification (out->user->username names an authenticated caller); call
+ * review_result_clear afterwards. */
+enum review_caller review_caller_token(struct review *r, const struct verifier *v, const char *token, size_t len,
+                                       time_t now, struct review_result *out);
+
+/* Authorises a caller authenticated otherwise (name: a client
+ * certificate's RFC 4514 subject): exact, case-sensitive comparison with
+ * each --token-review-allowed-callers entry. */
+enum review_caller review_caller_allowed(const struct review *r, const char *name);
 
 #endif

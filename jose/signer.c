@@ -53,7 +53,7 @@ static int signer_take_key(struct signer_state *s, const struct signer_params *p
     const struct jws_alg *alg;
     struct key k;
 
-    if (EVP_PKEY_up_ref(p->priv) != 1 || key_init(&k, p->priv, "", err, errlen) != 0)
+    if (EVP_PKEY_up_ref(p->priv) != 1 || key_init(&k, p->priv, "", NULL, err, errlen) != 0)
         return -1; /* key_init freed the reference on failure */
     alg = jws_alg_find(k.alg);
     key_clear(&k);

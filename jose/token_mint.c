@@ -54,7 +54,7 @@ static int token_mint_public(EVP_PKEY *priv, struct key *k, char *err, size_t er
         snprintf(err, errlen, "cannot derive the public key");
         return -1;
     }
-    return key_init(k, pub, "signing key", err, errlen);
+    return key_init(k, pub, "signing key", NULL, err, errlen);
 }
 
 /* A random (version 4) UUID, as kube-apiserver's jti. */

@@ -7,6 +7,8 @@
 #include "util/jsonw.h"
 #include "jose/jwt.h"
 
+#define TOKENREVIEW_GROUP "authentication.k8s.io"
+
 /* Copies spec.audiences; null or absent means none were asked for. */
 static const char *tr_audiences(const struct json_value *auds, struct tokenreview_request *out)
 {
@@ -149,7 +151,11 @@ char *tokenreview_render(const struct tokenreview_request *req, const struct tok
     return jsonw_finish(&w, &out, len) == 0 ? out : NULL;
 }
 
-char *tokenreview_render_status(int code, const char *reason, const char *message, size_t *len)
+/* A Status object as kube-apiserver writes one (k8s.io/apimachinery
+ * metav1.Status: kind, apiVersion, metadata, status, message, reason,
+ * details, code), with details {"group":..., "kind":...} when
+ * details_kind is not NULL. */
+static char *tr_status(int code, const char *reason, const char *message, const char *details_kind, size_t *len)
 {
     struct jsonw w = {0};
     char num[16], *out;
@@ -159,8 +165,62 @@ char *tokenreview_render_status(int code, const char *reason, const char *messag
     jsonw_str(&w, message);
     jsonw_lit(&w, ",\"reason\":");
     jsonw_str(&w, reason);
+    if (details_kind != NULL) {
+        jsonw_lit(&w, ",\"details\":{\"group\":\"" TOKENREVIEW_GROUP "\",\"kind\":");
+        jsonw_str(&w, details_kind);
+        jsonw_lit(&w, "}");
+    }
     jsonw_lit(&w, ",\"code\":");
     jsonw_lit(&w, num);
     jsonw_lit(&w, "}");
     return jsonw_finish(&w, &out, len) == 0 ? out : NULL;
+}
+
+char *tokenreview_render_status(int code, const char *reason, const char *message, size_t *len)
+{
+    return tr_status(code, reason, message, NULL, len);
+}
+
+/* Appends s as Go's %q verb writes a string of printable ASCII: in
+ * double quotes, with '"' and '\\' escaped, and other bytes outside
+ * printable ASCII as \xNN (Go keeps printable non-ASCII runes; a caller's
+ * name has none: a certificate subject in RFC 4514 form escapes them). */
+static void tr_go_quote(struct jsonw *w, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    jsonw_raw(w, "\"", 1);
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        char esc[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+        if (c == '"' || c == '\\')
+            jsonw_raw(w, esc, 1), jsonw_raw(w, s, 1);
+        else if (c < 0x20 || c > 0x7e)
+            jsonw_raw(w, esc, 4);
+        else
+            jsonw_raw(w, s, 1);
+    }
+    jsonw_raw(w, "\"", 1);
+}
+
+char *tokenreview_render_forbidden(const char *user, size_t *len)
+{
+    struct jsonw msg = {0};
+    char *message, *out;
+    size_t mlen;
+
+    jsonw_lit(&msg, "tokenreviews." TOKENREVIEW_GROUP " is forbidden: User ");
+    tr_go_quote(&msg, user);
+    jsonw_lit(&msg,
+              " cannot create resource \"tokenreviews\" in API group \"" TOKENREVIEW_GROUP "\" at the cluster scope");
+    if (jsonw_finish(&msg, &message, &mlen) != 0)
+        return NULL;
+    out = tr_status(403, "Forbidden", message, "tokenreviews", len);
+    free(message);
+    return out;
+}
+
+char *tokenreview_render_unauthorized(size_t *len)
+{
+    return tr_status(401, "Unauthorized", "Unauthorized", NULL, len);
 }

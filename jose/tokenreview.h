@@ -33,4 +33,13 @@ char *tokenreview_render(const struct tokenreview_request *req, const struct tok
 /* A Kubernetes Status object for a refused request (code 400, 415, ...). */
 char *tokenreview_render_status(int code, const char *reason, const char *message, size_t *len);
 
+/* The Status kube-apiserver answers a caller without valid credentials
+ * (401, reason Unauthorized, message "Unauthorized"). */
+char *tokenreview_render_unauthorized(size_t *len);
+
+/* The Status kube-apiserver answers an authenticated caller that may not
+ * create TokenReviews (403, reason Forbidden, with details and the
+ * message of its authorization filter naming user). */
+char *tokenreview_render_forbidden(const char *user, size_t *len);
+
 #endif

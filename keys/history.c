@@ -61,22 +61,58 @@ static struct history_entry *history_push(struct history *h)
     return &h->entries[h->count++];
 }
 
-static int history_add_entry(struct history *h, const struct key *k, time_t now)
+/* Makes e the entry of k, first seen at now. */
+static int history_init_entry(struct history_entry *e, const struct key *k, time_t now)
 {
-    struct history_entry *e = history_push(h);
-
-    if (e == NULL)
-        return -1;
-    memcpy(e->kid, k->kid, sizeof(e->kid));
+    memcpy(e->kid, k->kid, strlen(k->kid) + 1);
+    e->kid_given = k->kid_given;
     e->first_seen = e->last_seen = now;
     e->present = 1;
     e->spki = key_spki_encode(k->pub);
     e->source = strdup(k->source);
     if (e->spki == NULL || e->source == NULL) {
         history_entry_clear(e);
-        h->count--;
         return -1;
     }
+    return 0;
+}
+
+static int history_add_entry(struct history *h, const struct key *k, time_t now)
+{
+    struct history_entry *e = history_push(h);
+
+    if (e != NULL && history_init_entry(e, k, now) == 0)
+        return 0;
+    h->count -= e != NULL;
+    return -1;
+}
+
+/* Whether e is about the key k, not only its kid: a kid given by a JWKS,
+ * unlike a derived one, does not pin the key. */
+static int history_same_key(const struct history_entry *e, const struct key *k)
+{
+    char *spki;
+    int same;
+
+    if (!e->kid_given && !k->kid_given)
+        return 1;
+    if ((spki = key_spki_encode(k->pub)) == NULL)
+        return -1;
+    same = strcmp(spki, e->spki) == 0;
+    free(spki);
+    return same;
+}
+
+/* The kid of e now names k, another key: the entry becomes k's. Reported
+ * as the old key dropped and the new one added. */
+static int history_rebind(struct history_entry *e, const struct key *k, time_t now, history_event_cb cb, void *cb_ctx)
+{
+    cb(cb_ctx, HISTORY_DROPPED, e, 0);
+    history_entry_clear(e);
+    memset(e, 0, sizeof(*e));
+    if (history_init_entry(e, k, now) != 0)
+        return -1;
+    cb(cb_ctx, HISTORY_ADDED, e, 0);
     return 0;
 }
 
@@ -94,6 +130,10 @@ static int history_observe(struct history *h, const struct keyset *inputs, time_
             *changed = 1;
             continue;
         }
+        int same = history_same_key(e, k);
+        if (same < 0 || (!same && history_rebind(e, k, now, cb, cb_ctx) != 0))
+            return -1;
+        *changed |= !same;
         char *source = strdup(k->source);
         if (source == NULL)
             return -1;
@@ -117,7 +157,7 @@ static int history_republish(const struct history_entry *e, struct keyset *ks, c
         return -1;
     }
     snprintf(source, sizeof(source), "retained, last seen in %s", e->source);
-    if (keyset_add(ks, pub, source, &dup, why, sizeof(why)) < 0) {
+    if (keyset_add(ks, pub, source, e->kid, &dup, why, sizeof(why)) < 0) {
         snprintf(err, errlen, "retained key %s: %s", e->kid, why);
         return -1;
     }
@@ -210,6 +250,8 @@ static void history_render(const struct history *h, struct jsonw *w)
         const struct history_entry *e = &h->entries[i];
         jsonw_lit(w, i ? ",\n{\"kid\":" : "\n{\"kid\":");
         jsonw_str(w, e->kid);
+        if (e->kid_given)
+            jsonw_lit(w, ",\"kid_given\":true");
         snprintf(num, sizeof(num), "%lld", (long long)e->first_seen);
         jsonw_lit(w, ",\"first_seen\":");
         jsonw_lit(w, num);
@@ -319,8 +361,9 @@ static const char *history_string(const struct json_value *obj, const char *name
 }
 
 /* Why the stored public key cannot stand behind kid, or NULL when it can:
- * it decodes, is of a published type and gives that very kid. */
-static const char *history_check_key(const char *spki, const char *kid, char *why, size_t whylen)
+ * it decodes, is of a published type and gives that very kid, or the kid
+ * was given with it by a JWKS (kid_given) and is one a JWKS may give. */
+static const char *history_check_key(const char *spki, const char *kid, int kid_given, char *why, size_t whylen)
 {
     char computed[KEY_KID_LEN + 1];
     EVP_PKEY *pub = key_spki_decode(spki);
@@ -330,10 +373,20 @@ static const char *history_check_key(const char *spki, const char *kid, char *wh
         problem = "spki is not a public key";
     else if (key_check_type(pub, why, whylen) != 0)
         problem = why;
-    else if (key_kid(pub, computed) != 0 || strcmp(computed, kid) != 0)
-        problem = "kid is not the one its spki gives";
+    else if (kid_given && !key_kid_ok(kid))
+        problem = "kid_given, but kid is not 1 to 1024 printable characters without quote or backslash";
+    else if (!kid_given && (key_kid(pub, computed) != 0 || strcmp(computed, kid) != 0))
+        problem = "kid is not the one its spki gives (and kid_given is not set)";
     EVP_PKEY_free(pub);
     return problem;
+}
+
+/* Whether entry v says its kid came from a JWKS. */
+static int history_kid_given(const struct json_value *v)
+{
+    const struct json_value *given = json_get(v, "kid_given");
+
+    return given != NULL && given->type == JSON_BOOL && given->boolean;
 }
 
 /* Why entry v cannot be kept (see history_load), or NULL when it can. */
@@ -341,12 +394,14 @@ static const char *history_entry_problem(const struct history_loader *l, const s
                                          const struct history *h, char *why, size_t whylen)
 {
     const char *kid = history_string(v, "kid"), *spki = history_string(v, "spki");
-    const struct json_value *present = json_get(v, "present");
+    const struct json_value *present = json_get(v, "present"), *given = json_get(v, "kid_given");
     time_t first = history_time(json_get(v, "first_seen")), last = history_time(json_get(v, "last_seen"));
 
     if (kid == NULL || spki == NULL || history_string(v, "source") == NULL || present == NULL ||
         present->type != JSON_BOOL)
         return "missing or mistyped member (kid, spki, source, present)";
+    if (given != NULL && given->type != JSON_BOOL)
+        return "kid_given is not true or false";
     if (first == 0 || last == 0) {
         snprintf(why, whylen, "first_seen and last_seen must be whole seconds from 1 to %lld",
                  (long long)HISTORY_TIME_MAX);
@@ -360,7 +415,7 @@ static const char *history_entry_problem(const struct history_loader *l, const s
     }
     if (history_find(h, kid) != NULL)
         return "an earlier entry has the same kid";
-    return history_check_key(spki, kid, why, whylen);
+    return history_check_key(spki, kid, history_kid_given(v), why, whylen);
 }
 
 /* Reads entry i into e: 1 when kept, 0 when dropped (and reported), -1 when
@@ -375,7 +430,8 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
         history_drop(l, i, history_string(v, "kid"), problem);
         return 0;
     }
-    memcpy(e->kid, history_string(v, "kid"), sizeof(e->kid));
+    memcpy(e->kid, history_string(v, "kid"), strlen(history_string(v, "kid")) + 1);
+    e->kid_given = history_kid_given(v);
     e->last_seen = history_time(json_get(v, "last_seen"));
     e->first_seen = history_time(json_get(v, "first_seen"));
     if (e->last_seen > l->now)

@@ -16,8 +16,9 @@
 #include "keys/keyset.h"
 
 struct history_entry {
-    char kid[KEY_KID_LEN + 1];
-    char *spki; /* base64 (standard) of the DER SubjectPublicKeyInfo */
+    char kid[KEY_KID_MAX + 1];
+    int kid_given; /* kid came with the key from a JWKS (key.h) and is not the one its spki gives */
+    char *spki;    /* base64 (standard) of the DER SubjectPublicKeyInfo */
     char *source;
     time_t first_seen;
     time_t last_seen;
@@ -55,7 +56,11 @@ typedef void (*history_event_cb)(void *ctx, enum history_event ev, const struct 
  *
  * The file is input, not truth: it can only shorten what is published, never
  * lengthen it. An entry is kept only when its kid is the one its stored
- * public key gives, that key is of a type that is published, its times are
+ * public key gives (or, for a key whose kid came from a JWKS, when the
+ * entry says so with "kid_given": true and the kid is one key_kid_ok
+ * takes: such a kid cannot be checked against the key, so only an entry
+ * written from a JWKS may bind it, and the binding is kept exactly as it
+ * was first seen), that key is of a type that is published, its times are
  * whole seconds with 0 < first_seen <= last_seen <= now + HISTORY_CLOCK_SKEW
  * (a last_seen ahead of now is taken as now) and no earlier entry has its
  * kid; any other entry is dropped, with a message naming it to warn (may be
@@ -77,7 +82,9 @@ int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_c
  * pass history_load's owner and mode check. */
 int history_save(const struct history *h, const char *path, char *err, size_t errlen);
 
-/* Records that the keys of inputs are present at now, then appends to
+/* Records that the keys of inputs are present at now (a kid from a JWKS
+ * that now names another key starts a new entry: the old key is dropped,
+ * since one kid cannot be published for two keys), then appends to
  * inputs the keys that left the inputs less than retention seconds ago, and
  * forgets the others. inputs becomes the set to publish. Returns 1 when a
  * key was added, retained or dropped (the state needs saving), 0 when

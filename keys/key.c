@@ -123,7 +123,38 @@ int key_check_type(EVP_PKEY *pub, char *err, size_t errlen)
     }
 }
 
-int key_init(struct key *k, EVP_PKEY *pub, const char *source, char *err, size_t errlen)
+int key_kid_ok(const char *kid)
+{
+    size_t n = strlen(kid);
+
+    if (n == 0 || n > KEY_KID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)kid[i] < 0x20 || (unsigned char)kid[i] > 0x7e || kid[i] == '"' || kid[i] == '\\')
+            return 0;
+    return 1;
+}
+
+/* Gives k its kid: the derived one, or the one a JWKS gave (kept even when
+ * it is not kube's form: an external signer's kid need not be). */
+static int key_set_kid(struct key *k, const char *kid, char *err, size_t errlen)
+{
+    if (key_kid(k->pub, k->kid) != 0) {
+        snprintf(err, errlen, "cannot encode the public key");
+        return -1;
+    }
+    if (kid == NULL || strcmp(kid, k->kid) == 0)
+        return 0;
+    if (!key_kid_ok(kid)) {
+        snprintf(err, errlen, "kid is not 1 to %d printable characters without quote or backslash", KEY_KID_MAX);
+        return -1;
+    }
+    memcpy(k->kid, kid, strlen(kid) + 1);
+    k->kid_given = 1;
+    return 0;
+}
+
+int key_init(struct key *k, EVP_PKEY *pub, const char *source, const char *kid, char *err, size_t errlen)
 {
     const struct key_curve *curve = NULL;
 
@@ -140,7 +171,9 @@ int key_init(struct key *k, EVP_PKEY *pub, const char *source, char *err, size_t
         k->alg = "RS256";
         k->bits = EVP_PKEY_get_bits(pub);
     }
-    if ((k->source = strdup(source)) == NULL || key_kid(pub, k->kid) != 0 || key_render_jwk(k, curve) != 0) {
+    if (key_set_kid(k, kid, err, errlen) != 0)
+        goto fail;
+    if ((k->source = strdup(source)) == NULL || key_render_jwk(k, curve) != 0) {
         snprintf(err, errlen, "cannot encode the public key");
         goto fail;
     }

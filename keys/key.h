@@ -22,6 +22,7 @@
 struct key {
     EVP_PKEY *pub;             /* public-only key, owned */
     char kid[KEY_KID_MAX + 1]; /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it */
+    int kid_given;             /* kid came from a JWKS and is not the one key_kid derives */
     const char *alg;           /* "RS256", "ES256", "ES384" or "ES512" (static) */
     const char *curve;         /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
     int bits;                  /* RSA modulus bits, or EC field bits */
@@ -33,9 +34,16 @@ struct key {
 };
 
 /* Builds a struct key from a public key. Takes ownership of pub on success
- * and on failure (it is freed then). source is copied. Returns 0, or -1 with
- * a message in err (unsupported type or curve). */
-int key_init(struct key *k, EVP_PKEY *pub, const char *source, char *err, size_t errlen);
+ * and on failure (it is freed then). source is copied. kid is the key's
+ * kid as a JWKS gave it (copied; it must pass key_kid_ok), or NULL for the
+ * derived one. Returns 0, or -1 with a message in err (unsupported type or
+ * curve, unusable kid). */
+int key_init(struct key *k, EVP_PKEY *pub, const char *source, const char *kid, char *err, size_t errlen);
+
+/* Whether kid can be kept as a JWKS gave it: 1 to KEY_KID_MAX printable
+ * ASCII characters without quote or backslash, so that it is stored,
+ * matched against token headers and re-rendered without any escaping. */
+int key_kid_ok(const char *kid);
 
 /* Checks that pub is a type kube-apiserver publishes: RSA, or ECDSA on
  * P-256, P-384 or P-521. Returns 0, or -1 with the reason in err. */

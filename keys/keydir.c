@@ -384,7 +384,7 @@ static int keydir_fill_pub(struct keydir_pub *p, struct rotation_key *r, EVP_PKE
         snprintf(err, errlen, "cannot derive the public key");
         return -1;
     }
-    if (key_init(&k, p->pk, "", err, errlen) != 0) /* takes the reference just added */
+    if (key_init(&k, p->pk, "", NULL, err, errlen) != 0) /* takes the reference just added */
         return -1;
     if (k.curve != NULL)
         snprintf(type, sizeof(type), "ec-p%s", k.curve + 2);
@@ -534,7 +534,8 @@ int keydir_add_public(const char *dir, const struct keydir *kd, struct keyset *k
     for (size_t i = 0; i < kd->count; i++) {
         keydir_key_name(kd->rot[i].kid, name, sizeof(name));
         snprintf(source, sizeof(source), "%s/%s", dir, name);
-        if (EVP_PKEY_up_ref(kd->pub[i].pk) != 1 || keyset_add(ks, kd->pub[i].pk, source, &dup, why, sizeof(why)) < 0) {
+        if (EVP_PKEY_up_ref(kd->pub[i].pk) != 1 ||
+            keyset_add(ks, kd->pub[i].pk, source, NULL, &dup, why, sizeof(why)) < 0) {
             snprintf(err, errlen, "%s: %s", source, why);
             return -1;
         }

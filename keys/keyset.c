@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "keys/jwks_parse.h"
 #include "keys/keyfile.h"
 #include "keys/pem.h"
 
@@ -50,12 +51,13 @@ static int keyset_append(struct keyset *ks, struct key *k)
     return 0;
 }
 
-int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const struct key **dup, char *err, size_t errlen)
+int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const char *kid, const struct key **dup, char *err,
+               size_t errlen)
 {
     struct key k;
 
     *dup = NULL;
-    if (key_init(&k, pub, source, err, errlen) != 0)
+    if (key_init(&k, pub, source, kid, err, errlen) != 0)
         return -1;
     if ((*dup = keyset_find(ks, k.kid)) != NULL) {
         key_clear(&k);
@@ -86,7 +88,7 @@ int keyset_add_copy(struct keyset *ks, const struct key *k, char *err, size_t er
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    rc = keyset_add(ks, k->pub, k->source, &dup, err, errlen);
+    rc = keyset_add(ks, k->pub, k->source, k->kid, &dup, err, errlen);
     if (rc == 1 && keyset_set_path(&ks->keys[ks->count - 1], k->path, k->path_real) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -109,24 +111,30 @@ static void keyset_check_private_mode(struct keyset_loader *l, const char *path)
         keyset_warn(l, "%s", msg);
 }
 
-/* pem_key_cb: adds one key of a file. The same key twice is published once:
- * two JWKs with one kid make clients such as panva/jose refuse the whole
- * set, and it is usually sa.key and sa.pub given together, so it only
- * warrants a warning. */
-static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err,
-                                size_t errlen)
+/* Adds one key of the file path (its source names the block or JWK),
+ * under kid (NULL: the derived one). The same key twice is published
+ * once: two JWKs with one kid make clients such as panva/jose refuse the
+ * whole set, and it is usually sa.key and sa.pub given together, so it
+ * only warrants a warning. One kid for two different keys (only a JWKS
+ * can say that) is an error: either choice would break tokens. */
+static int keyset_take(struct keyset_loader *l, EVP_PKEY *pub, const char *path, const char *source, const char *kid,
+                       char *err, size_t errlen)
 {
-    struct keyset_loader *l = ctx;
-    char source[4096], why[256];
-    const struct key *dup;
+    char why[256], derived[KEY_KID_LEN + 1];
+    const struct key *dup = NULL;
     struct key *k;
     int rc;
 
-    if (was_private)
-        keyset_check_private_mode(l, path);
-    snprintf(source, sizeof(source), "%s (block %d)", path, block);
-    if ((rc = keyset_add(l->ks, pub, source, &dup, why, sizeof(why))) < 0) {
-        snprintf(err, errlen, "%s: block %d: %s", path, block, why);
+    if (kid == NULL && key_kid(pub, derived) == 0)
+        kid = derived;
+    if (kid != NULL && (dup = keyset_find(l->ks, kid)) != NULL && EVP_PKEY_eq(dup->pub, pub) != 1) {
+        snprintf(err, errlen, "%s: kid \"%s\" also names another key, %s; give each key its own kid", source, kid,
+                 dup->source);
+        EVP_PKEY_free(pub);
+        return -1;
+    }
+    if ((rc = keyset_add(l->ks, pub, source, kid, &dup, why, sizeof(why))) < 0) {
+        snprintf(err, errlen, "%s: %s", source, why);
         return -1;
     }
     if (rc == 0) {
@@ -144,14 +152,80 @@ static int keyset_add_from_file(void *ctx, EVP_PKEY *pub, const char *path, int 
     return 0;
 }
 
-/* Reads one key file; per-file state starts afresh. */
+/* pem_key_cb: adds one key of a PEM file. */
+static int keyset_add_pem(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err,
+                          size_t errlen)
+{
+    struct keyset_loader *l = ctx;
+    char source[4096];
+
+    if (was_private)
+        keyset_check_private_mode(l, path);
+    snprintf(source, sizeof(source), "%s (block %d)", path, block);
+    return keyset_take(l, pub, path, source, NULL, err, errlen);
+}
+
+/* Where jwks_parse's warnings about a JWKS file go: prefixed with its path. */
+struct keyset_jwks_warn {
+    struct keyset_loader *l;
+    const char *path;
+};
+
+static void keyset_jwks_warn(void *ctx, const char *msg)
+{
+    struct keyset_jwks_warn *w = ctx;
+
+    keyset_warn(w->l, "%s: %s", w->path, msg);
+}
+
+/* Adds the keys of a JWKS file (`kubectl get --raw /openid/v1/jwks`), each
+ * under the kid it has there (see jwks_parse). */
+static int keyset_add_jwks(struct keyset_loader *l, const char *path, const char *text, size_t len, char *err,
+                           size_t errlen)
+{
+    struct keyset_jwks_warn w = {l, path};
+    char why[512], source[4200];
+    struct keyset *doc = jwks_parse(text, len, keyset_jwks_warn, &w, why, sizeof(why));
+    int rc = 0;
+
+    if (doc == NULL) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
+    }
+    for (size_t i = 0; rc == 0 && i < doc->count; i++) {
+        const struct key *k = &doc->keys[i];
+        snprintf(source, sizeof(source), "%s (%s)", path, k->source);
+        rc = EVP_PKEY_up_ref(k->pub) == 1 ? keyset_take(l, k->pub, path, source, k->kid, err, errlen) : -1;
+    }
+    keyset_free(doc);
+    return rc;
+}
+
+/* Whether a key file's text is a JWKS document rather than PEM: JSON
+ * starts with "{", PEM with "-----BEGIN" or free text before it. */
+static int keyset_is_jwks(const char *text, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+        i++;
+    return i < len && text[i] == '{';
+}
+
+/* Reads one key file, PEM or JWKS; per-file state starts afresh. */
 static int keyset_read_file(struct keyset_loader *l, const char *path, char *err, size_t errlen)
 {
-    int rc;
+    size_t len = 0;
+    char *text = keyfile_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
+    int rc = -1;
 
     l->mode_checked = 0;
     l->real = realpath(path, NULL);
-    rc = pem_read_file(path, keyset_add_from_file, l, err, errlen) < 0 ? -1 : 0;
+    if (text != NULL && keyset_is_jwks(text, len))
+        rc = keyset_add_jwks(l, path, text, len, err, errlen);
+    else if (text != NULL)
+        rc = pem_read_mem(path, text, len, keyset_add_pem, l, err, errlen) < 0 ? -1 : 0;
+    keyfile_free(text, len);
     free(l->real);
     l->real = NULL;
     return rc;
@@ -327,6 +401,24 @@ struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb war
         return NULL;
     }
     return l.ks;
+}
+
+int keyset_add_all(struct keyset *dst, const struct keyset *src, keyset_warn_cb warn, void *warn_ctx, char *err,
+                   size_t errlen)
+{
+    char msg[2048];
+
+    for (size_t i = 0; i < src->count; i++) {
+        const struct key *k = &src->keys[i], *had = keyset_find(dst, k->kid);
+        if (had != NULL && EVP_PKEY_eq(had->pub, k->pub) != 1 && warn != NULL) {
+            snprintf(msg, sizeof(msg), "%.900s: kid %.64s names another key in %.900s; only that one is published",
+                     k->source, k->kid, had->source);
+            warn(warn_ctx, msg);
+        }
+        if (had == NULL && keyset_add_copy(dst, k, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 const struct key *keyset_find(const struct keyset *ks, const char *kid)

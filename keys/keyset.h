@@ -25,7 +25,9 @@ typedef void (*keyset_warn_cb)(void *ctx, const char *msg);
 /* An empty set with a fresh, process-unique id; NULL when out of memory. */
 struct keyset *keyset_new(void);
 
-/* Loads every path in order. A path is a PEM file or a directory source.
+/* Loads every path in order. A path is a key file or a directory source.
+ * A key file is PEM, or a JWKS document (what `kubectl get --raw
+ * /openid/v1/jwks` prints, read by jwks_parse: each key keeps its kid).
  * A directory contributes each visible (not dot-named) regular file in it,
  * symlinks followed, sorted by name: the layout of a Kubernetes Secret or
  * ConfigMap volume works. Subdirectories and dangling symlinks are
@@ -34,22 +36,31 @@ struct keyset *keyset_new(void);
  * key or certificate (ca.crt, ca.key, ca.pem, ca-key.pem, *-ca.crt,
  * *-ca.key), are refused: a kubeadm /etc/kubernetes/pki would otherwise
  * publish the cluster CA's and the API server's keys as token-signing
- * keys. Returns a new keyset with at least one key, or NULL with a message
- * in err naming the file. Nothing is returned partially: one bad file
- * fails the whole load. */
+ * keys. One kid for two different keys is an error. Returns a new keyset
+ * with at least one key, or NULL with a message in err naming the file.
+ * Nothing is returned partially: one bad file fails the whole load. */
 struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,
                            size_t errlen);
 
-/* Adds pub (ownership taken in every case) under source, unless a key with
- * its kid is already in the set: then *dup points at that key. Returns 1
+/* Adds pub (ownership taken in every case) under source with kid (as a
+ * JWKS gave it; NULL: the derived one, see key_init), unless a key with
+ * that kid is already in the set: then *dup points at that key. Returns 1
  * when added, 0 for a duplicate, -1 with the reason in err (unsupported
- * type, out of memory). */
-int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const struct key **dup, char *err, size_t errlen);
+ * type, unusable kid, out of memory). */
+int keyset_add(struct keyset *ks, EVP_PKEY *pub, const char *source, const char *kid, const struct key **dup, char *err,
+               size_t errlen);
 
-/* Adds a copy of k (its public key, source and file) unless its kid is in
- * the set already. Returns 1 when added, 0 for a duplicate, -1 with the
- * reason in err. */
+/* Adds a copy of k (its public key, kid, source and file) unless its kid
+ * is in the set already. Returns 1 when added, 0 for a duplicate, -1 with
+ * the reason in err. */
 int keyset_add_copy(struct keyset *ks, const struct key *k, char *err, size_t errlen);
+
+/* Adds a copy of every key of src after dst's, in src's order. A key of
+ * src whose kid dst has already is left out: silently when it is the same
+ * key, with a warning naming both when it is another one (the first
+ * stays; one kid cannot name two keys). 0, or -1 with the reason in err. */
+int keyset_add_all(struct keyset *dst, const struct keyset *src, keyset_warn_cb warn, void *warn_ctx, char *err,
+                   size_t errlen);
 
 /* Looks a key up by kid; NULL when absent. */
 const struct key *keyset_find(const struct keyset *ks, const char *kid);

@@ -10,10 +10,6 @@
 #include "keys/key.h"
 #include "keys/keyfile.h"
 
-/* A key file is a handful of PEM blocks; anything bigger is a mistake (a
- * wrong path, a log file) and is refused before it is read into memory. */
-#define PEM_MAX_FILE_SIZE (1024 * 1024)
-
 /* How a PEM block type is decoded into a key. */
 enum pem_kind { PEM_SKIP, PEM_RSA_PRIVATE, PEM_EC_PRIVATE, PEM_PKCS8, PEM_SPKI, PEM_RSA_PUBLIC, PEM_CERT };
 

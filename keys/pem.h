@@ -15,6 +15,10 @@
 #include <stddef.h>
 #include <openssl/evp.h>
 
+/* A key file is a handful of PEM blocks; anything bigger is a mistake (a
+ * wrong path, a log file) and is refused before it is read into memory. */
+#define PEM_MAX_FILE_SIZE (1024 * 1024)
+
 /* Called once for every public key found, in file order. block is the
  * 1-based index of the PEM block in the file. was_private is 1 when the
  * block held a private key. The callback takes ownership of pub. Returning

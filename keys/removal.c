@@ -6,8 +6,8 @@
 
 struct removal {
     int64_t confirm_ms;
-    struct keyset *published;         /* a copy of the input set last returned; NULL before the first read */
-    char (*pending)[KEY_KID_LEN + 1]; /* the kids of the shrunken read waiting for confirmation */
+    struct keyset *published; /* a copy of the input set last returned; NULL before the first read */
+    char **pending;           /* the kids of the shrunken read waiting for confirmation, owned */
     size_t npending;
     int has_pending;
     int64_t pending_since; /* monotonic ms of the first read of pending */
@@ -50,29 +50,36 @@ static int removal_same_as_pending(const struct removal *rm, const struct keyset
     return 1;
 }
 
-/* Remembers read as the shrunken set to confirm, from now_ms. */
-static int removal_start_pending(struct removal *rm, const struct keyset *read, int64_t now_ms)
-{
-    char(*kids)[KEY_KID_LEN + 1] = malloc((read->count ? read->count : 1) * sizeof(*kids));
-
-    if (kids == NULL)
-        return -1;
-    for (size_t i = 0; i < read->count; i++)
-        memcpy(kids[i], read->keys[i].kid, KEY_KID_LEN + 1);
-    free(rm->pending);
-    rm->pending = kids;
-    rm->npending = read->count;
-    rm->has_pending = 1;
-    rm->pending_since = now_ms;
-    return 0;
-}
-
 static void removal_clear_pending(struct removal *rm)
 {
+    for (size_t i = 0; i < rm->npending; i++)
+        free(rm->pending[i]);
     free(rm->pending);
     rm->pending = NULL;
     rm->npending = 0;
     rm->has_pending = 0;
+}
+
+/* Remembers read as the shrunken set to confirm, from now_ms. */
+static int removal_start_pending(struct removal *rm, const struct keyset *read, int64_t now_ms)
+{
+    char **kids = calloc(read->count + 1, sizeof(*kids));
+    size_t n = 0;
+
+    while (kids != NULL && n < read->count && (kids[n] = strdup(read->keys[n].kid)) != NULL)
+        n++;
+    if (kids == NULL || n < read->count) {
+        while (kids != NULL && n > 0)
+            free(kids[--n]);
+        free(kids);
+        return -1;
+    }
+    removal_clear_pending(rm);
+    rm->pending = kids;
+    rm->npending = n;
+    rm->has_pending = 1;
+    rm->pending_since = now_ms;
+    return 0;
 }
 
 /* Whether the file k was read from has been swapped away atomically: the
@@ -213,6 +220,6 @@ void removal_free(struct removal *rm)
     if (rm == NULL)
         return;
     keyset_free(rm->published);
-    free(rm->pending);
+    removal_clear_pending(rm);
     free(rm);
 }

@@ -38,30 +38,41 @@ struct history *publish_history_load(const struct config *cfg, time_t now, char 
     return h;
 }
 
-/* The key files' keys; without key files (a signing key directory then
- * provides them), an empty set. */
-static struct keyset *publish_load_files(const struct config *cfg, char *err, size_t errlen)
+struct keyset *publish_read_files(const struct config *cfg, struct removal *rm, int64_t now_ms, char *err,
+                                  size_t errlen)
 {
     struct keyset *ks;
 
-    if (cfg->key_files.count > 0)
-        return keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
-    if ((ks = keyset_new()) == NULL)
-        snprintf(err, errlen, "out of memory");
+    /* None: --upstream or --signing-key-dir provides the keys (config
+     * checks that one does). */
+    if (cfg->key_files.count == 0) {
+        if ((ks = keyset_new()) == NULL)
+            snprintf(err, errlen, "out of memory");
+        return ks;
+    }
+    ks = keyset_load(cfg->key_files.items, cfg->key_files.count, publish_log_warning, NULL, err, errlen);
+    if (rm != NULL && ks == NULL)
+        removal_read_failed(rm);
+    else if (rm != NULL)
+        ks = removal_apply(rm, ks, now_ms, err, errlen);
     return ks;
 }
 
-/* The signing key directory is a key source too: its keys follow the
- * files' (KEP-740, docs/external-signer.md). A set with no key at all is
- * refused, as an empty key file is. */
-static struct keyset *publish_add_signer(const struct config *cfg, const struct keydir *signer, struct keyset *ks,
-                                         char *err, size_t errlen)
+/* Adds the keys of the signing key directory (after the files': KEP-740,
+ * docs/external-signer.md) and of the --upstream (after those) to ks. A
+ * set with no key at all is refused, as an empty key file is. Returns ks,
+ * or NULL (ks freed) with the reason in err. */
+static struct keyset *publish_add_sources(const struct config *cfg, const struct keydir *signer,
+                                          const struct keyset *upstream, struct keyset *ks, char *err, size_t errlen)
 {
-    if (ks != NULL && signer != NULL && keydir_add_public(cfg->signing_key_dir, signer, ks, err, errlen) != 0) {
+    if (ks == NULL)
+        return NULL;
+    if ((signer != NULL && keydir_add_public(cfg->signing_key_dir, signer, ks, err, errlen) != 0) ||
+        (upstream != NULL && keyset_add_all(ks, upstream, publish_log_warning, NULL, err, errlen) != 0)) {
         keyset_free(ks);
         return NULL;
     }
-    if (ks != NULL && ks->count == 0) {
+    if (ks->count == 0) {
         snprintf(err, errlen, "no keys to publish: the key files and --signing-key-dir hold none");
         keyset_free(ks);
         return NULL;
@@ -84,20 +95,14 @@ int publish_read_signer(const struct config *cfg, struct keydir **out, char *err
 }
 
 int publish_keyset(const struct config *cfg, const struct keydir *signer, struct history *h, struct removal *rm,
-                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
-                   size_t errlen)
+                   const struct keyset *upstream, int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx,
+                   struct keyset **out, char *err, size_t errlen)
 {
-    struct keyset *ks = publish_load_files(cfg, err, errlen);
-    int changed;
-
-    if (rm != NULL && ks == NULL)
-        removal_read_failed(rm);
-    else if (rm != NULL)
-        ks = removal_apply(rm, ks, now_ms, err, errlen);
-    /* After the removal guard: the directory drops a key on purpose, and
-     * rotation.json is never read half-written. */
-    ks = publish_add_signer(cfg, signer, ks, err, errlen);
-    changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
+    /* The directory's keys after the removal guard: the directory drops a
+     * key on purpose, and rotation.json is never read half-written. */
+    struct keyset *ks =
+        publish_add_sources(cfg, signer, upstream, publish_read_files(cfg, rm, now_ms, err, errlen), err, errlen);
+    int changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
 
     if (changed < 0) {
         keyset_free(ks);
@@ -120,7 +125,8 @@ struct rotation_policy publish_rotation_policy(const struct config *cfg)
     return p;
 }
 
-struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now)
+/* The configured values of the documents. */
+static struct snapshot_params publish_params(const struct config *cfg)
 {
     const struct snapshot_params params = {
         .issuer = cfg->issuers.count ? cfg->issuers.items[0] : "",
@@ -129,7 +135,21 @@ struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, t
         .max_age = cfg->max_age,
     };
 
+    return params;
+}
+
+struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now)
+{
+    const struct snapshot_params params = publish_params(cfg);
+
     return snapshot_build(&params, ks, now);
+}
+
+struct snapshot *publish_unavailable(const struct config *cfg, time_t now)
+{
+    const struct snapshot_params params = publish_params(cfg);
+
+    return snapshot_unavailable(&params, cfg->upstream_refresh_interval, now);
 }
 
 int publish_build(const struct config *cfg, struct history *h, time_t now, struct snapshot **out, char *err,
@@ -140,7 +160,7 @@ int publish_build(const struct config *cfg, struct history *h, time_t now, struc
     int rc = publish_read_signer(cfg, &signer, err, errlen) == 0 ? 0 : 2;
 
     *out = NULL;
-    if (rc == 0 && publish_keyset(cfg, signer, h, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
+    if (rc == 0 && publish_keyset(cfg, signer, h, NULL, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
         rc = 2;
     keydir_free(signer);
     if (rc != 0)

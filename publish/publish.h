@@ -35,17 +35,31 @@ void publish_state_path(const struct config *cfg, char *path, size_t len);
  * history without --state-dir. NULL with the reason in err. */
 struct history *publish_history_load(const struct config *cfg, time_t now, char *err, size_t errlen);
 
-/* Reads the key files, adds the public keys of signer (the keys of
- * --signing-key-dir, after the files' keys; NULL for none), lets rm
- * (serve's; NULL for a one-shot read) hold back removals it has not
- * confirmed yet at now_ms (rm's monotonic clock, util/clock.h; unused
- * without rm), and applies h's retention at now, reporting changes to cb
- * (may be NULL). On success *out is the set to publish and the result is
- * history_apply's: 1 when h needs saving, else 0. On failure returns -1
- * with *out NULL and the reason in err. */
+/* Reads the key files (none: an empty set, when --upstream or
+ * --signing-key-dir provides the keys) and lets rm (serve's) hold back
+ * removals it has not confirmed yet at now_ms (its monotonic clock).
+ * Returns the set, or NULL with the reason in err. */
+struct keyset *publish_read_files(const struct config *cfg, struct removal *rm, int64_t now_ms, char *err,
+                                  size_t errlen);
+
+/* Reads the key files, lets rm (serve's; NULL for a one-shot read) hold
+ * back removals it has not confirmed yet at now_ms (rm's monotonic clock,
+ * util/clock.h; unused without rm), adds the public keys of signer (the
+ * keys of --signing-key-dir; NULL for none) and then those of upstream
+ * (serve's last good set from an --upstream, or NULL; a kid already in the
+ * set is left out, with a warning when it names another key), and applies
+ * h's retention at now, reporting changes to cb (may be NULL). On success
+ * *out is the set to publish and the result is history_apply's: 1 when h
+ * needs saving, else 0. On failure returns -1 with *out NULL and the
+ * reason in err.
+ *
+ * The removal guard is the files' alone: an upstream's answer is a whole
+ * document, never a file caught mid-write, and the directory drops a key
+ * on purpose, so a key either drops leaves at once (and retention keeps
+ * it, when set). */
 int publish_keyset(const struct config *cfg, const struct keydir *signer, struct history *h, struct removal *rm,
-                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
-                   size_t errlen);
+                   const struct keyset *upstream, int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx,
+                   struct keyset **out, char *err, size_t errlen);
 
 /* The keys of --signing-key-dir as keys and export read them, without
  * writing anything: *out is NULL without the flag, and empty while the
@@ -76,5 +90,9 @@ int publish_build_now(const struct config *cfg, struct snapshot **out, char *err
 /* Renders the documents of ks with the config's issuer, jwks_uri, JWKS
  * Content-Type and max-age. Takes ownership of ks; NULL when out of memory. */
 struct snapshot *publish_snapshot(const struct config *cfg, struct keyset *ks, time_t now);
+
+/* What is served until an --upstream has answered once: 503 with a
+ * Retry-After of its refresh interval. NULL when out of memory. */
+struct snapshot *publish_unavailable(const struct config *cfg, time_t now);
 
 #endif

@@ -59,6 +59,18 @@ struct snapshot *snapshot_build(const struct snapshot_params *params, struct key
     return s;
 }
 
+struct snapshot *snapshot_unavailable(const struct snapshot_params *params, unsigned long retry_after, time_t loaded_at)
+{
+    struct keyset *none = keyset_new();
+    struct snapshot *s = none != NULL ? snapshot_build(params, none, loaded_at) : NULL;
+
+    if (s != NULL) {
+        s->unavailable = 1;
+        s->retry_after_len = (size_t)snprintf(s->retry_after, sizeof(s->retry_after), "%lu", retry_after);
+    }
+    return s;
+}
+
 static int snapshot_same_doc(const struct snapshot_doc *a, const struct snapshot_doc *b)
 {
     return a->body.len == b->body.len && memcmp(a->body.bytes, b->body.bytes, a->body.len) == 0 &&
@@ -67,8 +79,8 @@ static int snapshot_same_doc(const struct snapshot_doc *a, const struct snapshot
 
 int snapshot_same_bytes(const struct snapshot *a, const struct snapshot *b)
 {
-    return snapshot_same_doc(&a->discovery, &b->discovery) && snapshot_same_doc(&a->jwks, &b->jwks) &&
-           strcmp(a->cache_control, b->cache_control) == 0;
+    return a->unavailable == b->unavailable && snapshot_same_doc(&a->discovery, &b->discovery) &&
+           snapshot_same_doc(&a->jwks, &b->jwks) && strcmp(a->cache_control, b->cache_control) == 0;
 }
 
 struct snapshot *snapshot_ref(struct snapshot *s)

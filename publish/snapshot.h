@@ -47,11 +47,22 @@ struct snapshot {
     time_t loaded_at;
     char *jwks_content_type; /* owned copy */
     atomic_uint refs;
+
+    /* Nothing to publish yet (an --upstream not read yet): the documents
+     * answer 503 with this Retry-After, and the key set is empty. */
+    int unavailable;
+    char retry_after[24];
+    size_t retry_after_len;
 };
 
 /* Renders both documents for ks. Takes ownership of ks (freed on failure).
  * The returned snapshot holds one reference. Returns NULL on out of memory. */
 struct snapshot *snapshot_build(const struct snapshot_params *params, struct keyset *ks, time_t loaded_at);
+
+/* A snapshot that has nothing to publish yet: handlers answer 503 with
+ * Retry-After: retry_after (seconds). NULL on out of memory. */
+struct snapshot *snapshot_unavailable(const struct snapshot_params *params, unsigned long retry_after,
+                                      time_t loaded_at);
 
 /* 1 when both snapshots would put the same bytes on the wire (bodies and
  * header values other than Last-Modified). */

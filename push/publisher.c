@@ -165,6 +165,13 @@ static void *push_main(void *arg)
     while (!atomic_load(&p->stop)) {
         int64_t now;
         push_take_offer(p);
+        /* An --upstream not read yet: nothing to push (empty documents would
+         * overwrite good ones) until the first set is offered. */
+        if (p->current->unavailable) {
+            if (p->pending == NULL && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->cv, &p->mu);
+            continue;
+        }
         now = clock_now_ms();
         if (push_next_due(p) > now) {
             push_wait(p, push_next_due(p));

@@ -17,6 +17,7 @@
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/listener.h"
+#include "server/mirror_thread.h"
 #include "server/obs/accesslog.h"
 #include "server/reload/cert.h"
 #include "server/reload/health.h"
@@ -51,7 +52,9 @@ struct server_site {
     unsigned threads;
     struct worker_env env;
     const char *what;        /* what it serves, for the log; NULL: the two document URLs */
+    enum cert_kind cert;     /* the certificate its TLS listeners serve */
     struct listener_fd *fds; /* threads * naddrs listening sockets, until the workers take them */
+    size_t first_worker;     /* its workers: s->workers[first_worker .. + threads] */
 };
 
 /* What a site is made of: its kind, listener (budget, metrics) and flags. */
@@ -62,6 +65,7 @@ struct server_site_spec {
     const char *what;
     const struct config_listen *plain, *tls;
     size_t nplain, ntls;
+    enum cert_kind cert;
 };
 
 struct server {
@@ -73,8 +77,9 @@ struct server {
     size_t nworkers;
     /* What the reload thread works with. */
     struct reload *reload;
-    struct cert cert;
+    struct cert certs[CERT_NKINDS];
     struct watch *watch;
+    struct mirror_thread *mirror; /* reads --upstream, or NULL */
     struct schedule schedule;
     int warned_no_inotify;
     int wake_fd;                /* eventfd: SIGHUP and the stop wake the reload thread */
@@ -93,17 +98,21 @@ struct server {
 };
 
 /* The one door by which the workers get what they serve: the first
- * snapshot and certificate at start, then each new one a reload builds
- * (NULL: unchanged). Nothing passes once the stop has begun, since the
- * workers may be gone then. */
-static void server_publish(struct server *s, struct snapshot *snap, SSL_CTX *tls)
+ * snapshot and certificates at start, then each new one a reload builds
+ * (NULL: unchanged). Each site's workers get the certificate of its kind.
+ * Nothing passes once the stop has begun, since the workers may be gone
+ * then. */
+static void server_publish(struct server *s, struct snapshot *snap, SSL_CTX *const tls[CERT_NKINDS])
 {
     pthread_mutex_lock(&s->publish_mu);
-    for (size_t i = 0; !atomic_load(&s->stop) && i < s->nworkers; i++) {
-        if (tls != NULL)
-            worker_publish_tls(s->workers[i], tls);
-        if (snap != NULL)
-            worker_publish(s->workers[i], snap);
+    for (size_t i = 0; !atomic_load(&s->stop) && i < s->nsites; i++) {
+        const struct server_site *site = &s->sites[i];
+        for (size_t w = site->first_worker; w < site->first_worker + site->threads && w < s->nworkers; w++) {
+            if (tls[site->cert] != NULL)
+                worker_publish_tls(s->workers[w], tls[site->cert]);
+            if (snap != NULL)
+                worker_publish(s->workers[w], snap);
+        }
     }
     pthread_mutex_unlock(&s->publish_mu);
 }
@@ -122,19 +131,17 @@ static void server_publish_signer(struct server *s, struct signer_state *st)
 static void server_rewatch(struct server *s)
 {
     const struct config *cfg = s->cfg;
-    char *paths[cfg->key_files.count + 4];
+    char *paths[cfg->key_files.count + 2 + 3 * CERT_NKINDS];
     size_t n = cfg->key_files.count;
 
-    if (n > 0)
+    if (n > 0) /* none with only an --upstream or --signing-key-dir: items is NULL then */
         memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
     if (cfg->signing_key_file != NULL)
         paths[n++] = cfg->signing_key_file;
     if (cfg->signing_key_dir != NULL)
         paths[n++] = cfg->signing_key_dir;
-    if (cfg->tls_listen_count > 0) {
-        paths[n++] = cfg->tls_cert_file;
-        paths[n++] = cfg->tls_key_file;
-    }
+    for (int k = 0; k < CERT_NKINDS; k++)
+        n += cert_watch_paths(&s->certs[k], paths + n);
     watch_reset(s->watch, paths, n);
     if (watch_fd(s->watch) < 0 && !s->warned_no_inotify) {
         log_msg(LOG_WARN, "inotify unavailable (%s); keys are re-read every %lus and on SIGHUP", strerror(errno),
@@ -143,19 +150,20 @@ static void server_rewatch(struct server *s)
     }
 }
 
-/* One pass: the key files and the certificate, and whatever changed to
+/* One pass: the key files and the certificates, and whatever changed to
  * the workers. */
 static void server_reload_pass(struct server *s)
 {
     time_t now = time(NULL);
     int64_t now_ms = clock_now_ms();
     struct snapshot *snap;
-    SSL_CTX *tls;
+    SSL_CTX *tls[CERT_NKINDS];
 
     schedule_ran(&s->schedule, now_ms);
     server_rewatch(s);
     snap = reload_pass(s->reload, now, now_ms);
-    tls = cert_reload(&s->cert, now);
+    for (int k = 0; k < CERT_NKINDS; k++)
+        tls[k] = cert_reload(&s->certs[k], now);
     server_publish(s, snap, tls);
     server_publish_signer(s, reload_signer_changed(s->reload));
     if (snap != NULL)
@@ -173,10 +181,12 @@ static int server_reload_timeout(const struct server *s)
     return next <= now ? 0 : next - now > SERVER_HEARTBEAT_MS ? SERVER_HEARTBEAT_MS : (int)(next - now);
 }
 
-/* Takes what woke the thread: a re-read asked for (SIGHUP) is due now, a
- * change to a watched file after the debounce. */
+/* Takes what woke the thread: a re-read asked for (SIGHUP) is due now
+ * (and a read of the --upstream), and so is a pass with a new set from
+ * the --upstream; a change to a watched file after the debounce. */
 static void server_take_wakeups(struct server *s, int watch_ready)
 {
+    struct keyset *upstream;
     uint64_t n;
 
     if (read(s->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
@@ -184,6 +194,12 @@ static void server_take_wakeups(struct server *s, int watch_ready)
     }
     if (atomic_exchange(&s->hup, 0)) {
         log_msg(LOG_INFO, "SIGHUP: reloading keys");
+        schedule_requested(&s->schedule, clock_now_ms());
+        if (s->mirror != NULL)
+            mirror_thread_hurry(s->mirror);
+    }
+    if (s->mirror != NULL && (upstream = mirror_thread_take(s->mirror)) != NULL) {
+        reload_upstream(s->reload, upstream);
         schedule_requested(&s->schedule, clock_now_ms());
     }
     if (watch_ready && watch_read(s->watch))
@@ -225,6 +241,12 @@ static void server_wake(struct server *s)
     }
 }
 
+/* mirror_thread's wake callback: a new set from the --upstream waits. */
+static void server_wake_for_upstream(void *s)
+{
+    server_wake(s);
+}
+
 /* Stops the reload thread: once this returns, nothing more reaches the
  * workers. Waits up to timeout_ms for the thread to end; returns 0, or -1
  * when it did not (stuck in a read): it is then abandoned. */
@@ -238,13 +260,7 @@ static int server_reload_stop(struct server *s, unsigned timeout_ms)
     if (!s->thread_started)
         return 0;
     server_wake(s);
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
+    deadline = clock_deadline(CLOCK_REALTIME, timeout_ms);
     if (pthread_timedjoin_np(s->thread, NULL, &deadline) != 0) {
         s->thread_abandoned = 1;
         log_msg(LOG_ERROR, "the key reload thread did not stop within %ums (stuck reading a file); exiting without it",
@@ -269,8 +285,11 @@ static int server_prepare_reload(struct server *s)
         log_msg(LOG_ERROR, "cannot set up the key reloader: %s", strerror(errno ? errno : ENOMEM));
         return 1;
     }
+    for (int k = 0; k < CERT_NKINDS; k++)
+        cert_init(&s->certs[k], cfg, (enum cert_kind)k);
     server_rewatch(s);
-    if ((s->reload = reload_create(cfg, now, now_ms)) == NULL || cert_init(&s->cert, cfg, now) != 0)
+    if ((s->reload = reload_create(cfg, now, now_ms)) == NULL || cert_load(&s->certs[CERT_PUBLIC], now) != 0 ||
+        cert_load(&s->certs[CERT_TOKEN_REVIEW], now) != 0)
         return 2;
     schedule_init(&s->schedule, cfg->key_reload_interval, now_ms);
     return 0;
@@ -308,6 +327,7 @@ static int server_add_site(struct server *s, const struct server_site_spec *spec
     site->naddrs = n;
     site->threads = spec->threads;
     site->what = spec->what;
+    site->cert = spec->cert;
     site->env = (struct worker_env){.accesslog = spec->listener != METRICS_LISTENER_ADMIN ? s->accesslog : NULL,
                                     .listener = spec->listener,
                                     .max_connections = budget[spec->listener],
@@ -318,17 +338,22 @@ static int server_add_site(struct server *s, const struct server_site_spec *spec
 }
 
 /* The sites cfg asks for: the documents always, TokenReview and admin
- * when enabled. */
+ * when enabled. The TokenReview listeners speak TLS unless
+ * --token-review-insecure-http says otherwise (config/ allows nothing
+ * else). */
 static int server_add_sites(struct server *s)
 {
     const struct config *cfg = s->cfg;
+    size_t review = cfg->enable_token_review ? cfg->token_review_listen_count : 0;
+    int review_tls = !cfg->token_review_insecure_http;
     const struct server_site_spec specs[SERVER_NSITES] = {
         {SITE_DOCS, METRICS_LISTENER_PUBLIC, cfg->threads, NULL, cfg->listens, cfg->tls_listens, cfg->listen_count,
-         cfg->tls_listen_count},
+         cfg->tls_listen_count, CERT_PUBLIC},
         {SITE_TOKENREVIEW, METRICS_LISTENER_TOKENREVIEW, cfg->threads, "POST " PATHS_TOKENREVIEW,
-         cfg->token_review_listens, NULL, cfg->enable_token_review ? cfg->token_review_listen_count : 0, 0},
+         cfg->token_review_listens, cfg->token_review_listens, review_tls ? 0 : review, review_tls ? review : 0,
+         CERT_TOKEN_REVIEW},
         {SITE_ADMIN, METRICS_LISTENER_ADMIN, 1, PATHS_LIVEZ " " PATHS_READYZ " " PATHS_METRICS, cfg->admin_listens,
-         NULL, cfg->admin_listen_count, 0},
+         NULL, cfg->admin_listen_count, 0, CERT_PUBLIC},
     };
     unsigned long budget[METRICS_NLISTENERS];
 
@@ -387,6 +412,7 @@ static int server_start_workers(struct server *s)
     }
     for (size_t i = 0; i < s->nsites; i++) {
         struct server_site *site = &s->sites[i];
+        site->first_worker = s->nworkers;
         for (unsigned t = 0; t < site->threads; t++) {
             struct worker *w =
                 worker_create(&site->conf, site->fds + (size_t)t * site->naddrs, site->naddrs, &site->env);
@@ -466,6 +492,7 @@ static void server_grace(const struct config *cfg, int sig)
 static int server_start(struct server *s, sigset_t *signals)
 {
     char err[512];
+    SSL_CTX *tls[CERT_NKINDS];
     int rc;
 
     if (server_block_signals(signals) != 0)
@@ -486,7 +513,11 @@ static int server_start(struct server *s, sigset_t *signals)
     }
     if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
         return 1;
-    server_publish(s, reload_current(s->reload), s->cert.ctx);
+    if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_for_upstream, s)) == NULL)
+        return 1;
+    for (int k = 0; k < CERT_NKINDS; k++)
+        tls[k] = s->certs[k].ctx;
+    server_publish(s, reload_current(s->reload), tls);
     health_reload_alive(clock_now_ms(), 1);
     if ((errno = pthread_create(&s->thread, NULL, server_reload_main, s)) != 0) {
         log_msg(LOG_ERROR, "cannot start the key reload thread: %s", strerror(errno));
@@ -518,7 +549,8 @@ static void server_free(struct server *s)
     extsigner_stop(s->extsigner);
     signer_slot_destroy(&s->signer_slot);
     reload_free(s->reload);
-    cert_clear(&s->cert);
+    for (int k = 0; k < CERT_NKINDS; k++)
+        cert_clear(&s->certs[k]);
     watch_free(s->watch);
     if (s->wake_fd >= 0)
         close(s->wake_fd);
@@ -547,6 +579,10 @@ int server_run(const struct config *cfg)
         rc = 1;
     if (!s->thread_abandoned)
         push_publisher_stop(s->publisher); /* nothing offers any more */
+    /* A read of the --upstream that does not end in time is harmless to
+     * leave behind, but it still uses s and cfg: exit without freeing. */
+    if (s->mirror != NULL && mirror_thread_stop(s->mirror, SERVER_RELOAD_STOP_MS) != 0)
+        s->thread_abandoned = 1;
     server_stop_workers(s);
     if (s->thread_abandoned) {
         accesslog_close(s->accesslog);

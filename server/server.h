@@ -5,7 +5,9 @@
  * and the TLS certificate, cert.h), opens every listener, starts one
  * worker per --threads and kind of listener, and hands the workers each
  * snapshot and certificate through one door (server_publish), the first
- * ones included. A reload thread runs the passes when the schedule says
+ * ones included. With --upstream, a thread of its own reads the API
+ * server (mirror_thread.h) and hands each new key set to the reload
+ * thread. A reload thread runs the passes when the schedule says
  * (schedule.h): a watched file changed, SIGHUP, --key-reload-interval, a
  * deadline of the inputs. The main thread only waits for signals, so
  * SIGTERM is acted on even while a read on the reload thread never

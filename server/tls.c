@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,20 @@ static time_t tls_not_after(SSL_CTX *ctx)
     return timegm(&tm);
 }
 
+/* After reading PEM certificates until none is left: true when the end of
+ * the input was all that stopped the reading (PEM's "no start line", which
+ * is cleared), false on any other error. */
+static int tls_pem_ended(void)
+{
+    unsigned long e = ERR_peek_last_error();
+
+    if (ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+        ERR_clear_error();
+    else if (e != 0)
+        return 0;
+    return 1;
+}
+
 /* The chain as SSL_CTX_use_certificate_chain_file reads it (the leaf,
  * then every further certificate, the end of input showing as PEM's "no
  * start line"), but from bytes keyfile_read took: OpenSSL's function opens
@@ -67,7 +82,6 @@ static int tls_use_chain(SSL_CTX *ctx, const char *pem, size_t len)
     BIO *bio = BIO_new_mem_buf(pem, (int)len);
     X509 *leaf = bio ? PEM_read_bio_X509_AUX(bio, NULL, tls_no_password, NULL) : NULL;
     X509 *ca;
-    unsigned long e;
     int ok = leaf != NULL && SSL_CTX_use_certificate(ctx, leaf) == 1 && SSL_CTX_clear_chain_certs(ctx) == 1;
 
     while (ok && (ca = PEM_read_bio_X509(bio, NULL, tls_no_password, NULL)) != NULL) {
@@ -76,11 +90,7 @@ static int tls_use_chain(SSL_CTX *ctx, const char *pem, size_t len)
             ok = 0;
         }
     }
-    e = ERR_peek_last_error();
-    if (ok && ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
-        ERR_clear_error();
-    else if (e != 0)
-        ok = 0;
+    ok = ok && tls_pem_ended();
     X509_free(leaf);
     BIO_free(bio);
     return ok;
@@ -97,8 +107,40 @@ static int tls_use_key(SSL_CTX *ctx, const char *pem, size_t len)
     return ok;
 }
 
+/* Client certificates for ctx: each certificate of the PEM bytes is a
+ * trust anchor and is named in the CertificateRequest (a client with
+ * several certificates picks by those names). A client that sends none is
+ * let through, to authenticate another way. OpenSSL refuses to resume a
+ * session of a context that verifies peers and has no session id context,
+ * failing the handshake, hence the one set here. Returns 1, or 0 (no
+ * certificate in the bytes, or an OpenSSL error). */
+static int tls_use_client_ca(SSL_CTX *ctx, const char *pem, size_t len)
+{
+    static const unsigned char sid_ctx[] = "oidc-discovery client CA";
+    BIO *bio = BIO_new_mem_buf(pem, (int)len);
+    X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+    X509 *ca;
+    size_t n = 0;
+    int ok = bio != NULL;
+
+    /* Every certificate of the file is an anchor, an intermediate CA too,
+     * as in Go's tls.Config.ClientCAs (which kube-apiserver uses). */
+    ok = ok && X509_STORE_set_flags(store, X509_V_FLAG_PARTIAL_CHAIN) == 1;
+    while (ok && (ca = PEM_read_bio_X509(bio, NULL, tls_no_password, NULL)) != NULL) {
+        ok = X509_STORE_add_cert(store, ca) == 1 && SSL_CTX_add_client_CA(ctx, ca) == 1;
+        X509_free(ca);
+        n++;
+    }
+    BIO_free(bio);
+    if (!ok || !tls_pem_ended())
+        return 0;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    return n > 0 && SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) == 1;
+}
+
 SSL_CTX *tls_context_new(const struct tls_files *f, int http2, time_t *not_after, char *err, size_t errlen)
 {
+    const struct tls_paths *p = f->paths;
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 
     ERR_clear_error();
@@ -109,16 +151,21 @@ SSL_CTX *tls_context_new(const struct tls_files *f, int http2, time_t *not_after
     }
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
     if (!tls_use_chain(ctx, f->cert, f->cert_len)) {
-        snprintf(err, errlen, "--tls-cert-file %s: %s", f->cert_file, tls_openssl_error());
+        snprintf(err, errlen, "--%s %s: %s", p->cert_flag, p->cert_file, tls_openssl_error());
         goto fail;
     }
     if (!tls_use_key(ctx, f->key, f->key_len)) {
-        snprintf(err, errlen, "--tls-private-key-file %s: %s", f->key_file, tls_openssl_error());
+        snprintf(err, errlen, "--%s %s: %s", p->key_flag, p->key_file, tls_openssl_error());
         goto fail;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        snprintf(err, errlen, "--tls-private-key-file %s does not match the certificate in --tls-cert-file %s",
-                 f->key_file, f->cert_file);
+        snprintf(err, errlen, "--%s %s does not match the certificate in --%s %s", p->key_flag, p->key_file,
+                 p->cert_flag, p->cert_file);
+        goto fail;
+    }
+    if (f->ca != NULL && !tls_use_client_ca(ctx, f->ca, f->ca_len)) {
+        snprintf(err, errlen, "--%s %s: %s", p->ca_flag, p->ca_file,
+                 ERR_peek_last_error() ? tls_openssl_error() : "no PEM certificate in it");
         goto fail;
     }
     h2o_ssl_register_alpn_protocols(ctx, http2 ? tls_alpn_h2 : tls_alpn_http1);
@@ -136,35 +183,43 @@ fail:
  * far below this. */
 #define TLS_MAX_FILE_SIZE (1024 * 1024)
 
-/* SHA-256 over the certificate's bytes, then the key's. Returns 1 or 0. */
+/* SHA-256 over the files' bytes, each preceded by its length, so that
+ * moving bytes from one file to the next is a change. Returns 1 or 0. */
 static int tls_digest(struct tls_files *f)
 {
+    const char *parts[] = {f->cert, f->key, f->ca};
+    const size_t lens[] = {f->cert_len, f->key_len, f->ca_len};
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    int ok = md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
-             EVP_DigestUpdate(md, f->cert, f->cert_len) == 1 && EVP_DigestUpdate(md, f->key, f->key_len) == 1 &&
-             EVP_DigestFinal_ex(md, f->digest, NULL) == 1;
+    int ok = md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
 
+    for (size_t i = 0; ok && i < sizeof(parts) / sizeof(parts[0]); i++) {
+        uint64_t n = lens[i];
+        ok = EVP_DigestUpdate(md, &n, sizeof(n)) == 1 && (n == 0 || EVP_DigestUpdate(md, parts[i], lens[i]) == 1);
+    }
+    ok = ok && EVP_DigestFinal_ex(md, f->digest, NULL) == 1;
     EVP_MD_CTX_free(md);
     return ok;
 }
 
-int tls_files_read(const char *cert_file, const char *key_file, struct tls_files *f, char *err, size_t errlen)
+int tls_files_read(const struct tls_paths *p, struct tls_files *f, char *err, size_t errlen)
 {
     struct stat st;
     char why[1024];
     int rc = -1;
 
     memset(f, 0, sizeof(*f));
-    f->cert_file = cert_file;
-    f->key_file = key_file;
-    if ((f->cert = keyfile_read(cert_file, TLS_MAX_FILE_SIZE, &f->cert_len, NULL, why, sizeof(why))) == NULL) {
-        snprintf(err, errlen, "--tls-cert-file %s", why);
-    } else if ((f->key = keyfile_read(key_file, TLS_MAX_FILE_SIZE, &f->key_len, &st, why, sizeof(why))) == NULL) {
-        snprintf(err, errlen, "--tls-private-key-file %s", why);
+    f->paths = p;
+    if ((f->cert = keyfile_read(p->cert_file, TLS_MAX_FILE_SIZE, &f->cert_len, NULL, why, sizeof(why))) == NULL) {
+        snprintf(err, errlen, "--%s %s", p->cert_flag, why);
+    } else if ((f->key = keyfile_read(p->key_file, TLS_MAX_FILE_SIZE, &f->key_len, &st, why, sizeof(why))) == NULL) {
+        snprintf(err, errlen, "--%s %s", p->key_flag, why);
+    } else if (p->ca_file != NULL &&
+               (f->ca = keyfile_read(p->ca_file, TLS_MAX_FILE_SIZE, &f->ca_len, NULL, why, sizeof(why))) == NULL) {
+        snprintf(err, errlen, "--%s %s", p->ca_flag, why);
     } else if (!tls_digest(f)) {
         snprintf(err, errlen, "cannot digest the TLS files: out of memory");
     } else {
-        keyfile_private_mode_warning(key_file, &st, f->key_warning, sizeof(f->key_warning));
+        keyfile_private_mode_warning(p->key_file, &st, f->key_warning, sizeof(f->key_warning));
         rc = 0;
     }
     if (rc != 0)
@@ -175,6 +230,43 @@ int tls_files_read(const char *cert_file, const char *key_file, struct tls_files
 void tls_files_free(struct tls_files *f)
 {
     free(f->cert);
+    free(f->ca);
     keyfile_free(f->key, f->key_len);
-    f->cert = f->key = NULL;
+    f->cert = f->key = f->ca = NULL;
+}
+
+/* h2o 2.2.5 keeps a connection's TLS state in a struct of its own
+ * (struct st_h2o_socket_ssl_t, lib/common/socket.c) and offers no function
+ * that returns the SSL object of a connection; that struct begins with
+ * these two members. Debian ships h2o 2.2.5 and the build takes no other.
+ * The context member is compared with the one the connection was accepted
+ * with before the SSL object is touched, so another layout reads as "no
+ * client certificate", never as a wild pointer. */
+struct tls_h2o_ssl_head {
+    SSL_CTX *ssl_ctx;
+    SSL *ossl;
+};
+
+X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx)
+{
+    const struct tls_h2o_ssl_head *head = (const void *)sock->ssl;
+
+    if (head == NULL || ctx == NULL || head->ssl_ctx != ctx || head->ossl == NULL ||
+        SSL_get_SSL_CTX(head->ossl) != ctx || SSL_get_verify_result(head->ossl) != X509_V_OK)
+        return NULL;
+    return SSL_get0_peer_certificate(head->ossl);
+}
+
+char *tls_subject(X509 *cert)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    char *text, *out = NULL;
+    long len;
+
+    if (bio != NULL && X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0 &&
+        (len = BIO_get_mem_data(bio, &text)) >= 0)
+        out = strndup(text, (size_t)len);
+    BIO_free(bio);
+    ERR_clear_error();
+    return out;
 }

@@ -1,7 +1,9 @@
 /*
- * tls: the TLS context of the --tls-listen listeners: TLS 1.2 and 1.3 only,
- * forward-secret AEAD cipher suites, ALPN http/1.1 (and h2 with --http2).
- * Built from the certificate chain and key files; rebuilt when they change.
+ * tls: the TLS contexts of the --tls-listen listeners and of the TokenReview
+ * listener: TLS 1.2 and 1.3 only, forward-secret AEAD cipher suites, ALPN
+ * http/1.1 (and h2 with --http2), and for the TokenReview listener,
+ * optionally, client certificates. Built from the certificate chain, key
+ * and client CA files; rebuilt when they change.
  *
  * The files are read with keyfile_read (regular files only, never
  * blocking) and the context is built from those bytes: tls.c loads the
@@ -16,26 +18,50 @@
 #include <time.h>
 #include <openssl/ssl.h>
 
-/* The certificate chain and private key files as read once: a context is
- * built from exactly the bytes the change digest covers. */
+/* Which files a TLS context is built from, and the flags that name them
+ * (for messages). */
+struct tls_paths {
+    const char *cert_flag, *cert_file; /* "tls-cert-file", the path */
+    const char *key_flag, *key_file;
+    const char *ca_flag, *ca_file; /* client CA: ca_file NULL asks for no client certificate */
+};
+
+/* The files as read once: a context is built from exactly the bytes the
+ * change digest covers. */
 struct tls_files {
-    const char *cert_file, *key_file; /* the configured paths (not owned) */
-    char *cert, *key;                 /* their bytes, owned (the key is wiped when freed) */
-    size_t cert_len, key_len;
-    unsigned char digest[32]; /* of both, so a reload rebuilds (and drops TLS session state) only on a change */
+    const struct tls_paths *paths; /* not owned */
+    char *cert, *key, *ca;         /* their bytes, owned (the key is wiped when freed); ca NULL without one */
+    size_t cert_len, key_len, ca_len;
+    unsigned char digest[32]; /* of all of them, so a reload rebuilds (and drops TLS session state) only on a change */
     char key_warning[512];    /* "" or why the key file's permissions are unsafe */
 };
 
-/* Reads both files: regular files only, never blocking (keyfile_read).
+/* Reads the files of p: regular files only, never blocking (keyfile_read).
  * Returns 0, or -1 with a message naming the flag and file in err. */
-int tls_files_read(const char *cert_file, const char *key_file, struct tls_files *f, char *err, size_t errlen);
+int tls_files_read(const struct tls_paths *p, struct tls_files *f, char *err, size_t errlen);
 
 void tls_files_free(struct tls_files *f);
 
 /* A new context for f's chain (PEM, leaf first) and key. The key must
- * match the certificate. ALPN offers h2 only when http2 is set.
+ * match the certificate. ALPN offers h2 only when http2 is set. With a
+ * client CA, a client may present a certificate, which must chain to one
+ * of the CA's certificates (the handshake fails otherwise), and need not:
+ * a caller may authenticate another way (Go's VerifyClientCertIfGiven).
  * *not_after receives the leaf's expiry. NULL with a message naming the
- * file and the problem. */
+ * flag, the file and the problem. */
 SSL_CTX *tls_context_new(const struct tls_files *f, int http2, time_t *not_after, char *err, size_t errlen);
+
+struct st_h2o_socket_t; /* h2o's h2o_socket_t */
+
+/* The client certificate that sock, a connection accepted with the context
+ * ctx, verified against the client CA; NULL when it has none. Borrowed:
+ * valid while the connection lives. */
+X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx);
+
+/* The subject of cert in RFC 4514 form as OpenSSL prints it with
+ * XN_FLAG_RFC2253 ("CN=vault,O=example", the most specific attribute
+ * first; what `openssl x509 -noout -subject -nameopt RFC2253` prints).
+ * malloc'ed; NULL when out of memory. */
+char *tls_subject(X509 *cert);
 
 #endif

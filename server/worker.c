@@ -11,6 +11,7 @@
 #include "util/log.h"
 #include "server/obs/metrics.h"
 #include "server/peer_progress.h"
+#include "server/tls.h"
 
 /* Accepting in small batches keeps one busy listener from starving the
  * connections the loop already has. */
@@ -485,6 +486,19 @@ static void worker_dispose_loop(struct worker *w)
     }
     h2o_context_dispose(&w->ctx);
     h2o_evloop_destroy(w->loop);
+}
+
+size_t worker_client_subject(h2o_req_t *req, char **subject)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
+    struct worker_conn *conn = sock != NULL ? sock->on_close.data : NULL;
+    X509 *cert = conn != NULL && conn->tls != NULL ? tls_client_certificate(sock, conn->tls) : NULL;
+    char *text = cert != NULL ? tls_subject(cert) : NULL;
+    h2o_iovec_t copy = text != NULL ? h2o_strdup(&req->pool, text, SIZE_MAX) : h2o_iovec_init(NULL, 0);
+
+    free(text);
+    *subject = copy.base;
+    return copy.len;
 }
 
 struct metrics_thread *worker_metrics(h2o_context_t *ctx)

@@ -70,6 +70,11 @@ void worker_join(struct worker *w);
  * many snapshots are published meanwhile, until req is disposed. */
 const struct snapshot *worker_pin_snapshot(h2o_req_t *req);
 
+/* For handlers: the RFC 4514 subject of the client certificate req's TLS
+ * connection verified (tls.h), in the request's pool; its length, or 0
+ * when the connection is plain or has none. */
+size_t worker_client_subject(h2o_req_t *req, char **subject);
+
 /* For handlers and loggers: the thread's counters and access-log buffer
  * (NULL when the access log is off). */
 struct metrics_thread *worker_metrics(h2o_context_t *ctx);

@@ -28,4 +28,20 @@ static inline int64_t clock_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The time ms milliseconds from now on clock (CLOCK_REALTIME for
+ * pthread_timedjoin_np), as a timespec. */
+static inline struct timespec clock_deadline(clockid_t clock, unsigned ms)
+{
+    struct timespec ts;
+
+    clock_gettime(clock, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    return ts;
+}
+
 #endif

@@ -25,6 +25,7 @@ static const h2o_iovec_t body_not_found = {H2O_STRLIT("{\"error\":\"not found\"}
 static const h2o_iovec_t body_not_allowed = {H2O_STRLIT("{\"error\":\"method not allowed\"}")};
 static const h2o_iovec_t body_misdirected = {H2O_STRLIT("{\"error\":\"unknown host\"}")};
 static const h2o_iovec_t body_too_large = {H2O_STRLIT("{\"error\":\"request header fields too large\"}")};
+static const h2o_iovec_t body_unavailable = {H2O_STRLIT("{\"error\":\"no keys are published yet\"}")};
 
 static void handler_docs_header(h2o_req_t *req, const h2o_token_t *token, const char *value, size_t len)
 {
@@ -111,6 +112,18 @@ static int handler_docs_serve(struct handler_docs *self, h2o_req_t *req, const s
     return handler_docs_send(req, 200, "OK", h2o_iovec_init(doc->body.bytes, doc->body.len), is_head);
 }
 
+/* Nothing is published yet (an --upstream not read): 503 with the
+ * snapshot's Retry-After, never cached, so that a CDN or a relying party
+ * asks again rather than keep an error. */
+static int handler_docs_unavailable(struct handler_docs *self, h2o_req_t *req, const struct snapshot *snap, int is_head)
+{
+    handler_docs_header(req, H2O_TOKEN_RETRY_AFTER, snap->retry_after, snap->retry_after_len);
+    handler_docs_header(req, H2O_TOKEN_CACHE_CONTROL, H2O_STRLIT("no-store"));
+    if (self->cors)
+        handler_docs_header(req, H2O_TOKEN_ACCESS_CONTROL_ALLOW_ORIGIN, H2O_STRLIT("*"));
+    return handler_docs_error(req, 503, "Service Unavailable", body_unavailable, is_head);
+}
+
 /* The request path without its query, and in *authority the host it asks
  * for. RFC 9112 3.2.2 requires servers to accept the absolute form ("GET
  * http://host/path"), which h2o 2.2 passes through unparsed: its
@@ -184,6 +197,8 @@ static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
         return handler_docs_error(req, 405, "Method Not Allowed", body_not_allowed, 0);
     }
     snap = worker_pin_snapshot(req);
+    if (snap->unavailable)
+        return handler_docs_unavailable(self, req, snap, is_head);
     return handler_docs_serve(self, req, snap, discovery ? &snap->discovery : &snap->jwks, is_head);
 }
 

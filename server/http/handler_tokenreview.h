@@ -1,8 +1,13 @@
 /*
  * handler_tokenreview: POST /apis/authentication.k8s.io/v1/tokenreviews,
- * served only on the --token-review-listen listeners. Verifies the token
- * against the worker's current key set and answers like kube-apiserver:
- * 201 with the review for valid and invalid tokens alike, 400 with a Status
+ * served only on the --token-review-listen listeners, holding the line
+ * kube-apiserver holds: the caller authenticates first, with a client
+ * certificate from --token-review-client-ca-file or a bearer
+ * service-account token this server verifies (jose/review.h), and must be
+ * named in --token-review-allowed-callers; 401 and 403 Status objects
+ * otherwise, whatever the path. Then the token is verified against the
+ * worker's current key set and answered like kube-apiserver does: 201
+ * with the review for valid and invalid tokens alike, 400 with a Status
  * object for a malformed request.
  */
 #ifndef OIDC_HANDLER_TOKENREVIEW_H

@@ -12,6 +12,11 @@
 
 #define TOKENREVIEW_SUFFIX "/tokenreviews"
 
+/* Where a request's caller waits for its access-log line: a variable of
+ * the request's environment (h2o_req_getenv), which only our handlers
+ * read. */
+#define REQUEST_LOG_CALLER "oidc.caller"
+
 /* Which document a path asked for, by its ending, so that a --path-prefix
  * needs no special case. */
 static enum metrics_path request_log_path(h2o_req_t *req)
@@ -73,6 +78,7 @@ static size_t request_log_remote(h2o_req_t *req, char *buf, size_t len)
 static void request_log_write(struct accesslog_buffer *buf, h2o_req_t *req, uint64_t duration_us)
 {
     ssize_t ua = h2o_find_header(&req->headers, H2O_TOKEN_USER_AGENT, -1);
+    h2o_iovec_t *caller = h2o_req_getenv(req, H2O_STRLIT(REQUEST_LOG_CALLER), 0);
     char remote[NI_MAXHOST + 16];
     struct accesslog_entry e = {
         .time = req->timestamps.request_begin_at,
@@ -87,6 +93,10 @@ static void request_log_write(struct accesslog_buffer *buf, h2o_req_t *req, uint
         .duration_us = duration_us,
     };
 
+    if (caller != NULL) {
+        e.caller = caller->base;
+        e.caller_len = caller->len;
+    }
     e.remote_len = request_log_remote(req, remote, sizeof(remote));
     if (ua >= 0) {
         e.user_agent = req->headers.entries[ua].value.base;
@@ -105,6 +115,11 @@ static void request_log_on_done(h2o_logger_t *self, h2o_req_t *req)
                     req->res.status, req->bytes_sent, duration_us);
     if (buf != NULL)
         request_log_write(buf, req, duration_us);
+}
+
+void request_log_caller(h2o_req_t *req, const char *name, size_t len)
+{
+    *h2o_req_getenv(req, H2O_STRLIT(REQUEST_LOG_CALLER), 1) = h2o_strdup(&req->pool, name, len);
 }
 
 void request_log_register(h2o_pathconf_t *pathconf)

@@ -9,4 +9,8 @@
 
 void request_log_register(h2o_pathconf_t *pathconf);
 
+/* Names who made req (the TokenReview caller) for its access-log line:
+ * the name (len bytes) is copied into the request's pool. */
+void request_log_caller(h2o_req_t *req, const char *name, size_t len);
+
 #endif

@@ -281,6 +281,10 @@ void accesslog_append(struct accesslog_buffer *buf, const struct accesslog_entry
     put_str(w, e->user_agent, e->user_agent_len);
     jsonw_lit(w, ",\"protocol\":");
     put_str(w, e->protocol, e->protocol != NULL ? strlen(e->protocol) : 0);
+    if (e->caller != NULL) {
+        jsonw_lit(w, ",\"caller\":");
+        put_str(w, e->caller, e->caller_len);
+    }
     jsonw_lit(w, "}\n");
     if (w->failed) {
         /* Out of memory: forget the partial line, keep the earlier ones. */

@@ -29,6 +29,8 @@ struct accesslog_entry {
     size_t path_len;
     const char *user_agent; /* NULL when absent */
     size_t user_agent_len;
+    const char *caller; /* who called the TokenReview API, or NULL: no such line (no "caller" member) */
+    size_t caller_len;
     const char *protocol; /* "HTTP/1.1", "HTTP/2", ... */
     int status;
     uint64_t bytes;       /* response body bytes sent */
@@ -43,8 +45,8 @@ struct accesslog *accesslog_open(const char *path, char *err, size_t errlen);
 struct accesslog_buffer *accesslog_buffer_new(struct accesslog *log);
 
 /* Appends one line (JSON: time (RFC 3339 with microseconds, UTC), remote,
- * method, path, status, bytes, duration_us, user_agent, protocol). Called
- * on the buffer's thread; never blocks. */
+ * method, path, status, bytes, duration_us, user_agent, protocol, and
+ * caller when there is one). Called on the buffer's thread; never blocks. */
 void accesslog_append(struct accesslog_buffer *buf, const struct accesslog_entry *e);
 
 /* Hands what the buffer holds to the writer; the worker calls it from a

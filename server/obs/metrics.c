@@ -17,9 +17,11 @@ static atomic_size_t metrics_nthreads;
 
 static const char *const metrics_path_names[METRICS_NPATHS] = {PATHS_DISCOVERY, PATHS_JWKS, "tokenreviews", "other"};
 static const char *const metrics_method_names[METRICS_NMETHODS] = {"GET", "HEAD", "POST", "other"};
-static const char *const metrics_status_names[METRICS_NSTATUSES] = {"200", "201", "304", "400", "404", "405",
-                                                                    "413", "415", "421", "431", "5xx", "other"};
-static const char *const metrics_source_names[METRICS_NSOURCES] = {"keys", "tls", "state"};
+static const char *const metrics_status_names[METRICS_NSTATUSES] = {"200", "201", "304", "400", "401", "403", "404",
+                                                                    "405", "413", "415", "421", "431", "5xx", "other"};
+static const char *const metrics_source_names[METRICS_NSOURCES] = {"keys", "tls", "state", "token_review_tls"};
+static const char *const metrics_review_outcome_names[METRICS_NREVIEW_OUTCOMES] = {
+    "unauthenticated", "forbidden", "authenticated", "not_authenticated"};
 static const char *const metrics_listener_names[METRICS_NLISTENERS] = {"public", "tokenreview", "admin"};
 /* Latency bucket upper bounds in microseconds; the last is +Inf. */
 static const uint64_t metrics_bounds_us[METRICS_NBUCKETS - 1] = {50,    100,   250,    500,     1000,   2500,
@@ -38,7 +40,7 @@ struct metrics_thread *metrics_thread_new(void)
 
 static enum metrics_status metrics_status_of(int status)
 {
-    static const int known[] = {200, 201, 304, 400, 404, 405, 413, 415, 421, 431};
+    static const int known[] = {200, 201, 304, 400, 401, 403, 404, 405, 413, 415, 421, 431};
 
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (status == known[i])
@@ -173,8 +175,15 @@ static void metrics_render_reviews(struct metrics_buf *b, size_t n)
                       r == TOKEN_OK ? "true" : "false", r == TOKEN_OK ? "" : token_error_name((enum token_error)r),
                       (unsigned long long)v);
     }
+    mb_printf(b, "# HELP oidc_token_review_requests_total TokenReview requests by outcome: the caller "
+                 "unauthenticated (401) or forbidden (403), or the reviewed token authenticated or not (201).\n"
+                 "# TYPE oidc_token_review_requests_total counter\n");
+    for (int o = 0; o < METRICS_NREVIEW_OUTCOMES; o++)
+        mb_printf(b, "oidc_token_review_requests_total{outcome=\"%s\"} %llu\n", metrics_review_outcome_names[o],
+                  (unsigned long long)METRICS_SUM(review_outcomes[o]));
     mb_printf(b,
-              "# HELP oidc_verification_cache_hits_total Token reviews answered from the cache.\n"
+              "# HELP oidc_verification_cache_hits_total Token verifications (reviews and TokenReview callers) "
+              "answered from the cache.\n"
               "# TYPE oidc_verification_cache_hits_total counter\n"
               "oidc_verification_cache_hits_total %llu\n"
               "# HELP oidc_verification_cache_entries Verified tokens cached, all threads.\n"
@@ -237,6 +246,9 @@ static void metrics_render_process(struct metrics_buf *b)
     if (atomic_load(&p->tls_cert_not_after) > 0)
         metrics_gauge(b, "oidc_tls_certificate_expiry_timestamp_seconds", "notAfter of the served certificate.",
                       (long long)p->tls_cert_not_after);
+    if (atomic_load(&p->token_review_cert_not_after) > 0)
+        metrics_gauge(b, "oidc_token_review_tls_certificate_expiry_timestamp_seconds",
+                      "notAfter of the TokenReview listener's certificate.", (long long)p->token_review_cert_not_after);
     mb_printf(b,
               "# HELP oidc_build_info Version of the running binary.\n# TYPE oidc_build_info gauge\n"
               "oidc_build_info{version=\"%s\"} 1\n",
@@ -276,6 +288,29 @@ static void metrics_render_signer(struct metrics_buf *b)
                  "# TYPE oidc_signer_signatures_total counter\n");
     for (int r = 0; r < METRICS_NSIGN_RESULTS; r++)
         mb_printf(b, "oidc_signer_signatures_total{result=\"%s\"} %llu\n", results[r], (unsigned long long)m->signs[r]);
+}
+
+/* The --upstream's reads and freshness, when there is one. */
+static void metrics_render_upstream(struct metrics_buf *b)
+{
+    struct metrics_process *p = &metrics_process;
+    long long last = (long long)atomic_load(&p->upstream_last_success);
+
+    if (!atomic_load(&p->upstream_enabled))
+        return;
+    mb_printf(b, "# HELP oidc_upstream_fetches_total Reads of the --upstream API server's two documents, by "
+                 "result.\n# TYPE oidc_upstream_fetches_total counter\n");
+    for (int r = 0; r < UPSTREAM_NRESULTS; r++)
+        mb_printf(b, "oidc_upstream_fetches_total{result=\"%s\"} %llu\n", upstream_result_name((enum upstream_result)r),
+                  (unsigned long long)atomic_load(&p->upstream_fetches[r]));
+    metrics_gauge(b, "oidc_upstream_last_success_timestamp_seconds",
+                  "When the --upstream last answered well (200 or 304); 0: never.", last);
+    if (last > 0)
+        metrics_gauge(b, "oidc_upstream_data_age_seconds",
+                      "Seconds since the --upstream last confirmed the published keys.", (long long)time(NULL) - last);
+    metrics_gauge(b, "oidc_upstream_issuer_mismatch",
+                  "1 while the --upstream names another issuer than --service-account-issuer.",
+                  (long long)atomic_load(&p->upstream_issuer_mismatch));
 }
 
 /* --publish-to: attempts by target and result, the last time each target
@@ -319,6 +354,7 @@ char *metrics_render(size_t *len)
     metrics_render_connections(&b, n);
     metrics_render_process(&b);
     metrics_render_signer(&b);
+    metrics_render_upstream(&b);
     metrics_render_publish(&b);
     if (b.failed) {
         free(b.p);

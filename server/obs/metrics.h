@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "jose/token.h"
+#include "keys/upstream.h"
 
 enum metrics_path {
     METRICS_PATH_DISCOVERY,
@@ -28,6 +29,8 @@ enum metrics_status {
     METRICS_201,
     METRICS_304,
     METRICS_400,
+    METRICS_401,
+    METRICS_403,
     METRICS_404,
     METRICS_405,
     METRICS_413,
@@ -38,13 +41,30 @@ enum metrics_status {
     METRICS_OTHER_STATUS,
     METRICS_NSTATUSES
 };
-enum metrics_source { METRICS_SOURCE_KEYS, METRICS_SOURCE_TLS, METRICS_SOURCE_STATE, METRICS_NSOURCES };
+enum metrics_source {
+    METRICS_SOURCE_KEYS,
+    METRICS_SOURCE_TLS,
+    METRICS_SOURCE_STATE,
+    METRICS_SOURCE_TOKEN_REVIEW_TLS, /* the TokenReview listener's certificate and client CA */
+    METRICS_NSOURCES
+};
 /* The kinds of listener, each with its own connection budget. */
 enum metrics_listener {
     METRICS_LISTENER_PUBLIC,      /* --listen, --tls-listen: --max-connections */
     METRICS_LISTENER_TOKENREVIEW, /* --token-review-listen: --token-review-max-connections */
     METRICS_LISTENER_ADMIN,       /* --admin-listen: --admin-max-connections */
     METRICS_NLISTENERS
+};
+
+/* What became of a TokenReview request whose caller was checked: refused
+ * (401, 403), or answered 201 with the reviewed token authenticated or
+ * not. */
+enum metrics_review_outcome {
+    METRICS_REVIEW_UNAUTHENTICATED,
+    METRICS_REVIEW_FORBIDDEN,
+    METRICS_REVIEW_AUTHENTICATED,
+    METRICS_REVIEW_NOT_AUTHENTICATED,
+    METRICS_NREVIEW_OUTCOMES
 };
 
 #define METRICS_NBUCKETS 12
@@ -57,6 +77,7 @@ struct metrics_thread {
     atomic_uint_fast64_t latency_buckets[METRICS_NBUCKETS]; /* non-cumulative */
     atomic_uint_fast64_t latency_sum_us;
     atomic_uint_fast64_t reviews[METRICS_NREASONS]; /* by result: TOKEN_OK or the error */
+    atomic_uint_fast64_t review_outcomes[METRICS_NREVIEW_OUTCOMES];
     atomic_uint_fast64_t cache_hits;
     atomic_uint_fast64_t cache_entries;
     atomic_uint_fast64_t write_timeouts; /* connections closed by --write-timeout */
@@ -72,9 +93,16 @@ struct metrics_process {
     atomic_uint_fast64_t reload_failures[METRICS_NSOURCES];
     atomic_int_fast64_t signing_key_first_published;              /* unix seconds, 0 = unknown or unset */
     atomic_int_fast64_t tls_cert_not_after;                       /* unix seconds, 0 = no TLS */
+    atomic_int_fast64_t token_review_cert_not_after;              /* the same for the TokenReview listener */
     atomic_uint_fast64_t connections[METRICS_NLISTENERS];         /* open client connections, all threads */
     atomic_uint_fast64_t connections_refused[METRICS_NLISTENERS]; /* closed at once over the budget */
     atomic_uint_fast64_t accept_pauses;                           /* accept() out of descriptors or memory */
+
+    /* Mirroring an API server (--upstream), written by its thread. */
+    atomic_int upstream_enabled;
+    atomic_uint_fast64_t upstream_fetches[UPSTREAM_NRESULTS]; /* by result */
+    atomic_int_fast64_t upstream_last_success;                /* unix seconds, 0 = never */
+    atomic_int upstream_issuer_mismatch;                      /* it names another issuer */
 };
 
 /* The external signer (server/reload/signerdir.c writes the schedule,

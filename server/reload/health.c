@@ -3,9 +3,13 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state"};
+#include "server/reload/mirror.h"
+
+static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state",
+                                                                  "TokenReview TLS certificate"};
 
 static atomic_int health_stopping;
+static atomic_int health_unavailable;                       /* the current snapshot has no documents */
 static atomic_llong health_failing_since[METRICS_NSOURCES]; /* 0: the last reload succeeded */
 static atomic_llong health_reload_seen;                     /* monotonic ms of the last pass; -1: not watched */
 static unsigned long health_tolerance;
@@ -44,6 +48,11 @@ void health_reload_result(enum metrics_source src, int ok, time_t now)
         atomic_compare_exchange_strong(&health_failing_since[src], &zero, (long long)now);
 }
 
+void health_documents(int available)
+{
+    atomic_store(&health_unavailable, !available);
+}
+
 void health_begin_shutdown(void)
 {
     atomic_store(&health_stopping, 1);
@@ -51,12 +60,20 @@ void health_begin_shutdown(void)
 
 int health_ready(time_t now, int64_t now_ms, char *why, size_t len)
 {
+    struct mirror_status mirror;
+
     if (atomic_load(&health_stopping)) {
         snprintf(why, len, "shutting down");
         return 0;
     }
     if (!health_live(now_ms, why, len))
         return 0;
+    if (mirror_status_get(&mirror) && !mirror_ready(&mirror, now, why, len))
+        return 0;
+    if (atomic_load(&health_unavailable)) {
+        snprintf(why, len, "no keys are published yet");
+        return 0;
+    }
     for (int s = 0; s < METRICS_NSOURCES; s++) {
         long long since = atomic_load(&health_failing_since[s]);
         if (since != 0 && now - since >= (long long)health_tolerance) {

@@ -1,9 +1,11 @@
 /*
  * health: what /readyz answers. Ready means a key set is published (always
- * true once serving), the last reload of the keys and of the TLS
- * certificate succeeded — or has been failing for less than
- * --key-reload-interval, so one half-written file does not pull every
- * replica out of a load balancer — and no shutdown has begun.
+ * true once serving, except while an --upstream has not answered), the
+ * last reload of the keys and of the TLS certificate succeeded — or has
+ * been failing for less than --key-reload-interval, so one half-written
+ * file does not pull every replica out of a load balancer — an --upstream
+ * is fresh and names the expected issuer (mirror_ready), and no shutdown
+ * has begun.
  *
  * Live (/livez) means the reload loop is not stuck: it reports every pass,
  * and a pass that has not come back for HEALTH_RELOAD_STALL_MS (a file
@@ -35,6 +37,11 @@ int health_live(int64_t now_ms, char *why, size_t len);
 
 /* Records the outcome of a reload of src at now. */
 void health_reload_result(enum metrics_source src, int ok, time_t now);
+
+/* Whether the snapshot just made current has documents to serve (not
+ * while an --upstream has yet to answer): /readyz follows what is
+ * published, not what is read. */
+void health_documents(int available);
 
 /* From now on /readyz answers 503: the process is shutting down. */
 void health_begin_shutdown(void);

@@ -28,6 +28,7 @@ struct reload {
     struct history *history;
     struct removal *removal;
     struct signing signing;
+    struct keyset *upstream; /* the --upstream's last good set; NULL until it has answered */
     char state_path[PATH_MAX];
     time_t state_saved; /* when the state was last saved, or 0 */
     unsigned long generation;
@@ -104,6 +105,12 @@ static void reload_publish(struct reload *r, struct snapshot *snap)
 {
     snapshot_release(r->current);
     r->current = snap;
+    health_documents(!snap->unavailable);
+    if (snap->unavailable) {
+        log_msg(LOG_INFO, "waiting for the first good answer of --upstream %s: both documents answer 503 until then",
+                r->cfg->upstream);
+        return;
+    }
     r->generation++;
     log_msg(LOG_INFO, "published key set generation %lu: %zu keys, jwks etag %s", r->generation, snap->keyset->count,
             snap->jwks.etag);
@@ -138,6 +145,12 @@ static void reload_save_state(struct reload *r, time_t now)
     log_msg(LOG_ERROR, "cannot persist key retention state: %s", err);
 }
 
+/* Whether an --upstream has yet to answer: nothing can be published. */
+static int reload_waiting(const struct reload *r)
+{
+    return r->cfg->upstream != NULL && r->upstream == NULL;
+}
+
 void reload_save_at_exit(struct reload *r, time_t now, int64_t now_ms)
 {
     struct keyset *ks;
@@ -145,9 +158,10 @@ void reload_save_at_exit(struct reload *r, time_t now, int64_t now_ms)
 
     if (r->signer != NULL)
         signerdir_save_at_exit(r->signer, r->current ? r->current->keyset : NULL, now, now_ms);
-    if (r->cfg->state_dir == NULL)
+    if (r->cfg->state_dir == NULL || reload_waiting(r))
         return;
-    if (publish_keyset(r->cfg, NULL, r->history, NULL, 0, now, reload_log_event, NULL, &ks, err, sizeof(err)) >= 0)
+    if (publish_keyset(r->cfg, NULL, r->history, NULL, r->upstream, 0, now, reload_log_event, NULL, &ks, err,
+                       sizeof(err)) >= 0)
         keyset_free(ks);
     reload_save_state(r, now);
 }
@@ -166,7 +180,17 @@ static const struct keydir *reload_signer_keys(struct reload *r, time_t now, int
     return kd;
 }
 
-/* Builds the next snapshot from the files and the retention state. Returns
+void reload_upstream(struct reload *r, struct keyset *ks)
+{
+    keyset_free(r->upstream);
+    r->upstream = ks;
+}
+
+/* Builds the next snapshot from the files, the signing key directory, the
+ * --upstream's set and the retention state. Until the --upstream has
+ * answered, the files are read (a bad one is still an error) but nothing
+ * is published: the documents answer 503, since a set without the
+ * upstream's keys would be cached by relying parties for max-age. Returns
  * NULL (reason logged and counted) when the inputs are unusable, so the
  * caller keeps what it publishes. */
 static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_ms)
@@ -174,12 +198,18 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
     const struct config *cfg = r->cfg;
     char err[1024];
     struct keyset *ks = NULL;
-    int failed;
+    int failed, changed;
     const struct keydir *signer = reload_signer_keys(r, now, now_ms, &failed, err, sizeof(err));
-    int changed = failed ? -1
-                         : publish_keyset(cfg, signer, r->history, r->removal, now_ms, now, reload_log_event, NULL, &ks,
-                                          err, sizeof(err));
-    int64_t due = removal_due(r->removal);
+    int64_t due;
+
+    if (failed)
+        changed = -1;
+    else if (!reload_waiting(r))
+        changed = publish_keyset(cfg, signer, r->history, r->removal, r->upstream, now_ms, now, reload_log_event, NULL,
+                                 &ks, err, sizeof(err));
+    else
+        changed = (ks = publish_read_files(cfg, r->removal, now_ms, err, sizeof(err))) == NULL ? -1 : 0;
+    due = removal_due(r->removal);
 
     if (due != 0 && due != r->removal_due)
         log_msg(LOG_INFO,
@@ -196,6 +226,10 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
         return NULL;
     }
     atomic_store(&metrics_process.last_reload_success, (long long)now);
+    if (reload_waiting(r)) {
+        keyset_free(ks);
+        return publish_unavailable(cfg, now);
+    }
     if (changed || now - r->state_saved >= RELOAD_STATE_REFRESH)
         reload_save_state(r, now);
     return publish_snapshot(cfg, ks, now);
@@ -223,7 +257,7 @@ struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms)
         reload_publish(r, next);
         published = next;
     }
-    if (r->current != NULL)
+    if (r->current != NULL && !r->current->unavailable)
         signing_check(&r->signing, r->current->keyset, r->history, now);
     r->signer_changed = r->signer && r->current ? signerdir_state(r->signer, r->current, now, now_ms) : NULL;
     reload_update_gauges(r);
@@ -328,6 +362,7 @@ void reload_free(struct reload *r)
         return;
     removal_free(r->removal);
     signerdir_free(r->signer);
+    keyset_free(r->upstream);
     snapshot_release(r->current);
     history_free(r->history);
     free(r);

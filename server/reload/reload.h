@@ -3,10 +3,12 @@
  *
  * Each pass reads the key files, lets the removal guard hold back keys
  * that vanished from a file still in place until a later read confirms it
- * (keys/removal.h), applies the retention state (keys/history.h: keys that
- * left stay published for --key-retention, and the state is saved to
- * --state-dir when a key came or went, and every RELOAD_STATE_REFRESH
- * seconds), and renders the snapshot. A snapshot is new only when its
+ * (keys/removal.h), adds the last good set of an --upstream
+ * (reload_upstream; until there is one, the snapshot is an unavailable
+ * one: the documents answer 503), applies the retention state
+ * (keys/history.h: keys that left stay published for --key-retention, and
+ * the state is saved to --state-dir when a key came or went, and every
+ * RELOAD_STATE_REFRESH seconds), and renders the snapshot. A snapshot is new only when its
  * bytes differ from the current one, so ETag and Last-Modified change only
  * with the documents; a failed read keeps the current one. It also watches
  * the signing key (signing.h), and logs what of each new set a relying
@@ -60,6 +62,10 @@ struct snapshot *reload_current(const struct reload *r);
  * NULL when they did not, or when the key files could not be read (logged
  * and counted; what is published stays). */
 struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms);
+
+/* ks (taken; never NULL) is the --upstream's new good set, for the next
+ * pass. Its keys keep the kids they came with. */
+void reload_upstream(struct reload *r, struct keyset *ks);
 
 /* The deadlines the inputs set for the next pass (schedule_next): the
  * earliest of the re-read that confirms held removals and the signing key

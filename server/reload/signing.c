@@ -15,7 +15,7 @@ void signing_init(struct signing *s, const char *file, unsigned long max_age)
 }
 
 /* Reads the signing key's kid; 0, or -1 with the reason logged once. */
-static int signing_read_kid(struct signing *s, char kid[KEY_KID_LEN + 1])
+static int signing_read_kid(struct signing *s, char kid[KEY_KID_MAX + 1])
 {
     char err[1024];
     struct keyset *ks = keyset_load((char *const *)&s->file, 1, publish_log_warning, NULL, err, sizeof(err));
@@ -26,7 +26,7 @@ static int signing_read_kid(struct signing *s, char kid[KEY_KID_LEN + 1])
         s->state = SIGNING_UNREADABLE;
         return -1;
     }
-    memcpy(kid, ks->keys[0].kid, KEY_KID_LEN + 1);
+    memcpy(kid, ks->keys[0].kid, strlen(ks->keys[0].kid) + 1);
     keyset_free(ks);
     return 0;
 }
@@ -50,7 +50,7 @@ static void signing_log(const struct signing *s, const struct history_entry *e, 
 
 enum signing_state signing_check(struct signing *s, const struct keyset *published, const struct history *h, time_t now)
 {
-    char kid[KEY_KID_LEN + 1];
+    char kid[KEY_KID_MAX + 1];
     const struct history_entry *e;
     enum signing_state state;
 

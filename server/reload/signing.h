@@ -27,7 +27,7 @@ struct signing {
     const char *file;      /* --signing-key-file, or NULL: nothing to watch */
     unsigned long max_age; /* --max-age */
     enum signing_state state;
-    char kid[KEY_KID_LEN + 1]; /* of the key last read */
+    char kid[KEY_KID_MAX + 1]; /* of the key last read */
     time_t mature_at;          /* while young: the wall-clock second it matures, else 0 */
 };
 

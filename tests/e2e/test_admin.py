@@ -187,14 +187,14 @@ class TestCounters(AdminBase):
     def test_token_reviews_counted(self):
         signing = self.keys.rsa()
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER,
-                                           "--service-account-key-file", signing.priv])
+                                           "--service-account-key-file", signing.priv], signing.priv)
         before = self.metrics(srv)
         token = H.mint_token(signing.priv, ISSUER, audiences=[ISSUER])
         for _ in range(2):
-            st, doc = H.review(srv.review_port, token)
+            st, doc = H.review(srv, token)
             self.assertEqual(st, 201)
             self.assertTrue(doc["status"]["authenticated"], doc)
-        st, doc = H.review(srv.review_port, "not.a.token")
+        st, doc = H.review(srv, "not.a.token")
         self.assertEqual(st, 201)
         self.assertFalse(doc["status"]["authenticated"], doc)
         after = self.metrics(srv)

@@ -415,7 +415,7 @@ class Lifecycle(H.ServerTestCase):
         starts every server so; here each port is checked to serve its
         kind)."""
         srv = self.start_server(self.args + ["--enable-token-review", "--token-review-listen", "127.0.0.1:0",
-                                             "--listen", "127.0.0.1:0"])
+                                             "--listen", "127.0.0.1:0"] + H.review_caller_args())
         public = [srv.port_of("--listen", 0), srv.port_of("--listen", 1)]
         review = srv.port_of("--token-review-listen")
         ports = public + [review, srv.admin_port]
@@ -428,7 +428,8 @@ class Lifecycle(H.ServerTestCase):
                     self.assertEqual(H.do_request(c, "GET", JWKS)[0], 200)
                 finally:
                     c.close()
-        self.assertEqual(H.review_post(review, H.review_body("x.y.z"))[0], 201)
+        caller = H.review_caller_token(self.key.priv, ISSUER)
+        self.assertEqual(H.review_post(review, H.review_body("x.y.z"), bearer=caller)[0], 201)
         self.assertEqual(H.admin_get(srv.admin_port, "/livez")[0], 200)
         self.stop_ok(srv)
 

@@ -151,7 +151,8 @@ class TestHTTP2OffByDefault(HTTP2Base):
         self.assert_serves_h1(srv)
 
     def test_review_and_admin_listeners_never_speak_http2(self):
-        srv = self.start("--http2", "--enable-token-review", "--token-review-listen", "127.0.0.1:0")
+        srv = self.start("--http2", "--enable-token-review", "--token-review-listen", "127.0.0.1:0",
+                         *H.review_caller_args())
         review = srv.port_of("--token-review-listen")
         self.assertTrue(H.wait_accepting(review))
         for port in (review, srv.admin_port):

@@ -55,7 +55,7 @@ class InteropBase(H.FixtureKeysTestCase):
         args = ["--service-account-issuer", issuer, "--api-audiences", "vault"]
         for k in self.all:
             args += ["--service-account-key-file", k.pub]
-        srv = H.start_review_server(self, args + list(extra), public_port=port)
+        srv = H.start_review_server(self, args + list(extra), self.rsa.priv, public_port=port)
         # the served JWKS is exactly our keys: the kids the signers use are ours
         self.assertEqual(H.jwks_kids(srv.get(H.JWKS)[2]), [k.kid for k in self.all])
         return srv
@@ -85,7 +85,7 @@ class InteropBase(H.FixtureKeysTestCase):
         self.assertEqual(doc["status"]["user"]["username"], want_user)
         self.assertEqual(doc["status"]["user"]["extra"]["authentication.kubernetes.io/credential-id"],
                          ["JTI=jti-" + sa])
-        st, doc = H.review(srv.review_port, token, ["vault"])
+        st, doc = H.review(srv, token, ["vault"])
         self.assertEqual(st, 201)
         self.assertIs(doc["status"]["authenticated"], True, doc)
         self.assertEqual(doc["status"]["user"]["username"], want_user)
@@ -238,7 +238,7 @@ class EcdsaFormat(InteropBase):
                 rc, out, err = self.cli_verify(der_token)
                 self.assertEqual(rc, 1, "DER signature accepted:\nstdout: %s\nstderr: %s" % (out, err))
                 self.assertIn("invalid token (ecdsa_format)", err)
-                st, doc = H.review(srv.review_port, der_token, ["vault"])
+                st, doc = H.review(srv, der_token, ["vault"])
                 self.assertEqual(st, 201)
                 self.assertIs(doc["status"]["authenticated"], False, doc)
                 self.assertEqual(doc["status"]["error"], err.strip().split("): ", 1)[1])

@@ -177,7 +177,8 @@ class NoSecretLeakTest(H.ServerTestCase):
                 pats = leak_patterns(path)
                 srv = H.start_review_server(self, ["--service-account-issuer", ISSUER,
                                                    "--service-account-key-file", path,
-                                                   "--api-audiences", AUDIENCE, "--log-level", "debug"])
+                                                   "--api-audiences", AUDIENCE, "--log-level", "debug"], path)
+                caller = ["Authorization: Bearer " + srv.review_bearer]
                 got = []
                 got.append(http_bytes(srv.port, "GET", H.DISCOVERY))
                 jwks = http_bytes(srv.port, "GET", H.JWKS)
@@ -202,12 +203,13 @@ class NoSecretLeakTest(H.ServerTestCase):
                 got.append(http_bytes(srv.admin_port, "GET", "/readyz"))
                 token = H.mint_token(path, ISSUER, [AUDIENCE])
                 body = json.dumps(H.review_body(token)).encode()
-                tr = http_bytes(srv.review_port, "POST", H.TOKENREVIEW_PATH, ["Content-Type: application/json"], body)
+                tr = http_bytes(srv.review_port, "POST", H.TOKENREVIEW_PATH, ["Content-Type: application/json"] + caller,
+                                body)
                 self.assertIn(b'"authenticated":true', tr)
                 got.append(tr)
                 bad = json.dumps(H.review_body(token + "x")).encode()
                 got.append(http_bytes(srv.review_port, "POST", H.TOKENREVIEW_PATH,
-                                      ["Content-Type: application/json"], bad))
+                                      ["Content-Type: application/json"] + caller, bad))
                 srv.proc.send_signal(signal.SIGHUP)
                 time.sleep(0.3)
                 self.stop_ok(srv)

@@ -318,11 +318,13 @@ class TestWriteTimeout(LimitsBase):
     def setUp(self):
         super().setUp()
         self.keyfile = self.keys.write("many.pub", public_keys_pem(BIG_JWKS_KEYS))
+        self.caller = self.keys.ec()  # signs the TokenReview caller's token
 
     def start(self, write_timeout, *extra):
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-key-file",
-                                           self.keyfile, "--write-timeout", "%ds" % write_timeout,
-                                           "--request-timeout", "60s", *extra])
+                                           self.keyfile, "--service-account-key-file", self.caller.pub,
+                                           "--write-timeout", "%ds" % write_timeout, "--request-timeout", "60s",
+                                           *extra], self.caller.priv)
         st, _, self.jwks = srv.get(H.JWKS)
         self.assertEqual(st, 200)
         self.assertGreater(len(self.jwks), 50000)
@@ -343,7 +345,7 @@ class TestWriteTimeout(LimitsBase):
         self.assertTrue(H.wait_until(lambda: open_public(srv) == NON_READERS, 2.0))
         self.assertTrue(answer(srv.port) is None, "a connection over the budget was served")
         # ... while TokenReview and the probes, budgeted apart, answer
-        st, review = H.review(srv.review_port, "not-a-token")
+        st, review = H.review(srv, "not-a-token")
         self.assertEqual((st, review["status"]["authenticated"]), (201, False))
         self.assertEqual(H.admin_get(srv.admin_port, "/livez")[0], 200)
         # a fresh client is served once --write-timeout has closed the
@@ -409,8 +411,9 @@ class TestBudgets(LimitsBase):
 
     def test_each_listener_has_its_own_budget(self):
         srv = H.start_review_server(self, self.args("--max-connections", "3", "--token-review-max-connections", "2",
-                                                    "--admin-max-connections", "3", "--request-timeout", "60s"))
-        review_get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # 404, kept alive
+                                                    "--admin-max-connections", "3", "--request-timeout", "60s"),
+                                    self.key.priv)
+        review_get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # 401 (no caller), kept alive
         admin_get = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
         self.assertTrue(H.wait_until(lambda: open_public(srv) == 0, 3.0))
         held = []
@@ -418,7 +421,7 @@ class TestBudgets(LimitsBase):
 
         held += [idle_after_answer(srv.port, REQUEST) for _ in range(3)]
         self.assertTrue(answer(srv.port) is None, "a 4th public connection was served")
-        st, review = H.review(srv.review_port, "not-a-token")
+        st, review = H.review(srv, "not-a-token")
         self.assertEqual(st, 201, "TokenReview refused while the public budget is full")
 
         held += [idle_after_answer(srv.review_port, review_get) for _ in range(2)]

@@ -267,7 +267,7 @@ class UnitLimits(H.ServerTestCase):
             srv = H.Server(["--service-account-issuer", "https://oidc.example.com",
                             "--service-account-key-file", os.path.join(H.FIXTURES, "rsa2048.pub"),
                             "--threads", "256", "--enable-token-review",
-                            "--token-review-listen", "127.0.0.1:0"])
+                            "--token-review-listen", "127.0.0.1:0", *H.review_caller_args()])
             srv.argv[:0] = ["prlimit", "--nofile=%d:%d" % (nofile, nofile), "--"]
             self._servers.append(srv)
             srv.start()
@@ -347,8 +347,8 @@ class UnitSyscallFilter(H.SanitizerCheck, H.TLSServerTestCase):
 
     def test_serve_does_everything_under_the_filter(self):
         """Every feature that makes system calls of its own works under the
-        filter: plain, Unix-socket, TLS (with --http2) and TokenReview
-        listeners, the admin listener, the access log, the state directory,
+        filter: plain, Unix-socket, TLS (with --http2) and TokenReview (TLS,
+        its own certificate) listeners, the admin listener, the access log, the state directory,
         raising the open-file limit, SIGHUP, inotify seeing a key added and
         one removed (retained), and a clean SIGTERM exit."""
         keydir = os.path.join(self.tmp, "keys")
@@ -363,7 +363,9 @@ class UnitSyscallFilter(H.SanitizerCheck, H.TLSServerTestCase):
                         "--key-reload-interval", "1s", "--listen", "unix:" + sock,
                         "--tls-listen", "127.0.0.1:0", "--tls-cert-file", cert,
                         "--tls-private-key-file", key, "--http2", "--enable-token-review",
-                        "--token-review-listen", "127.0.0.1:0", "--api-audiences", "vault",
+                        "--token-review-listen", "127.0.0.1:0", "--token-review-tls-cert-file", cert,
+                        "--token-review-tls-private-key-file", key, *H.review_caller_args(tls=True),
+                        "--api-audiences", "vault",
                         "--access-log", os.path.join(self.tmp, "access.log"), "--threads", "2"])
         srv.argv[:0] = self.wrapper
         self._servers.append(srv)
@@ -374,7 +376,10 @@ class UnitSyscallFilter(H.SanitizerCheck, H.TLSServerTestCase):
         self.assertEqual((st, json.loads(body)["issuer"]), (200, issuer))
         r = H.curl("--unix-socket", sock, "http://localhost" + H.JWKS)
         self.assertEqual(len(json.loads(r.stdout)["keys"]), 1, r.stderr)
-        st, _, body = H.review_post(srv.port_of("--token-review-listen"), H.review_body(token))
+        caller = H.review_caller_token(os.path.join(H.FIXTURES, "rsa2048.pkcs8.key"), issuer)
+        st, _, body = H.https_request(srv.port_of("--token-review-listen"), "POST", H.TOKENREVIEW_PATH, self.ca_cert,
+                                      {"Content-Type": "application/json", "Authorization": "Bearer " + caller},
+                                      json.dumps(H.review_body(token)).encode())
         self.assertEqual((st, json.loads(body)["status"].get("authenticated")), (201, True), body)
 
         def metric(name):

@@ -527,14 +527,15 @@ class StateFile(RotationBase):
         d = self.secret("secret", a)
         sd = self.plant([self.entry(x, YEAR_3000, first_seen=int(time.time()) - 60, source="evil")])
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-key-file", d,
-                                           "--key-retention", "24h", "--state-dir", sd, "--api-audiences", "vault"])
+                                           "--key-retention", "24h", "--state-dir", sd, "--api-audiences", "vault"],
+                                    a.priv)
         self.check_both(srv, ISSUER, [a])
         dropped = r"warn .*keys\[0\] \(kid \"%s\"\) dropped: last_seen %d is in the future" % (re.escape(x.kid),
                                                                                             YEAR_3000)
         self.assertEqual(H.count_log(srv, dropped), 1, srv.stderr())
-        st, doc = H.review(srv.review_port, H.mint_token(x.priv, ISSUER, audiences=["vault"]))
+        st, doc = H.review(srv, H.mint_token(x.priv, ISSUER, audiences=["vault"]))
         self.assertIs(doc["status"]["authenticated"], False, doc)
-        st, doc = H.review(srv.review_port, H.mint_token(a.priv, ISSUER, audiences=["vault"]))
+        st, doc = H.review(srv, H.mint_token(a.priv, ISSUER, audiences=["vault"]))
         self.assertIs(doc["status"]["authenticated"], True, doc)
         self.stop_ok(srv)
         # the next save leaves it out

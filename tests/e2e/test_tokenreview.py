@@ -4,8 +4,15 @@ Every HTTP outcome of POST /apis/authentication.k8s.io/v1/tokenreviews on the
 review listener: 201 with a full user (checked member by member), 201 with
 authenticated:false for each kind of bad token, 400 Kubernetes Status objects
 for bad requests, 405, 413, 415, and 404 on the public listener. Then key
-rotation under a running server, and a client that treats the answers the
-way HashiCorp Vault's Kubernetes auth method does.
+rotation under a running server, and the callers: 401 for each kind of
+missing or bad bearer token and 403 for one not allowed (kube-apiserver's
+exact Status bodies), before anything else is looked at; the access log
+naming the caller, the metrics by outcome, the cache the callers' tokens go
+through, and the refusal to start without TLS or allowed callers.
+
+These servers speak plain HTTP (--token-review-insecure-http) and allow
+the harness's caller (H.REVIEW_CALLER); TLS, client certificates and a
+Vault-shaped client are test_tokenreview_tls.py's.
 
 Bad tokens are crafted independently of the server: with PyJWT (Debian's
 python3-jwt) and the test's own HMAC/base64url code. The same tokens are
@@ -39,10 +46,11 @@ EXTRA = "authentication.kubernetes.io/"
 class ReviewBase(H.FixtureKeysTestCase):
 
     def start(self, extra=(), keys=None):
+        keys = keys or (self.rsa, self.ec)
         args = ["--service-account-issuer", ISSUER]
-        for k in keys or (self.rsa, self.ec):
+        for k in keys:
             args += ["--service-account-key-file", k.pub]
-        return H.start_review_server(self, args + list(extra))
+        return H.start_review_server(self, args + list(extra), keys[0].priv)
 
     def pyjwt_token(self, key, payload, alg=None, headers=None):
         hdr = {"kid": key.kid}
@@ -81,7 +89,7 @@ class ReviewBase(H.FixtureKeysTestCase):
     def assert_refused(self, srv, token, audiences, error_part):
         """POSTs token; expects 201 authenticated:false with exactly the
         members kube-apiserver sends; returns the error text."""
-        st, h, b = H.review_post(srv.review_port, H.review_body(token, audiences))
+        st, h, b = H.review_post(srv, H.review_body(token, audiences))
         doc = self.assert_json_response(st, h, b, 201)
         self.assertEqual(doc["apiVersion"], "authentication.k8s.io/v1")
         self.assertEqual(doc["kind"], "TokenReview")
@@ -102,7 +110,7 @@ class Valid(ReviewBase):
         token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault", "other"], namespace="kube-system",
                              sa="coredns", sa_uid=SA_UID, pod=POD, node=NODE)
         _, claims, _ = H.jwt_parts(token)
-        st, h, b = H.review_post(srv.review_port, H.review_body(token, ["vault"]))
+        st, h, b = H.review_post(srv, H.review_body(token, ["vault"]))
         doc = self.assert_json_response(st, h, b, 201)
         self.assertEqual(list(doc), ["apiVersion", "kind", "metadata", "spec", "status"])
         self.assertEqual(doc["apiVersion"], "authentication.k8s.io/v1")
@@ -127,7 +135,7 @@ class Valid(ReviewBase):
             EXTRA + "credential-id": ["JTI=" + claims["jti"]],
         })
         # the same token again (a cache hit on the server) answers the same
-        st2, h2, b2 = H.review_post(srv.review_port, H.review_body(token, ["vault"]))
+        st2, h2, b2 = H.review_post(srv, H.review_body(token, ["vault"]))
         self.assertEqual((st2, b2), (st, b))
         self.stop_ok(srv)
 
@@ -138,7 +146,7 @@ class Valid(ReviewBase):
         header, claims, _ = H.jwt_parts(token)
         self.assertEqual(header, {"alg": "ES256", "kid": self.ec.kid})
         # no spec.audiences: --api-audiences apply, and the echo has none
-        st, h, b = H.review_post(srv.review_port, H.review_body(token))
+        st, h, b = H.review_post(srv, H.review_body(token))
         doc = self.assert_json_response(st, h, b, 201)
         self.assertEqual(doc["spec"], {"token": token})
         self.assertIs(doc["status"]["authenticated"], True)
@@ -154,7 +162,7 @@ class Valid(ReviewBase):
         # "audiences": null is "none given" too (Kubernetes clients send it)
         body = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                            "spec": {"token": token, "audiences": None}})
-        st, h, b = H.review_post(srv.review_port, body)
+        st, h, b = H.review_post(srv, body)
         self.assertIs(self.assert_json_response(st, h, b, 201)["status"]["authenticated"], True, b)
         # the request's audiences win over --api-audiences
         self.assert_refused(srv, token, ["vault"], 'is invalid for the target audiences ["vault"]')
@@ -162,7 +170,7 @@ class Valid(ReviewBase):
     def test_audiences_default_to_the_issuer(self):
         srv = self.start()
         token = H.mint_token(self.rsa.priv, ISSUER, audiences=[ISSUER], sa_uid=SA_UID)
-        st, doc = H.review(srv.review_port, token)
+        st, doc = H.review(srv, token)
         self.assertEqual(st, 201)
         self.assertIs(doc["status"]["authenticated"], True, doc)
         self.assertEqual(doc["status"]["audiences"], [ISSUER])
@@ -173,12 +181,12 @@ class Valid(ReviewBase):
     def test_empty_audiences_and_several_issuers(self):
         second = "https://second-issuer.example"
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-issuer", second,
-                                           "--service-account-key-file", self.rsa.pub])
+                                           "--service-account-key-file", self.rsa.pub], self.rsa.priv)
         # iss: the second issuer; aud: the first (the default audiences are the issuers)
         token = H.mint_token(self.rsa.priv, second, audiences=[ISSUER], sa_uid=SA_UID)
         for audiences in (None, []):
             with self.subTest(audiences=audiences):
-                st, doc = H.review(srv.review_port, token, audiences)
+                st, doc = H.review(srv, token, audiences)
                 self.assertEqual(st, 201)
                 self.assertIs(doc["status"]["authenticated"], True, doc)
                 self.assertEqual(doc["status"]["audiences"], [ISSUER])
@@ -192,7 +200,7 @@ class Valid(ReviewBase):
         # expired 10 s ago: still inside the 60 s leeway
         payload = H.kube_claims(ISSUER, ["vault"], "ns2", "app", SA_UID, pod=POD, now=now - 600, lifetime=590)
         token = self.pyjwt_token(self.rsa, payload)
-        st, h, b = H.review_post(srv.review_port, H.review_body(token, ["vault"]),
+        st, h, b = H.review_post(srv, H.review_body(token, ["vault"]),
                                  content_type="application/json; charset=utf-8")
         doc = self.assert_json_response(st, h, b, 201)
         self.assertIs(doc["status"]["authenticated"], True, doc)
@@ -263,11 +271,11 @@ class Invalid(ReviewBase):
     def test_cached_success_is_per_audience(self):
         srv = self.start()
         token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault"], sa_uid=SA_UID)
-        st, doc = H.review(srv.review_port, token, ["vault"])
+        st, doc = H.review(srv, token, ["vault"])
         self.assertIs(doc["status"]["authenticated"], True, doc)
         # a success cached for "vault" must not answer for "other"
         self.assert_refused(srv, token, ["other"], "token audiences")
-        st, doc = H.review(srv.review_port, token, ["vault"])
+        st, doc = H.review(srv, token, ["vault"])
         self.assertIs(doc["status"]["authenticated"], True, doc)
 
     def test_oversized_token_is_refused_not_an_error(self):
@@ -300,7 +308,7 @@ class Legacy(ReviewBase):
                             'token audiences ["vault"] is invalid for the target audiences ["sts.amazonaws.com"]')
         for audiences in (None, ["vault"], ["x", "vault"]):
             with self.subTest(audiences=audiences):
-                st, doc = H.review(srv.review_port, token, audiences)
+                st, doc = H.review(srv, token, audiences)
                 self.assertIs(doc["status"]["authenticated"], True, doc)
                 self.assertEqual(doc["status"]["audiences"], ["vault"])
                 self.assertEqual(doc["status"]["user"]["username"], "system:serviceaccount:ns:sa")
@@ -314,7 +322,7 @@ class Legacy(ReviewBase):
         self.assertEqual(rc, 1, "verify --accept-legacy-tokens accepted it: %s / %s" % (out, err))
         self.assertIn("oidc-discovery verify: invalid token (audience): ", err)
         both = self.legacy(aud=["some-other-audience", "vault"])
-        st, doc = H.review(srv.review_port, both)
+        st, doc = H.review(srv, both)
         self.assertEqual(doc["status"]["audiences"], ["vault"], doc)
         self.stop_ok(srv)
 
@@ -357,10 +365,10 @@ class BadRequests(ReviewBase):
         ]
         for name, body, part in cases:
             with self.subTest(case=name):
-                st, h, b = H.review_post(srv.review_port, body)
+                st, h, b = H.review_post(srv, body)
                 self.assert_status_object(st, h, b, 400, "BadRequest", part)
         # depth 32 is still fine (an unknown member is ignored)
-        st, h, b = H.review_post(srv.review_port, at_limit)
+        st, h, b = H.review_post(srv, at_limit)
         self.assertEqual(st, 201, b)
         self.stop_ok(srv)
 
@@ -371,19 +379,19 @@ class BadRequests(ReviewBase):
         for ctype in ("text/plain", None, "application/x-www-form-urlencoded", "application/jsonx",
                       "application/yaml"):
             with self.subTest(content_type=ctype):
-                st, h, b = H.review_post(srv.review_port, body, content_type=ctype)
+                st, h, b = H.review_post(srv, body, content_type=ctype)
                 self.assert_status_object(st, h, b, 415, "UnsupportedMediaType")
         for method in ("GET", "PUT", "DELETE"):
             with self.subTest(method=method):
-                st, h, b = H.review_post(srv.review_port, body if method != "GET" else None, method=method)
+                st, h, b = H.review_post(srv, body if method != "GET" else None, method=method)
                 self.assert_status_object(st, h, b, 405, "MethodNotAllowed")
                 self.assertEqual(H.one(h, "allow"), "POST")
         # other paths on the review listener, including the public documents
         for path in ("/apis/authentication.k8s.io/v1/tokenreviewsx", "/", H.DISCOVERY, H.JWKS):
             with self.subTest(review_path=path):
-                st, h, b = H.review_post(srv.review_port, body, path=path)
+                st, h, b = H.review_post(srv, body, path=path)
                 self.assert_status_object(st, h, b, 404, "NotFound")
-                st, h, b = H.review_post(srv.review_port, None, method="GET", path=path)
+                st, h, b = H.review_post(srv, None, method="GET", path=path)
                 self.assertEqual(st, 404, b)
         # the public listener does not serve the API
         st, h, b = srv.request("POST", H.TOKENREVIEW_PATH, {"Content-Type": "application/json"},
@@ -395,11 +403,12 @@ class BadRequests(ReviewBase):
         # while it still serves its documents
         self.assertEqual(srv.get(H.JWKS)[0], 200)
 
-    def _raw_post(self, port, body):
-        s = socket.create_connection(("127.0.0.1", port), timeout=H.SOCK_TIMEOUT)
+    def _raw_post(self, srv, body):
+        s = socket.create_connection(("127.0.0.1", srv.review_port), timeout=H.SOCK_TIMEOUT)
         try:
             head = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-                    "Content-Length: %d\r\n\r\n" % (H.TOKENREVIEW_PATH, port, len(body))).encode()
+                    "Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n"
+                    % (H.TOKENREVIEW_PATH, srv.review_port, srv.review_bearer, len(body))).encode()
             try:
                 s.sendall(head + body)
             except (BrokenPipeError, ConnectionResetError):
@@ -425,15 +434,15 @@ class BadRequests(ReviewBase):
             assert len(b) == size
             return b
 
-        st, h, b = self._raw_post(srv.review_port, body_of(64 * 1024))
+        st, h, b = self._raw_post(srv, body_of(64 * 1024))
         self.assertEqual(st, 201, b[:300])
         self.assertIs(json.loads(b)["status"]["authenticated"], True)
-        st, h, b = self._raw_post(srv.review_port, body_of(64 * 1024 + 1))
+        st, h, b = self._raw_post(srv, body_of(64 * 1024 + 1))
         self.assertEqual(st, 413, b[:300])
-        st, h, b = self._raw_post(srv.review_port, body_of(200 * 1024))
+        st, h, b = self._raw_post(srv, body_of(200 * 1024))
         self.assertEqual(st, 413, b[:300])
         # still serving
-        st, doc = H.review(srv.review_port, token)
+        st, doc = H.review(srv, token)
         self.assertIs(doc["status"]["authenticated"], True)
 
 
@@ -446,23 +455,30 @@ class Rotation(ReviewBase):
         H.atomic_write(keyfile, H.read_bytes(old.pub))
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER,
                                            "--service-account-key-file", keyfile,
-                                           "--key-reload-interval", "1s", "--api-audiences", "vault"])
+                                           "--key-reload-interval", "1s", "--api-audiences", "vault"], old.priv)
         st, _, b = H.wait_for_jwks(srv, [old])
         self.assertEqual(b, H.expected_jwks([old]))
         old_token = H.mint_token(old.priv, ISSUER, audiences=["vault"], sa="app", sa_uid=SA_UID)
         new_token = H.mint_token(new.priv, ISSUER, audiences=["vault"], sa="app", sa_uid=SA_UID)
-        st, doc = H.review(srv.review_port, old_token)
+        st, doc = H.review(srv, old_token)
         self.assertIs(doc["status"]["authenticated"], True, doc)
         self.assert_refused(srv, new_token, None, "")
 
         H.atomic_write(keyfile, H.read_bytes(new.pub))
         st, _, b = H.wait_for_jwks(srv, [new], timeout=10)
         self.assertEqual(b, H.expected_jwks([new]), "the JWKS did not change after rotation:\n%s" % srv.stderr())
+        # the caller check follows the published key set too: the caller's
+        # token signed by the key that left is refused on every thread
+        old_caller = srv.review_bearer
+        ok = H.wait_until(lambda: all(H.review(srv, new_token)[0] == 401 for _ in range(4)), 5)
+        self.assertTrue(ok, "a caller token of the removed key still accepted; stderr:\n%s" % srv.stderr())
+        srv.review_bearer = H.review_caller_token(new.priv, ISSUER)
+        self.assertNotEqual(srv.review_bearer, old_caller)
         # the review endpoint follows the published key set
-        ok = H.wait_until(lambda: H.review(srv.review_port, new_token)[1]["status"]["authenticated"], 5)
+        ok = H.wait_until(lambda: H.review(srv, new_token)[1]["status"]["authenticated"], 5)
         self.assertTrue(ok, "token signed by the new key not accepted; stderr:\n%s" % srv.stderr())
         for _ in range(4):  # every worker thread, not only the first one asked
-            st, doc = H.review(srv.review_port, new_token)
+            st, doc = H.review(srv, new_token)
             self.assertIs(doc["status"]["authenticated"], True, doc)
             self.assertEqual(doc["status"]["user"]["username"], "system:serviceaccount:default:app")
             # a success cached under the old key set must not outlive it
@@ -470,90 +486,165 @@ class Rotation(ReviewBase):
 
 
 # --------------------------------------------------------------------------
-# a Vault-shaped client
+# the callers: authentication (401), authorisation (403), the access log and
+# the metrics
 
-class VaultLoginError(Exception):
-    pass
-
-
-def vault_review(port, login_jwt, role_audience):
-    """What vault-plugin-auth-kubernetes (token_review.go: tokenReviewAPI.Review
-    and parseResponse) does with a TokenReview answer, written the way its Go
-    code reads the response: the JSON parsed into a dict, and a member the Go
-    code dereferences that is missing fails hard (KeyError), except
-    status.error, which is `json:"error,omitempty"` in TokenReviewStatus
-    (absent on success, from kube-apiserver too) and reads as "".
-
-    Returns {"name", "namespace", "uid"}; raises VaultLoginError with Vault's
-    message otherwise."""
-    body = {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"creationTimestamp": None},
-            "spec": {"token": login_jwt, "audiences": [role_audience]}, "status": {"user": {}}}
-    # setRequestHeader: Authorization, Content-Type and Accept
-    c = H.http.client.HTTPConnection("127.0.0.1", port, timeout=H.SOCK_TIMEOUT)
-    try:
-        c.request("POST", H.TOKENREVIEW_PATH, body=json.dumps(body).encode(),
-                  headers={"Authorization": "Bearer " + login_jwt, "Content-Type": "application/json",
-                           "Accept": "application/json"})
-        resp = c.getresponse()
-        status_code, raw = resp.status, resp.read()
-    finally:
-        c.close()
-    # parseResponse: not 2xx -> a Kubernetes error
-    if status_code < 200 or status_code > 206:
-        raise VaultLoginError("kube error %d: %s" % (status_code, raw.decode(errors="replace").strip()))
-    doc = json.loads(raw)
-    # json.Unmarshal into metav1.Status succeeds unless "status" is something
-    # other than a string (a TokenReview's status object); Status != "Success"
-    # then makes it an error: so a TokenReview without a status object fails
-    if "status" not in doc or not isinstance(doc["status"], dict):
-        raise VaultLoginError("kube error: %s" % doc.get("message", doc.get("status")))
-    status = doc["status"]
-    if status.get("error", ""):
-        raise VaultLoginError("lookup failed: %s" % status["error"])
-    if not status["authenticated"]:
-        raise VaultLoginError("lookup failed: service account jwt not valid")
-    want = [role_audience]
-    if not any(a in status["audiences"] for a in want):
-        raise VaultLoginError("lookup failed: service account jwt valid for audience(s) %s, but wanted %s"
-                              % (status["audiences"], want))
-    parts = status["user"]["username"].split(":")
-    if len(parts) != 4:
-        raise VaultLoginError("lookup failed: unexpected username format")
-    if parts[0] != "system" or parts[1] != "serviceaccount":
-        raise VaultLoginError("lookup failed: username returned is not a service account")
-    return {"name": parts[3], "namespace": parts[2], "uid": status["user"]["uid"]}
+UNAUTHORIZED = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
 
 
-class Vault(ReviewBase):
+def forbidden(user):
+    """kube-apiserver's 403 for a user without create on tokenreviews
+    (docs/compatibility.md §5), members in its order."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": 'tokenreviews.authentication.k8s.io is forbidden: User "%s" cannot create resource '
+                       '"tokenreviews" in API group "authentication.k8s.io" at the cluster scope' % user,
+            "reason": "Forbidden", "details": {"group": "authentication.k8s.io", "kind": "tokenreviews"},
+            "code": 403}
 
-    def test_vault_client_accepts_valid_and_rejects_invalid(self):
-        srv = self.start(["--api-audiences", "vault"])
-        token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault"], namespace="payments", sa="api",
-                             sa_uid=SA_UID, pod=POD, node=NODE)
-        self.assertEqual(vault_review(srv.review_port, token, "vault"),
-                         {"name": "api", "namespace": "payments", "uid": SA_UID})
 
+class Callers(ReviewBase):
+
+    def assert_status_exactly(self, st, h, b, want):
+        self.assertEqual(st, want["code"], b)
+        self.assertEqual(H.one(h, "content-type"), "application/json")
+        self.assertEqual(list(json.loads(b)), list(want), b)  # members in kube's order
+        self.assertEqual(json.loads(b), want)
+
+    def bad_callers(self, srv):
+        """(name, Authorization header value or None) pairs that must all be
+        401: none, another scheme, an empty or unparsable token, and service
+        account tokens that do not verify for the caller audiences."""
         now = int(time.time())
-        expired = self.pyjwt_token(self.rsa, H.kube_claims(ISSUER, ["vault"], "payments", "api", SA_UID,
-                                                           now=now - 7200, lifetime=3600))
-        with self.assertRaises(VaultLoginError) as cm:
-            vault_review(srv.review_port, expired, "vault")
-        self.assertEqual(str(cm.exception), "lookup failed: service account token has expired")
+        caller = H.kube_claims(ISSUER, [H.REVIEW_CALLER_AUDIENCE], H.REVIEW_CALLER_NS, H.REVIEW_CALLER_SA, now=now)
+        good = srv.review_bearer
+        h64, p64, _ = good.split(".")
+        return [
+            ("no header", None),
+            ("Basic scheme", "Basic " + H.b64url(b"e2e:reviewer")),
+            ("Bearer without a token", "Bearer"),
+            ("two spaces before the token", "Bearer  " + good),
+            ("not a JWT", "Bearer not-a-token"),
+            ("forged signature", "Bearer %s.%s.%s" % (h64, p64, H.b64url(b"\x01" * 256))),
+            ("unknown key", "Bearer " + self.pyjwt_token(self.keys.rsa(2048), caller)),
+            ("expired", "Bearer " + self.pyjwt_token(self.rsa, H.kube_claims(
+                ISSUER, [H.REVIEW_CALLER_AUDIENCE], H.REVIEW_CALLER_NS, H.REVIEW_CALLER_SA, now=now - 7200,
+                lifetime=3600))),
+            ("review audience, not the caller audience", "Bearer " + self.pyjwt_token(self.rsa, H.kube_claims(
+                ISSUER, ["vault"], H.REVIEW_CALLER_NS, H.REVIEW_CALLER_SA, now=now))),
+            ("another issuer", "Bearer " + self.pyjwt_token(self.rsa, dict(caller, iss="https://evil.example"))),
+            ("alg none", "Bearer " + H.jws_compact({"alg": "none", "kid": self.rsa.kid}, caller)),
+        ]
 
-        # a role bound to another audience: our server refuses the token
-        # (audience), so Vault reports our error text
-        with self.assertRaises(VaultLoginError) as cm:
-            vault_review(srv.review_port, token, "other-role-aud")
-        self.assertEqual(str(cm.exception), 'lookup failed: token audiences ["vault"] is invalid for the target'
-                                            ' audiences ["other-role-aud"]')
+    def test_401_for_every_bad_credential_on_every_path(self):
+        srv = self.start(["--api-audiences", "vault"])
+        token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault"], sa_uid=SA_UID)
+        for name, auth in self.bad_callers(srv):
+            headers = {"Authorization": auth} if auth is not None else {}
+            with self.subTest(caller=name):
+                st, h, b = H.review_post(srv, H.review_body(token), bearer=None, headers=headers)
+                self.assert_status_exactly(st, h, b, UNAUTHORIZED)
+        # before anything else: the path, the method and the body are not
+        # looked at, so they tell an unauthenticated client nothing
+        for method, path, body in (("GET", "/", None), ("GET", H.JWKS, None), ("DELETE", H.TOKENREVIEW_PATH, None),
+                                   ("POST", H.TOKENREVIEW_PATH, "{not json")):
+            with self.subTest(method=method, path=path):
+                st, h, b = H.review_post(srv, body, method=method, path=path, bearer=None)
+                self.assert_status_exactly(st, h, b, UNAUTHORIZED)
+        # the caller's token is good for the caller audience only: as a
+        # reviewed token for "vault" it does not authenticate
+        self.assert_refused(srv, srv.review_bearer, ["vault"], "token audiences")
+        self.stop_ok(srv)
 
-        forged = token.split(".")
-        forged[2] = H.b64url(b"\x00" * 256)
-        with self.assertRaises(VaultLoginError) as cm:
-            vault_review(srv.review_port, ".".join(forged), "vault")
-        self.assertTrue(str(cm.exception).startswith("lookup failed: "), cm.exception)
-        self.assertNotEqual(str(cm.exception), "lookup failed: ")
+    def test_403_for_an_authenticated_caller_not_allowed(self):
+        srv = self.start(["--api-audiences", "vault"])
+        token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault"], sa_uid=SA_UID)
+        cases = [("other-ns", H.REVIEW_CALLER_SA), (H.REVIEW_CALLER_NS, "other-sa")]
+        for ns, sa in cases:
+            with self.subTest(caller=(ns, sa)):
+                other = H.review_caller_token(self.ec.priv, ISSUER, namespace=ns, sa=sa)
+                st, h, b = H.review_post(srv, H.review_body(token), bearer=other)
+                self.assert_status_exactly(st, h, b, forbidden("system:serviceaccount:%s:%s" % (ns, sa)))
+                # whatever it asks for
+                st, h, b = H.review_post(srv, None, method="GET", path="/", bearer=other)
+                self.assertEqual(st, 403, b)
+        # the allowed one, the same request
+        st, doc = H.review(srv, token, ["vault"])
+        self.assertEqual((st, doc["status"]["authenticated"]), (201, True), doc)
+        self.stop_ok(srv)
+
+    def test_access_log_and_metrics_by_outcome(self):
+        log = os.path.join(self.tmp, "access.log")
+        srv = self.start(["--api-audiences", "vault", "--access-log", log])
+        token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault"], sa_uid=SA_UID)
+        outsider = H.review_caller_token(self.rsa.priv, ISSUER, namespace="other")
+        self.assertEqual(H.review(srv, token)[0], 201)                                    # authenticated
+        self.assertEqual(H.review(srv, token)[0], 201)                                    # again: cache
+        self.assertEqual(H.review(srv, token, ["other"])[0], 201)                         # not authenticated
+        self.assertEqual(H.review(srv, token, bearer=None)[0], 401)                       # unauthenticated
+        self.assertEqual(H.review(srv, token, bearer=srv.review_bearer + "x")[0], 401)   # unauthenticated
+        self.assertEqual(H.review(srv, token, bearer=outsider)[0], 403)                   # forbidden
+        want = {"unauthenticated": 2, "forbidden": 1, "authenticated": 2, "not_authenticated": 1}
+        samples = H.scrape_until(srv.admin_port, lambda m: all(
+            H.metric(m, "oidc_token_review_requests_total", outcome=k) == v for k, v in want.items()))
+        for outcome, n in want.items():
+            with self.subTest(outcome=outcome):
+                self.assertEqual(H.metric(samples, "oidc_token_review_requests_total", outcome=outcome), n)
+        self.assertEqual(H.metric(samples, "oidc_http_requests_total", path="tokenreviews", method="POST",
+                                  status="401"), 2)
+        self.assertEqual(H.metric(samples, "oidc_http_requests_total", path="tokenreviews", method="POST",
+                                  status="403"), 1)
+        # reviews count the reviewed tokens only, not the callers' tokens
+        self.assertEqual(H.metric(samples, "oidc_token_reviews_total", authenticated="true", reason=""), 2)
+        lines = H.wait_until(lambda: [json.loads(l) for l in H.read_bytes(log).splitlines()]
+                             if os.path.exists(log) and len(H.read_bytes(log).splitlines()) >= 6 else None, 5)
+        self.assertEqual(len(lines), 6, lines)
+        got = sorted((l["status"], l.get("caller")) for l in lines)
+        self.assertEqual(got, sorted([(201, H.REVIEW_CALLER)] * 3 + [(401, None)] * 2
+                                     + [(403, "system:serviceaccount:other:%s" % H.REVIEW_CALLER_SA)]))
+        self.stop_ok(srv)
+
+    def test_cached_caller_costs_one_verification(self):
+        """A caller's token, once verified, is answered from the cache like a
+        reviewed token (same cache, keyed with the caller audience)."""
+        srv = self.start(["--api-audiences", "vault", "--threads", "1"])
+        token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault"], sa_uid=SA_UID)
+        for _ in range(3):
+            self.assertEqual(H.review(srv, token)[0], 201)
+        samples = H.scrape_until(srv.admin_port, lambda m: H.metric(m, "oidc_verification_cache_hits_total") == 4)
+        # two verifications (the caller's token and the reviewed one), then
+        # four answers from the cache (two per later request)
+        self.assertEqual(H.metric(samples, "oidc_verification_cache_hits_total"), 4)
+        self.assertEqual(H.metric(samples, "oidc_verification_cache_entries"), 2)
+        self.stop_ok(srv)
+
+    def test_insecure_http_warns_at_start(self):
+        srv = self.start()
+        self.assertEqual(H.count_log(srv, r"\bwarn\b.*--token-review-insecure-http: the TokenReview API is served "
+                                          r"over plain HTTP"), 1, srv.stderr())
+        self.assertIn("listening on http://127.0.0.1:%d" % srv.review_port, srv.stderr())
+        self.stop_ok(srv)
+
+    def test_refuses_to_start_without_callers_or_tls(self):
+        base = ["serve", "--service-account-issuer", ISSUER, "--service-account-key-file", self.rsa.pub,
+                "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--enable-token-review",
+                "--token-review-listen", "127.0.0.1:0"]
+        cases = [
+            ([], "--enable-token-review needs --token-review-tls-cert-file and --token-review-tls-private-key-file"),
+            (["--token-review-insecure-http"], "--enable-token-review needs --token-review-allowed-callers NAME: "
+                                               "nobody may call the TokenReview API otherwise"),
+            (["--token-review-insecure-http", "--token-review-allowed-callers", "vault-auth"],
+             '--token-review-allowed-callers "vault-auth": must be a service account\'s username'),
+            (["--token-review-insecure-http", "--token-review-allowed-callers", "CN=vault"],
+             '--token-review-allowed-callers "CN=vault": is a client certificate\'s subject, which needs '
+             '--token-review-client-ca-file'),
+        ]
+        for extra, message in cases:
+            with self.subTest(extra=extra):
+                rc, out, err = H.run_bin(base + extra, timeout=30)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(message, err)
+                self.assertNotIn("listening", err)
 
 
 if __name__ == "__main__":

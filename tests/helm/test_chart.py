@@ -13,7 +13,9 @@ port names referenced across objects agree. The exposure: the Service that
 service.type makes public carries only the public ports, admin and
 TokenReview only the ClusterIP -internal Service (which the ServiceMonitor
 selects); TokenReview always comes with a NetworkPolicy that admits only
-networkPolicy.tokenReview.from to it, and no rule admits peers to every port. A second matrix of invalid values
+networkPolicy.tokenReview.from to it, and no rule admits peers to every port;
+it speaks TLS with its own Secret and names its callers, and the chart
+refuses to render it without either. A second matrix of invalid values
 must make `helm template` exit non-zero with a message naming the problem.
 
 When the oidc-discovery binary is available (OIDC_BIN, or ../oidc-discovery
@@ -21,7 +23,9 @@ from ctest's working directory, or <repo>/build/oidc-discovery), the container
 arguments rendered for several cases are also run for real: paths under /keys,
 /state and /tls are mapped to a temporary directory and every 0.0.0.0:PORT to
 a free loopback port; the server must become ready and serve the rendered
-issuer (over TLS too when configured). Without a binary that part is skipped.
+issuer (over TLS too when configured), and its TokenReview listener must
+answer 401 without a caller and 201 to the allowed one's token. Without a
+binary that part is skipped.
 
 OIDC_HELM_CHART points the test at another copy of the chart; HELM at another
 helm binary (see get-helm.sh).
@@ -61,6 +65,7 @@ ISSUER = "https://oidc.example.com/clusters/prod-1"
 # knows how to re-execute under the system interpreter that has it.
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import oidc_harness  # noqa: E402
+import apiserver_standin  # noqa: E402
 
 oidc_harness.ensure_system_modules("yaml")
 try:
@@ -182,14 +187,17 @@ def check_common(r, values, kind):
     # No service-account token anywhere.
     eq(pod.get("automountServiceAccountToken"), False, "pod automountServiceAccountToken")
     sa_name = pod.get("serviceAccountName")
-    sa = r.one("ServiceAccount")
-    eq(sa["metadata"]["name"], sa_name, "ServiceAccount name")
-    eq(sa.get("automountServiceAccountToken"), False, "ServiceAccount automountServiceAccountToken")
+    if values.get("serviceAccount", {}).get("create", True):
+        sa = r.one("ServiceAccount")
+        eq(sa["metadata"]["name"], sa_name, "ServiceAccount name")
+        eq(sa.get("automountServiceAccountToken"), False, "ServiceAccount automountServiceAccountToken")
+    else:
+        r.none("ServiceAccount")
 
     # Pod security context.
     psc = pod["securityContext"]
     eq(psc.get("seccompProfile"), {"type": "RuntimeDefault"}, "pod seccompProfile")
-    cp = values["keys"].get("controlPlane", {})
+    cp = values.get("keys", {}).get("controlPlane", {})
     if cp.get("enabled") and cp.get("runAsRoot", True):
         eq((psc.get("runAsNonRoot"), psc.get("runAsUser"), psc.get("runAsGroup")), (False, 0, 0),
            "control-plane pod runs as root (to read kubeadm's 0600 sa.pub)")
@@ -248,10 +256,18 @@ def check_common(r, values, kind):
     eq(arg_after(args, "--admin-listen"), "0.0.0.0:9090", "--admin-listen")
     eq(arg_after(args, "--state-dir"), "/state/data", "--state-dir")
     eq(arg_after(args, "--max-age"), str(values.get("maxAge", 3600)), "--max-age")
-    keyfile = arg_after(args, "--service-account-key-file")
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
-    check(keyfile in mounts, f"--service-account-key-file {keyfile} is not a mount path ({sorted(mounts)})")
-    eq(mounts[keyfile]["name"], "keys", "key mount volume")
+    if apiserver_mode(values):
+        check_apiserver_mode(r, values, pod, c, args)
+    else:
+        keyfile = arg_after(args, "--service-account-key-file")
+        check(keyfile in mounts, f"--service-account-key-file {keyfile} is not a mount path ({sorted(mounts)})")
+        eq(mounts[keyfile]["name"], "keys", "key mount volume")
+        check("--upstream" not in args, "--upstream outside apiserver mode")
+        r.none("ClusterRoleBinding")
+        tokens = [v for v in pod["volumes"] for src in v.get("projected", {}).get("sources", [])
+                  if "serviceAccountToken" in src]
+        check(not tokens, "a service-account token is mounted outside apiserver mode")
 
     check_services(r, values, pod_labels, ports)
     check_network_policy(r, values, pod_labels, ports)
@@ -298,6 +314,52 @@ def check_common(r, values, kind):
     if str(values.get("keyRetention", "0")) == "0":
         check("--key-retention" not in args, "--key-retention while keyRetention is 0")
     return pod, c, args
+
+
+POD_SA = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def apiserver_mode(values):
+    """Whether values choose apiserver mode: keys.source=apiserver, or no
+    other key source."""
+    k = values.get("keys", {})
+    return k.get("source") == "apiserver" or not (k.get("existingSecret") or k.get("existingConfigMap") or
+                                                  k.get("controlPlane", {}).get("enabled"))
+
+
+def check_apiserver_mode(r, values, pod, c, args):
+    """The pod reads its own API server: --upstream in-cluster with the
+    token and CA of a projected volume (the pod's own short-lived token,
+    mounted only in this mode, read-only, where in-cluster clients look),
+    and its ServiceAccount bound to system:service-account-issuer-discovery.
+    No key volume."""
+    api = values.get("keys", {}).get("apiserver", {})
+    eq(arg_after(args, "--upstream"), "in-cluster", "--upstream")
+    eq(arg_after(args, "--upstream-token-file"), POD_SA + "/token", "--upstream-token-file")
+    eq(arg_after(args, "--upstream-ca-file"), POD_SA + "/ca.crt", "--upstream-ca-file")
+    eq(arg_after(args, "--upstream-refresh-interval"), api.get("refreshInterval", "60s"), "refresh interval")
+    if api.get("maxStaleness"):
+        eq(arg_after(args, "--upstream-max-staleness"), api["maxStaleness"], "--upstream-max-staleness")
+    else:
+        check("--upstream-max-staleness" not in args, "--upstream-max-staleness without keys.apiserver.maxStaleness")
+    check("--service-account-key-file" not in args, "key files in apiserver mode")
+    vols = {v["name"]: v for v in pod["volumes"]}
+    check("keys" not in vols, "a key volume in apiserver mode")
+    mount = [m for m in c["volumeMounts"] if m["mountPath"] == POD_SA]
+    check(len(mount) == 1 and mount[0].get("readOnly") is True, f"{POD_SA} mounted read-only once: {mount}")
+    sources = vols[mount[0]["name"]]["projected"]["sources"]
+    token = [x["serviceAccountToken"] for x in sources if "serviceAccountToken" in x]
+    eq(token, [{"path": "token", "expirationSeconds": api.get("tokenExpirationSeconds", 3600)}],
+       "projected token (no audience: the API server's own)")
+    eq([x["configMap"] for x in sources if "configMap" in x],
+       [{"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}], "the cluster CA")
+    crb = r.one("ClusterRoleBinding")
+    eq(crb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "system:service-account-issuer-discovery"}, "ClusterRoleBinding roleRef")
+    eq(crb["subjects"], [{"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": "oidc"}],
+       "ClusterRoleBinding subject: the pods' ServiceAccount")
+    check("namespace" not in crb["metadata"], "a ClusterRoleBinding is cluster-scoped")
+    check("oidc" in crb["metadata"]["name"], "the binding's name carries the namespace (it is cluster-scoped)")
 
 
 def services(r):
@@ -410,6 +472,14 @@ def check_service_monitor(r, values):
     for e in sm["spec"]["endpoints"]:
         check(e["port"] in svc_ports(internal), f"ServiceMonitor port {e['port']} is not on the internal Service")
     eq(sm["spec"]["namespaceSelector"], {"matchNames": ["oidc"]}, "ServiceMonitor namespaceSelector")
+
+
+def review(**over):
+    """tokenReview values that render: TLS and one caller, plus over."""
+    v = {"enabled": True, "tls": {"existingSecret": "tokenreview-tls"},
+         "allowedCallers": ["system:serviceaccount:vault:vault-auth"]}
+    v.update(over)
+    return v
 
 
 def base(**over):
@@ -569,11 +639,31 @@ def c_monitoring(r, v):
        "NetworkPolicy: http open to anywhere, admin from the monitoring namespace")
 
 
+def token_review_args(args):
+    """The TokenReview flags of args, as (flag, value) pairs in order."""
+    flags = ("--token-review-tls-cert-file", "--token-review-tls-private-key-file", "--token-review-client-ca-file",
+             "--token-review-allowed-callers", "--token-review-caller-audiences")
+    return [(a, args[i + 1]) for i, a in enumerate(args[:-1]) if a in flags]
+
+
 def c_tokenreview(r, v):
     pod, c, args = check_common(r, v, "Deployment")
     check("--enable-token-review" in args, "--enable-token-review missing")
     eq(arg_after(args, "--token-review-listen"), "0.0.0.0:8081", "--token-review-listen")
     eq(arg_after(args, "--api-audiences"), "vault,sts.amazonaws.com", "--api-audiences")
+    # TLS with the Secret's pair, mounted read-only; the callers as given
+    eq(token_review_args(args), [("--token-review-tls-cert-file", "/tokenreview-tls/tls.crt"),
+                                 ("--token-review-tls-private-key-file", "/tokenreview-tls/tls.key"),
+                                 ("--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth")],
+       "TokenReview flags")
+    check("--token-review-insecure-http" not in args, "TokenReview over plain HTTP")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["tokenreview-tls"]["secret"], {"secretName": "tokenreview-tls", "defaultMode": 0o440},
+       "TokenReview TLS Secret")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    eq((mounts["/tokenreview-tls"]["name"], mounts["/tokenreview-tls"]["readOnly"]), ("tokenreview-tls", True),
+       "TokenReview TLS mount")
+    check("tokenreview-client-ca" not in vols, "a client CA volume without tokenReview.clientCA")
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     eq(ports.get("tokenreview"), 8081, "container port tokenreview")
     public, internal = services(r)
@@ -582,6 +672,25 @@ def c_tokenreview(r, v):
     check("tokenreview" not in svc_ports(public), "TokenReview on the public Service")
     eq(policy_peers(r), {"http": [None], "admin": [MONITORING_NS], "tokenreview": [[{"podSelector": {}}]]},
        "NetworkPolicy peers")
+
+
+def c_tokenreview_mtls(r, v):
+    """Client certificates: the CA Secret's ca.crt mounted and named, a
+    certificate subject among the callers, the caller audiences joined."""
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(token_review_args(args), [("--token-review-tls-cert-file", "/tokenreview-tls/tls.crt"),
+                                 ("--token-review-tls-private-key-file", "/tokenreview-tls/tls.key"),
+                                 ("--token-review-client-ca-file", "/tokenreview-client-ca/ca.crt"),
+                                 ("--token-review-allowed-callers", "system:serviceaccount:vault:vault"),
+                                 ("--token-review-allowed-callers", "CN=proxy,O=example"),
+                                 ("--token-review-caller-audiences", ISSUER + ",https://kubernetes.default.svc")],
+       "TokenReview flags")
+    vols = {x["name"]: x for x in pod["volumes"]}
+    eq(vols["tokenreview-client-ca"]["secret"], {"secretName": "review-clients", "defaultMode": 0o444,
+                                                 "items": [{"key": "ca.crt", "path": "ca.crt"}]}, "client CA Secret")
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    eq(mounts["/tokenreview-client-ca"]["name"], "tokenreview-client-ca", "client CA mount")
+    check("--api-audiences" not in args, "--api-audiences without tokenReview.apiAudiences")
 
 
 def c_loadbalancer_tokenreview(r, v):
@@ -625,6 +734,26 @@ def c_loadbalancer_tls_monitoring(r, v):
     eq(policy_peers(r), {"http": [anywhere], "https": [anywhere], "admin": [MONITORING_NS]}, "NetworkPolicy peers")
 
 
+def c_apiserver_default(r, v):
+    """--set issuer=... alone: apiserver mode."""
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(args, ["serve", "--service-account-issuer", ISSUER, "--upstream", "in-cluster",
+              "--upstream-token-file", POD_SA + "/token", "--upstream-ca-file", POD_SA + "/ca.crt",
+              "--upstream-refresh-interval", "60s",
+              "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090", "--max-age", "3600",
+              "--state-dir", "/state/data", "--path-prefix", "/clusters/prod-1", "--threads", "2",
+              "--log-level", "info", "--log-format", "text"], "apiserver mode arguments")
+    eq(sorted(r.kinds()), sorted(["ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Service", "Service",
+                                  "ServiceAccount"]), "objects")
+
+
+def c_apiserver_options(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(pod["serviceAccountName"], "issuer-reader", "an existing ServiceAccount")
+    r.none("ServiceAccount")
+    eq(arg_after(args, "--key-retention"), "7d", "retention of the keys the API server drops")
+
+
 def c_retention(r, v):
     pod, c, args = check_common(r, v, "Deployment")
     eq(arg_after(args, "--key-retention"), "24h", "--key-retention")
@@ -633,6 +762,11 @@ def c_retention(r, v):
 
 CASES = [
     ("defaults", base(), c_defaults),
+    ("apiserver by default", {"issuer": ISSUER}, c_apiserver_default),
+    ("apiserver with options", {"issuer": ISSUER, "keyRetention": "7d", "serviceAccount": {
+        "create": False, "name": "issuer-reader"}, "keys": {"source": "apiserver", "apiserver": {
+            "refreshInterval": "30s", "maxStaleness": "10m", "tokenExpirationSeconds": 7200}}},
+     c_apiserver_options),
     ("secret keys", base(keys={"existingSecret": "rotating-keys"}, maxAge=31536000,
                          jwksUri="https://cdn.example.net/jwks.json",
                          extraArgs=["--signing-key-file", "/keys/sa.pub"]), c_secret),
@@ -654,18 +788,22 @@ CASES = [
     ("servicemonitor+networkpolicy", base(metrics={"serviceMonitor": {"enabled": True,
                                                                       "labels": {"release": "kube-prometheus-stack"}}},
                                           networkPolicy={"enabled": True}), c_monitoring),
-    ("tokenreview", base(tokenReview={"enabled": True, "apiAudiences": ["vault", "sts.amazonaws.com"]},
+    ("tokenreview", base(tokenReview=review(apiAudiences=["vault", "sts.amazonaws.com"]),
                          networkPolicy={"enabled": True}), c_tokenreview),
     ("keyretention", base(keyRetention="24h"), c_retention),
+    ("tokenreview mTLS", base(tokenReview=review(clientCA={"existingSecret": "review-clients"},
+                                                 allowedCallers=["system:serviceaccount:vault:vault", "CN=proxy,O=example"],
+                                                 callerAudiences=[ISSUER, "https://kubernetes.default.svc"])),
+     c_tokenreview_mtls),
     ("loadbalancer+tokenreview", base(service={"type": "LoadBalancer", "annotations": {
-        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}}, tokenReview={"enabled": True}),
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb"}}, tokenReview=review()),
      c_loadbalancer_tokenreview),
-    ("tokenreview, networkPolicy off", base(tokenReview={"enabled": True},
+    ("tokenreview, networkPolicy off", base(tokenReview=review(),
                                             networkPolicy={"enabled": False, "tokenReview": {"from": VAULT_NS},
                                                            "admin": {"from": []}}),
      c_tokenreview_policy_off),
     ("63-character name", base(fullnameOverride="oidc-" + "x" * 58), c_single_name),
-    ("tokenreview from nobody", base(tokenReview={"enabled": True}, networkPolicy={"tokenReview": {"from": []}}),
+    ("tokenreview from nobody", base(tokenReview=review(), networkPolicy={"tokenReview": {"from": []}}),
      c_tokenreview_nobody),
     ("loadbalancer+tls+servicemonitor", base(
         service={"type": "LoadBalancer", "internalAnnotations": {"prometheus.io/scrape": "true",
@@ -685,14 +823,27 @@ REFUSED = [
     ("issuer without host", base(issuer="https:///path"), "/issuer"),
     ("maxAge as a string", base(maxAge="3600"), "/maxAge"),
     ("maxAge too large", base(maxAge=31536001), "/maxAge"),
-    ("no key source", {"issuer": ISSUER}, "/keys"),
     ("two key sources", base(keys={"existingSecret": "a", "existingConfigMap": "b"}), "/keys"),
+    ("apiserver and a Secret", base(keys={"existingSecret": "a", "source": "apiserver"}), "/keys"),
+    ("unknown keys.source", base(keys={"source": "oidc"}), "/keys/source"),
+    ("apiserver refreshInterval", {"issuer": ISSUER, "keys": {"apiserver": {"refreshInterval": "1w"}}},
+     "/keys/apiserver/refreshInterval"),
+    ("apiserver token lifetime", {"issuer": ISSUER, "keys": {"apiserver": {"tokenExpirationSeconds": 60}}},
+     "/keys/apiserver/tokenExpirationSeconds"),
     ("control-plane with autoscaling", base(keys={"controlPlane": {"enabled": True}},
                                             autoscaling={"enabled": True}), "autoscaling"),
     ("pathPrefix with a trailing slash", base(pathPrefix="/oidc/"), "/pathPrefix"),
     ("bad keyRetention", base(keyRetention="1w"), "/keyRetention"),
     ("http jwksUri", base(jwksUri="http://cdn.example.net/jwks"), "/jwksUri"),
     ("unknown value (typo)", base(isuer=ISSUER), "isuer"),
+    ("tokenReview without TLS", base(tokenReview={"enabled": True, "allowedCallers": ["system:serviceaccount:a:b"]}),
+     "tokenReview.enabled needs tokenReview.tls.existingSecret"),
+    ("tokenReview without callers", base(tokenReview={"enabled": True, "tls": {"existingSecret": "t"}}),
+     "tokenReview.enabled needs tokenReview.allowedCallers"),
+    ("tokenReview subject without client CA", base(tokenReview=review(allowedCallers=["CN=vault,O=example"])),
+     "needs tokenReview.clientCA.existingSecret"),
+    ("tokenReview caller not a username", base(tokenReview=review(allowedCallers=["vault-auth"])),
+     "/tokenReview/allowedCallers/0"),
 ]
 
 
@@ -721,18 +872,39 @@ def make_cert(d):
                    check=True, capture_output=True, timeout=30)
 
 
+def standin_apiserver(workdir, issuer, sa):
+    """apiserver mode, simulated: a stand-in API server (tests/e2e) serving
+    kube's documents for the fixture keys to the token written into sa
+    (with its CA), and the environment of a pod in front of it. Returns
+    (server, env)."""
+    api = apiserver_standin.StandInAPIServer(os.path.join(workdir, "apiserver"), tokens=("pod-token",))
+    api.__enter__()
+    fixtures = os.path.join(REPO, "tests", "fixtures")
+    keys = [oidc_harness.Key(workdir, name, os.path.join(fixtures, name + ".pkcs8.key")) for name in ("rsa2048", "ec256")]
+    api.set_documents(issuer, keys)
+    with open(os.path.join(sa, "token"), "w") as f:
+        f.write("pod-token\n")
+    shutil.copy(api.ca_file, os.path.join(sa, "ca.crt"))
+    env = dict(os.environ, KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT=str(api.port))
+    return api, env
+
+
 def smoke(binary, args, issuer, workdir):
-    """Runs the rendered args with the pod's paths and ports mapped locally."""
+    """Runs the rendered args with the pod's paths and ports mapped locally;
+    apiserver mode against a stand-in API server."""
     keys = os.path.join(workdir, "keys")
     state = os.path.join(workdir, "state")
     tls = os.path.join(workdir, "tls")
-    for d in (keys, state, tls):
+    sa = os.path.join(workdir, "serviceaccount")
+    for d in (keys, state, tls, sa):
         os.makedirs(d)
+    api, env = standin_apiserver(workdir, issuer, sa) if "--upstream" in args else (None, None)
     os.chmod(state, 0o777)  # as the kubelet makes an emptyDir
     shutil.copy(os.path.join(REPO, "tests", "fixtures", "rsa2048.pub"), os.path.join(keys, "sa.pub"))
     shutil.copy(os.path.join(REPO, "tests", "fixtures", "ec256.pub"), os.path.join(keys, "sa-next.pub"))
-    if "--tls-listen" in args:
+    if "--tls-listen" in args or "--enable-token-review" in args:
         make_cert(tls)
+        shutil.copy(os.path.join(tls, "tls.crt"), os.path.join(tls, "ca.crt"))
     ports = {}
     mapped = []
     for a in args:
@@ -745,9 +917,13 @@ def smoke(binary, args, issuer, workdir):
             a = state + a[len("/state"):]
         elif a.startswith("/tls/"):
             a = tls + a[len("/tls"):]
+        elif a.startswith(POD_SA + "/"):
+            a = sa + a[len(POD_SA):]
+        elif a.startswith("/tokenreview-tls/") or a.startswith("/tokenreview-client-ca/"):
+            a = tls + a[a.index("/", 1):]
         mapped.append(a)
     log = open(os.path.join(workdir, "server.log"), "w+")
-    proc = subprocess.Popen([binary, *mapped], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([binary, *mapped], stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         admin = ports["0.0.0.0:9090"]
         deadline = time.monotonic() + START_TIMEOUT
@@ -778,18 +954,19 @@ def smoke(binary, args, issuer, workdir):
             conn.request("GET", prefix + "/openid/v1/jwks")
             resp = conn.getresponse()
             eq(resp.status, 200, "jwks status")
+            body = resp.read()
+            if api is not None:
+                eq(body, api.document(oidc_harness.JWKS), "the API server's JWKS, byte for byte")
+                continue
             # a key directory holds two keys, the control-plane file one
             want = 2 if arg_after(args, "--service-account-key-file") == "/keys" else 1
-            eq(len(json.loads(resp.read())["keys"]), want, "published keys")
+            eq(len(json.loads(body)["keys"]), want, "published keys")
+        if api is not None:
+            eq({(q.path, q.token) for q in api.seen()},
+               {("/.well-known/openid-configuration", "pod-token"), ("/openid/v1/jwks", "pod-token")},
+               "the API server read with the pod's token, nothing else asked")
         if "0.0.0.0:8081" in ports:
-            conn = http.client.HTTPConnection("127.0.0.1", ports["0.0.0.0:8081"], timeout=5)
-            conn.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=json.dumps(
-                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "x.y.z"}}),
-                headers={"Content-Type": "application/json"})
-            resp = conn.getresponse()
-            body = json.loads(resp.read())
-            eq(resp.status, 201, "TokenReview status")
-            eq(body["status"].get("authenticated", False), False, "garbage token authenticated")
+            smoke_review(binary, args, issuer, ports["0.0.0.0:8081"])
         if "--key-retention" in args:
             check(os.path.exists(os.path.join(state, "data", "keys.json")), "no keys.json in the state directory")
     except CheckFailed as e:
@@ -800,10 +977,46 @@ def smoke(binary, args, issuer, workdir):
             proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         log.close()
+        if api is not None:
+            api.stop()
+
+
+def smoke_review(binary, args, issuer, port):
+    """The TokenReview listener speaks TLS and answers only its callers: 401
+    without a bearer token, 201 (for a garbage token, not authenticated) with
+    the token of the first allowed service account, minted with the fixture
+    key the server publishes, for the caller audience."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    callers = [args[i + 1] for i, a in enumerate(args) if a == "--token-review-allowed-callers"]
+    sa = [c for c in callers if c.startswith("system:serviceaccount:")][0].split(":")
+    audiences = (arg_after(args, "--token-review-caller-audiences") if "--token-review-caller-audiences" in args
+                 else arg_after(args, "--api-audiences") if "--api-audiences" in args else issuer)
+    token = subprocess.run([binary, "token", "--signing-key-file",
+                            os.path.join(REPO, "tests", "fixtures", "rsa2048.pkcs8.key"), "--issuer", issuer,
+                            "--audience", audiences.split(",")[0], "--namespace", sa[2], "--service-account", sa[3],
+                            "--service-account-uid", "smoke-uid"], capture_output=True, text=True, timeout=30,
+                           check=True).stdout.strip()
+    body = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": "x.y.z"}})
+    for bearer, want in ((None, 401), (token, 201)):
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=ctx)
+        headers = {"Content-Type": "application/json"}
+        if bearer:
+            headers["Authorization"] = "Bearer " + bearer
+        conn.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body=body, headers=headers)
+        resp = conn.getresponse()
+        doc = json.loads(resp.read())
+        eq(resp.status, want, "TokenReview status with%s a caller" % ("" if bearer else "out"))
+        if want == 201:
+            eq(doc["status"].get("authenticated", False), False, "garbage token authenticated")
+        else:
+            eq(doc["reason"], "Unauthorized", "TokenReview without a caller")
 
 
 SMOKE_CASES = {"defaults", "secret keys", "configmap keys", "control-plane", "ingress+tls", "ingress prefix",
-               "ingress path stripped", "tokenreview", "keyretention", "loadbalancer+tokenreview"}
+               "ingress path stripped", "tokenreview", "keyretention", "loadbalancer+tokenreview", "tokenreview mTLS",
+               "apiserver by default", "apiserver with options"}
 
 
 # --------------------------------------------------------------------------

@@ -99,6 +99,12 @@ static void flag_fails(const char *want, const char *flag, const char *value)
 
 /* Like ok() with the required issuer and key in front. */
 #define OK_WITH(...) ok(SERVE_ARGS, __VA_ARGS__)
+/* What a server's TokenReview API needs besides its listener: plain HTTP
+ * (or TLS) and a caller. */
+#define REVIEW_CALLERS                                                                                                 \
+    "--token-review-insecure-http", "--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth"
+#define REVIEW_CALLERS_JSON                                                                                            \
+    "\"token-review-insecure-http\": true, \"token-review-allowed-callers\": \"system:serviceaccount:v:v\""
 
 /* Writes a config file under /tmp, remembered in path (replacing the file
  * a previous call wrote) for teardown to remove. */
@@ -398,7 +404,7 @@ Test(config, dev_with_issuer_and_keys)
  * keeps https unless told otherwise. */
 Test(config, dev_defaults_stay_with_dev)
 {
-    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given",
+    fails("--service-account-key-file is required (at least one) unless --upstream or --signing-key-dir is given",
           "--service-account-issuer", "https://a.example", NULL);
     fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http "
           "for development only)",
@@ -853,7 +859,7 @@ Test(config, required_flags)
 {
     fails("--service-account-issuer is required (at least one)", NULL);
     fails("--service-account-issuer is required (at least one)", "--service-account-key-file", "/k", NULL);
-    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given",
+    fails("--service-account-key-file is required (at least one) unless --upstream or --signing-key-dir is given",
           "--service-account-issuer", "https://a.example", NULL);
 }
 
@@ -1555,7 +1561,7 @@ Test(config, accept_legacy_tokens)
 Test(config, token_review_enabled)
 {
     OK_WITH("--enable-token-review", "--token-review-listen", "127.0.0.1:8443", "--token-review-listen", "[::1]:8443",
-            NULL);
+            REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.enable_token_review, 1);
     cr_assert_eq(cfg.token_review_listen_count, 2);
     cr_assert_str_eq(cfg.token_review_listens[0].host, "127.0.0.1");
@@ -1566,9 +1572,9 @@ Test(config, token_review_enabled)
     cr_assert_eq(cfg.listens[0].port, 8080);
     /* the same host on another port, and the same port on another host */
     OK_WITH("--enable-token-review", "--token-review-listen", "127.0.0.1:8081", "--token-review-listen",
-            "10.0.0.1:8080", NULL);
+            "10.0.0.1:8080", REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.token_review_listen_count, 2);
-    ok("dev", "--enable-token-review", "--token-review-listen", "localhost:9443", NULL);
+    ok("dev", "--enable-token-review", "--token-review-listen", "localhost:9443", REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.token_review_listens[0].port, 9443);
 }
 
@@ -1616,7 +1622,7 @@ Test(config, file_token_verification_keys)
 {
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
                " \"api-audiences\": [\"vault,aws\", \"gcp\"], \"token-leeway\": \"2m\", \"max-token-size\": 4096,\n"
-               " \"accept-legacy-tokens\": true, \"enable-token-review\": true,\n"
+               " \"accept-legacy-tokens\": true, \"enable-token-review\": true, " REVIEW_CALLERS_JSON ",\n"
                " \"token-review-listen\": [\"127.0.0.1:8443\", \"127.0.0.1:8444\"]}");
     ok("--config", path, NULL);
     list_is(&cfg.api_audiences, 3, "vault", "aws", "gcp");
@@ -1638,7 +1644,7 @@ Test(config, file_token_verification_scalars)
 {
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
                " \"api-audiences\": \"vault,aws\", \"token-leeway\": 30, \"token-review-listen\": \"[::1]:8443\",\n"
-               " \"enable-token-review\": true, \"accept-legacy-tokens\": false}");
+               " \"enable-token-review\": true, \"accept-legacy-tokens\": false, " REVIEW_CALLERS_JSON "}");
     ok("--config", path, NULL);
     list_is(&cfg.api_audiences, 2, "vault", "aws");
     cr_assert_eq(cfg.token_leeway, 30);
@@ -1655,11 +1661,142 @@ Test(config, file_token_review_rules)
                " \"enable-token-review\": true}");
     fails(REVIEW_NEEDS_LISTEN, "--config", path, NULL);
     write_file("{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\","
-               " \"enable-token-review\": true, \"token-review-listen\": \"127.0.0.1:8080\"}");
+               " \"enable-token-review\": true, \"token-review-listen\": \"127.0.0.1:8080\", " REVIEW_CALLERS_JSON "}");
     snprintf(want, sizeof want, "config file %s: key \"token-review-listen\": " MUST_DIFFER, path);
     fails(want, "--config", path, NULL);
     ok("--config", path, "--listen", "127.0.0.1:80", NULL);
     cr_assert_eq(cfg.token_review_listens[0].port, 8080);
+}
+
+/* ---- the TokenReview listener's TLS and callers ---- */
+
+#define REVIEW_ON  "--enable-token-review", "--token-review-listen", "127.0.0.1:8443"
+#define REVIEW_TLS "--token-review-tls-cert-file", "/r.crt", "--token-review-tls-private-key-file", "/r.key"
+#define VAULT_SA   "system:serviceaccount:vault:vault-auth"
+#define NEEDS_TLS                                                                                                      \
+    "--enable-token-review needs --token-review-tls-cert-file and --token-review-tls-private-key-file: callers send "  \
+    "bearer tokens (plain HTTP, for development only: --token-review-insecure-http)"
+#define NEEDS_CALLERS                                                                                                  \
+    "--enable-token-review needs --token-review-allowed-callers NAME: nobody may call the TokenReview API otherwise "  \
+    "(a service account, system:serviceaccount:vault:vault-auth, or with --token-review-client-ca-file a "             \
+    "certificate subject, CN=vault,O=example)"
+#define CALLER_PROBLEM                                                                                                 \
+    "must be a service account's username, system:serviceaccount:NAMESPACE:NAME, or a client certificate's subject "   \
+    "in RFC 4514 form, such as CN=vault,O=example"
+
+Test(config, token_review_tls_and_callers)
+{
+    OK_WITH(REVIEW_ON, REVIEW_TLS, "--token-review-client-ca-file", "/ca.crt", "--token-review-allowed-callers",
+            VAULT_SA, "--token-review-allowed-callers", "CN=vault\\, Inc.,O=example+OU=ops",
+            "--token-review-caller-audiences", "reviewers,https://kubernetes.default.svc", NULL);
+    cr_assert_str_eq(cfg.token_review_tls_cert_file, "/r.crt");
+    cr_assert_str_eq(cfg.token_review_tls_key_file, "/r.key");
+    cr_assert_str_eq(cfg.token_review_client_ca_file, "/ca.crt");
+    cr_assert_eq(cfg.token_review_insecure_http, 0);
+    /* one caller per flag, as given: a subject holds commas */
+    list_is(&cfg.token_review_allowed_callers, 2, VAULT_SA, "CN=vault\\, Inc.,O=example+OU=ops");
+    list_is(&cfg.token_review_caller_audiences, 2, "reviewers", "https://kubernetes.default.svc");
+    /* plain HTTP when asked for by name; the client CA is optional */
+    ok("dev", REVIEW_ON, "--token-review-insecure-http", "--token-review-allowed-callers", VAULT_SA, NULL);
+    cr_assert_eq(cfg.token_review_insecure_http, 1);
+    cr_assert_null(cfg.token_review_tls_cert_file);
+    cr_assert_null(cfg.token_review_client_ca_file);
+    cr_assert_eq(cfg.token_review_caller_audiences.count, 0, "empty: the API audiences");
+    /* keys takes serve's config file but opens no listener: not its rules */
+    ok("keys", "--service-account-key-file", "/k", REVIEW_ON, NULL);
+    cr_assert_eq(cfg.enable_token_review, 1);
+}
+
+Test(config, token_review_callers_rules)
+{
+    fails(NEEDS_TLS, SERVE_ARGS, REVIEW_ON, "--token-review-allowed-callers", VAULT_SA, NULL);
+    fails(NEEDS_TLS, "dev", REVIEW_ON, "--token-review-allowed-callers", VAULT_SA, NULL);
+    fails(NEEDS_CALLERS, SERVE_ARGS, REVIEW_ON, REVIEW_TLS, NULL);
+    fails(NEEDS_CALLERS, SERVE_ARGS, REVIEW_ON, "--token-review-insecure-http", NULL);
+    fails("--token-review-tls-cert-file and --token-review-tls-private-key-file go together", SERVE_ARGS, REVIEW_ON,
+          "--token-review-tls-cert-file", "/r.crt", "--token-review-allowed-callers", VAULT_SA, NULL);
+    fails("--token-review-tls-cert-file and --token-review-tls-private-key-file go together", SERVE_ARGS, REVIEW_ON,
+          "--token-review-tls-private-key-file", "/r.key", "--token-review-insecure-http", NULL);
+    fails("--token-review-insecure-http and --token-review-tls-cert-file are mutually exclusive: the TokenReview "
+          "listener speaks either TLS or plain HTTP",
+          SERVE_ARGS, REVIEW_ON, REVIEW_TLS, "--token-review-insecure-http", NULL);
+    fails("--token-review-client-ca-file needs --token-review-tls-cert-file: client certificates come with TLS",
+          SERVE_ARGS, REVIEW_ON, "--token-review-insecure-http", "--token-review-client-ca-file", "/ca.crt", NULL);
+    fails("--token-review-allowed-callers \"CN=vault,O=example\": is a client certificate's subject, which needs "
+          "--token-review-client-ca-file",
+          SERVE_ARGS, REVIEW_ON, REVIEW_TLS, "--token-review-allowed-callers", VAULT_SA,
+          "--token-review-allowed-callers", "CN=vault,O=example", NULL);
+    /* each flag means nothing without the API */
+    static const char *const needs[][2] = {
+        {"--token-review-tls-cert-file", "/r.crt"},   {"--token-review-tls-private-key-file", "/r.key"},
+        {"--token-review-client-ca-file", "/ca.crt"}, {"--token-review-allowed-callers", VAULT_SA},
+        {"--token-review-caller-audiences", "a"},     {"--token-review-insecure-http", NULL},
+    };
+    char want[CONFIG_ERR_MAX];
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++) {
+        snprintf(want, sizeof want, "%s needs --enable-token-review", needs[i][0]);
+        fails(want, SERVE_ARGS, needs[i][0], needs[i][1], NULL);
+    }
+}
+
+Test(config, token_review_caller_forms)
+{
+    static const char *const good[] = {
+        "system:serviceaccount:vault:vault-auth",
+        "system:serviceaccount:a:b.c-d",
+        "CN=vault",
+        "CN=vault,O=example",
+        "CN=vault+UID=7,O=Example\\, Inc.,C=DE",
+        "emailAddress=v@example.com,CN=a\\+b",
+        "2.5.4.3=vault",
+        "CN=\\#x\\20",
+        "CN=",
+    };
+    static const char *const bad[] = {
+        "vault-auth",                             /* a bare name matches no username */
+        "system:serviceaccount:vault",            /* no name */
+        "system:serviceaccount:vault:",           /* empty name */
+        "system:serviceaccount::vault-auth",      /* empty namespace */
+        "system:serviceaccount:Vault:vault-auth", /* not a DNS name */
+        "system:serviceaccount:vault:vault:auth", /* a colon in the name */
+        "system:serviceaccounts:vault",           /* a group */
+        "serviceaccount:vault:vault-auth",        /* no prefix */
+        "/O=example/CN=vault",                    /* openssl's old one-line form */
+        "CN=vault, O=example",                    /* a blank after the comma: not OpenSSL's form */
+        "=vault",                                 /* no type */
+        "CN=vault,",                              /* nothing after the separator */
+        "CN=a\\",                                 /* a lone backslash */
+        "1.=x",                                   /* a broken OID */
+        "CN=v\xc3\xa9",                           /* not ASCII: OpenSSL escapes it */
+        "CN=a\tb",                                /* a control character */
+    };
+
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_assert_null(config_check_caller(good[i]), "%s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_str_eq(config_check_caller(bad[i]) ? config_check_caller(bad[i]) : "(accepted)", CALLER_PROBLEM, "%s",
+                         bad[i]);
+    }
+    fails("--token-review-allowed-callers \"vault-auth\": " CALLER_PROBLEM, SERVE_ARGS, REVIEW_ON, REVIEW_TLS,
+          "--token-review-allowed-callers", "vault-auth", NULL);
+}
+
+Test(config, file_token_review_callers)
+{
+    write_file(
+        "{\"service-account-issuer\": \"https://a.example\", \"service-account-key-file\": \"/k\",\n"
+        " \"enable-token-review\": true, \"token-review-listen\": \"127.0.0.1:8443\",\n"
+        " \"token-review-tls-cert-file\": \"/r.crt\", \"token-review-tls-private-key-file\": \"/r.key\",\n"
+        " \"token-review-client-ca-file\": \"/ca.crt\",\n"
+        " \"token-review-allowed-callers\": [\"system:serviceaccount:vault:vault-auth\", \"CN=vault,O=example\"],\n"
+        " \"token-review-caller-audiences\": \"a,b\"}");
+    ok("--config", path, NULL);
+    list_is(&cfg.token_review_allowed_callers, 2, VAULT_SA, "CN=vault,O=example");
+    list_is(&cfg.token_review_caller_audiences, 2, "a", "b");
+    cr_assert_str_eq(cfg.token_review_client_ca_file, "/ca.crt");
+    /* a flag replaces the file's list */
+    ok("--config", path, "--token-review-allowed-callers", "system:serviceaccount:x:y", NULL);
+    list_is(&cfg.token_review_allowed_callers, 1, "system:serviceaccount:x:y");
 }
 
 /* ---- verify ---- */
@@ -1675,10 +1812,21 @@ struct flag_case {
     const char *flag, *value;
 };
 
-/* What the refusal of flag suggests instead: token's --issuer is the
- * only such flag whose last words name a flag the other commands take. */
-static const char *hint_for(const char *flag)
+/* What the refusal of flag suggests instead, for the command args[0]
+ * names (serve when it is a flag): token's --issuer and verify's
+ * --token-file and --ca-file are the only such flags whose last words name
+ * a flag another command takes: serve's --upstream-token-file and
+ * --upstream-ca-file, and for dev (which has no --upstream) the
+ * TokenReview listener's --token-review-client-ca-file. */
+static const char *hint_for(const char *flag, const char *first)
 {
+    int serve = first == NULL || first[0] == '-' || strcmp(first, "serve") == 0;
+    int dev = first != NULL && strcmp(first, "dev") == 0;
+
+    if (strcmp(flag, "--token-file") == 0 && serve)
+        return "; did you mean --upstream-token-file?";
+    if (strcmp(flag, "--ca-file") == 0 && (serve || dev))
+        return serve ? "; did you mean --upstream-ca-file?" : "; did you mean --token-review-client-ca-file?";
     return strcmp(flag, "--issuer") == 0 ? "; did you mean --service-account-issuer?" : "";
 }
 
@@ -1732,7 +1880,7 @@ static void each_flag_fails(const char *const *args, size_t nargs, const struct 
         /* a flag doctor takes too is "only valid for the X and doctor commands" */
         int shared = (config_option(cases[i].flag + 2)->commands & CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR)) &&
                      strstr(suffix, " only valid ");
-        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, shared ? both : suffix, hint_for(cases[i].flag));
+        snprintf(want, sizeof want, "%s%s%s", cases[i].flag, shared ? both : suffix, hint_for(cases[i].flag, args[0]));
         a[nargs] = cases[i].flag;
         a[nargs + 1] = cases[i].value; /* NULL ends the arguments early for a flag without a value */
         fails(want, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
@@ -2105,6 +2253,12 @@ static const struct flag_case production_flags[] = {
     {"--shutdown-grace", "1s"},
     {"--max-connections", "10"},
     {"--token-review-max-connections", "10"},
+    {"--token-review-tls-cert-file", "/r.crt"},
+    {"--token-review-tls-private-key-file", "/r.key"},
+    {"--token-review-client-ca-file", "/ca.crt"},
+    {"--token-review-insecure-http", NULL},
+    {"--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth"},
+    {"--token-review-caller-audiences", "reviewers"},
     {"--admin-max-connections", "10"},
     {"--http2-max-concurrent-streams", "10"},
     {"--http2", NULL},
@@ -2355,7 +2509,7 @@ Test(config, listener_clashes)
     /* the same port on other hosts, and other ports on one host, are fine */
     OK_WITH("--listen", "127.0.0.1:80", "--tls-listen", "127.0.0.1:443", TLS_ARGS, "--enable-token-review",
             "--token-review-listen", "127.0.0.1:8443", "--admin-listen", "10.0.0.1:80", "--admin-listen", "[::1]:443",
-            NULL);
+            REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.admin_listen_count, 2);
     /* a Unix socket clashes with no TCP address */
     OK_WITH("--listen", "unix:/127.0.0.1:9090", NULL);
@@ -2368,7 +2522,8 @@ Test(config, listener_clashes)
 Test(config, listen_port_zero)
 {
     OK_WITH("--listen", "127.0.0.1:0", "--listen", "[::1]:0", "--tls-listen", "127.0.0.1:0", TLS_ARGS,
-            "--enable-token-review", "--token-review-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", NULL);
+            "--enable-token-review", "--token-review-listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+            REVIEW_CALLERS, NULL);
     cr_assert_eq(cfg.listen_count, 2);
     cr_assert_str_eq(cfg.listens[0].host, "127.0.0.1");
     cr_assert_eq(cfg.listens[0].port, 0);
@@ -3055,7 +3210,8 @@ static const struct file_refusal {
     {"{\"token-review-listen\": [\"x\"]}",
      "key \"token-review-listen\": must be HOST:PORT, or [ADDRESS]:PORT for IPv6"},
     /* verify's and token's flags are not file keys */
-    {"{\"token-file\": \"/t\"}", "unknown key \"token-file\" (--token-file is a command-line flag only)"},
+    {"{\"token-file\": \"/t\"}",
+     "unknown key \"token-file\"; did you mean \"upstream-token-file\"? (--token-file is a command-line flag only)"},
     {"{\"discovery-url\": \"https://a.example\"}",
      "unknown key \"discovery-url\" (--discovery-url is a command-line flag only)"},
     {"{\"repeat\": 2}", "unknown key \"repeat\" (--repeat is a command-line flag only)"},
@@ -3217,8 +3373,9 @@ static int record_key(void *ctx, const struct config_option *o, const char *valu
 /* A value row o takes, as a config file writes it. */
 static void json_value_for(const struct config_option *o, char *out, size_t len)
 {
-    static const char *const samples[] = {"/x",   "https://a.example", "127.0.0.1:1", "a", "1",
-                                          "true", "unix:/x",           "s3://bucket"};
+    static const char *const samples[] = {
+        "/x",          "https://a.example",        "127.0.0.1:1", "a", "1", "true", "unix:/x",
+        "s3://bucket", "system:serviceaccount:a:b"};
     char problem[CONFIG_PROBLEM_MAX];
     const char *v = o->def ? o->def : o->choices ? o->choices[0] : NULL;
 
@@ -3398,6 +3555,113 @@ Test(config, signer_from_config_file)
     cr_assert_eq(cfg.publish_ahead, 7200);
     cr_assert_str_eq(cfg.external_signer_listen, "unix:/run/s.sock");
     cr_assert_str_eq(cfg.external_signer_socket_mode, "0660");
+}
+
+/* ------------------------------------------------------------------------ */
+/* --upstream: mirroring an API server                                        */
+
+#define UPSTREAM_ARGS "--service-account-issuer", "https://a.example", "--upstream"
+#define POD_SA        "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* An upstream instead of key files, with the defaults of its flags. */
+Test(config, upstream_alone_with_defaults)
+{
+    ok(UPSTREAM_ARGS, "https://api.example:6443", NULL);
+    cr_assert_eq(cmd, CONFIG_CMD_SERVE);
+    cr_assert_str_eq(cfg.upstream, "https://api.example:6443");
+    cr_assert_eq(cfg.key_files.count, 0);
+    cr_assert_not(cfg.upstream_in_cluster);
+    cr_assert_null(cfg.upstream_ca_file);
+    cr_assert_null(cfg.upstream_token_file);
+    cr_assert_eq(cfg.upstream_refresh_interval, 60);
+    cr_assert_eq(cfg.upstream_timeout, 10);
+    cr_assert_eq(cfg.upstream_max_staleness, 600, "ten refresh intervals");
+}
+
+Test(config, upstream_with_key_files_and_every_flag)
+{
+    ok(SERVE_ARGS, "--upstream", "https://rancher.example/k8s/clusters/c-1", "--upstream-ca-file", "/ca.crt",
+       "--upstream-token-file", "/token", "--upstream-refresh-interval", "1s", "--upstream-timeout", "2s", NULL);
+    list_is(&cfg.key_files, 1, "/k.pub");
+    cr_assert_str_eq(cfg.upstream, "https://rancher.example/k8s/clusters/c-1", "a base URL may have a path");
+    cr_assert_str_eq(cfg.upstream_ca_file, "/ca.crt");
+    cr_assert_str_eq(cfg.upstream_token_file, "/token");
+    cr_assert_eq(cfg.upstream_refresh_interval, 1, "1s is accepted (tests need it)");
+    cr_assert_eq(cfg.upstream_timeout, 2);
+    cr_assert_eq(cfg.upstream_max_staleness, 10, "ten of the refresh intervals given");
+    ok(UPSTREAM_ARGS, "https://a:1", "--upstream-refresh-interval", "30s", "--upstream-max-staleness", "30s", NULL);
+    cr_assert_eq(cfg.upstream_max_staleness, 30);
+}
+
+/* in-cluster is the pod's API server, as client-go finds it: the service
+ * environment, and the pod's CA and token unless given. */
+Test(config, upstream_in_cluster)
+{
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    ok(UPSTREAM_ARGS, "in-cluster", NULL);
+    cr_assert_str_eq(cfg.upstream, "https://10.96.0.1:443");
+    cr_assert(cfg.upstream_in_cluster);
+    cr_assert_str_eq(cfg.upstream_ca_file, POD_SA "/ca.crt");
+    cr_assert_str_eq(cfg.upstream_token_file, POD_SA "/token");
+    ok(UPSTREAM_ARGS, "in-cluster", "--upstream-token-file", "/t", "--upstream-ca-file", "/c", NULL);
+    cr_assert_str_eq(cfg.upstream_token_file, "/t", "a token file given wins");
+    cr_assert_str_eq(cfg.upstream_ca_file, "/c");
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    ok(UPSTREAM_ARGS, "in-cluster", NULL);
+    cr_assert_str_eq(cfg.upstream, "https://[fd00::1]:443");
+    write_file("{\"upstream\": \"in-cluster\", \"upstream-refresh-interval\": \"5s\"}");
+    ok("--service-account-issuer", "https://a.example", "--config", path, NULL);
+    cr_assert_str_eq(cfg.upstream, "https://[fd00::1]:443", "a config-file key too");
+    cr_assert_eq(cfg.upstream_max_staleness, 50);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    fails("--upstream in-cluster needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, which Kubernetes sets in "
+          "every pod; outside a pod give the API server's URL (--upstream https://HOST:PORT)",
+          UPSTREAM_ARGS, "in-cluster", NULL);
+    /* keys reads the same file, and does not read an upstream */
+    ok("keys", "--config", path, "--service-account-key-file", "/k", NULL);
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "https", 1);
+    fails("--upstream in-cluster: KUBERNETES_SERVICE_HOST \"10.96.0.1\" and KUBERNETES_SERVICE_PORT \"https\" do not "
+          "make an https URL; give the API server's URL (--upstream https://HOST:PORT)",
+          UPSTREAM_ARGS, "in-cluster", NULL);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    setenv("KUBERNETES_SERVICE_HOST", "a/b", 1);
+    fails("--upstream in-cluster: KUBERNETES_SERVICE_HOST \"a/b\" and KUBERNETES_SERVICE_PORT \"443\" do not make an "
+          "https URL; give the API server's URL (--upstream https://HOST:PORT)",
+          UPSTREAM_ARGS, "in-cluster", NULL);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+}
+
+Test(config, upstream_refusals)
+{
+    fails("--upstream \"http://api.example\": must be https (a bearer token is sent there), or in-cluster for this "
+          "pod's API server",
+          UPSTREAM_ARGS, "http://api.example", NULL);
+    fails("--upstream \"http://api.example\": must be https (a bearer token is sent there), or in-cluster for this "
+          "pod's API server",
+          UPSTREAM_ARGS, "http://api.example", "--allow-insecure-issuer", NULL);
+    fails("--upstream \"https://api.example/?x=1\": must not have a query", UPSTREAM_ARGS, "https://api.example/?x=1",
+          NULL);
+    fails("--upstream \"https://u:p@api.example\": must not contain user information", UPSTREAM_ARGS,
+          "https://u:p@api.example", NULL);
+    fails("--upstream \"\": must be an https URL", UPSTREAM_ARGS, "", NULL);
+    fails("--upstream-timeout needs --upstream", SERVE_ARGS, "--upstream-timeout", "5s", NULL);
+    fails("--upstream-token-file needs --upstream", SERVE_ARGS, "--upstream-token-file", "/t", NULL);
+    fails("--upstream-refresh-interval needs --upstream", SERVE_ARGS, "--upstream-refresh-interval", "5s", NULL);
+    fails("--upstream-max-staleness must be at least --upstream-refresh-interval: /readyz would otherwise fail "
+          "between two reads",
+          UPSTREAM_ARGS, "https://a:1", "--upstream-refresh-interval", "1m", "--upstream-max-staleness", "59s", NULL);
+    fails("--upstream-refresh-interval \"0\": must be a duration between 1s and 1d (like 90s, 15m, 24h, 7d or plain "
+          "seconds)",
+          UPSTREAM_ARGS, "https://a:1", "--upstream-refresh-interval", "0", NULL);
+    fails("--service-account-issuer is required (at least one)", "--upstream", "https://a:1", NULL);
+    fails("--upstream is only valid for the serve command", "keys", "--service-account-key-file", "/k", "--upstream",
+          "https://a:1", NULL);
+    fails("--upstream is not valid for the export command", "export", SERVE_ARGS, "--out", "/o", "--upstream",
+          "https://a:1", NULL);
+    fails("--upstream is only valid for the serve command", "dev", "--upstream", "https://a:1", NULL);
 }
 
 /* ---- publishing to object storage (#17) ---- */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "keys/history.h"
+#include "keys/jwks_parse.h"
 #include "keys/keyset.h"
 
 #define FIXTURE_MAX_FILES 8
@@ -75,7 +76,7 @@ static struct history *new_history(void)
 struct events {
     size_t n;
     enum history_event ev[MAX_EVENTS];
-    char kid[MAX_EVENTS][KEY_KID_LEN + 1];
+    char kid[MAX_EVENTS][KEY_KID_MAX + 1];
     time_t until[MAX_EVENTS];
 };
 
@@ -85,7 +86,7 @@ static void record(void *ctx, enum history_event ev, const struct history_entry 
     cr_assert_lt(r->n, MAX_EVENTS);
     cr_assert_not_null(e);
     r->ev[r->n] = ev;
-    memcpy(r->kid[r->n], e->kid, KEY_KID_LEN + 1);
+    memcpy(r->kid[r->n], e->kid, strlen(e->kid) + 1);
     r->until[r->n] = until;
     r->n++;
 }
@@ -885,5 +886,114 @@ Test(state, directory_writable_by_others_is_refused)
         cr_assert_eq(chown(tmpdir, 0, 0), 0);
     }
     cr_expect_null(back);
+    history_free(h);
+}
+
+/* ------------------------------------------------------------------------ */
+/* kids given by a JWKS (an --upstream API server, a JWKS key file)          */
+
+/* The fixtures under kids (NULL: derived), as jwks_parse reads them. */
+static struct keyset *jwks_keyset(const char *const *names, const char *const *kids, size_t n)
+{
+    char err[512], *text = fixture_jwks(names, kids, n);
+    struct keyset *ks = jwks_parse(text, strlen(text), NULL, NULL, err, sizeof err);
+
+    cr_assert_not_null(ks, "jwks_parse: %s", err);
+    free(text);
+    return ks;
+}
+
+#define EXTERNAL "external-signer:ec256/2024-01 (a kid of its own)"
+
+/* A retained key keeps the kid it was published under through a save and
+ * a load, and comes back under it, marked as given. */
+Test(state, given_kid_survives_a_restart)
+{
+    static const char *const names[] = {"ec256.pub", "rsa2048.pub"};
+    char path[PATH_MAX + 32], err[1024] = "", text[20000];
+    struct history *h = new_history(), *back;
+    struct keyset *ks = jwks_keyset(names, (const char *const[]){EXTERNAL, NULL}, 2);
+    struct events r;
+    struct warnings w;
+    FILE *f;
+
+    apply(h, ks, 100, 1000, &r);
+    keyset_free(ks);
+    ks = jwks_keyset(names + 1, (const char *const[]){NULL}, 1);
+    apply(h, ks, 100, 1010, &r);
+    cr_assert_eq(ks->count, 2, "the upstream dropped it: retained");
+    cr_assert_str_eq(ks->keys[1].kid, EXTERNAL);
+    keyset_free(ks);
+    state_path(path, sizeof path, "keys.json");
+    cr_assert_eq(history_save(h, path, err, sizeof err), 0, "%s", err);
+    cr_assert_not_null(f = fopen(path, "r"));
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    cr_assert_not_null(strstr(text, "{\"kid\":\"" EXTERNAL "\",\"kid_given\":true,"), "%s", text);
+    cr_assert_null(strstr(strstr(text, "kid_given") + 1, "kid_given"), "only the given kid is marked: %s", text);
+    back = load_at(path, 1020, &w);
+    cr_assert_eq(w.n, 0, "%s", w.msg[0]);
+    cr_assert_eq(back->count, 2);
+    const struct history_entry *e = history_find(back, EXTERNAL);
+    cr_assert(e != NULL && e->kid_given);
+    cr_assert(!history_find(back, back->entries[1].kid)->kid_given, "a derived kid is not marked");
+    ks = jwks_keyset(names + 1, (const char *const[]){NULL}, 1);
+    apply(back, ks, 100, 1030, &r);
+    cr_assert_eq(ks->count, 2);
+    cr_assert_str_eq(ks->keys[1].kid, EXTERNAL, "republished under its own kid");
+    cr_assert(ks->keys[1].kid_given && strstr(ks->keys[1].jwk, "\"kid\":\"" EXTERNAL "\"") != NULL);
+    keyset_free(ks);
+    history_free(back);
+    history_free(h);
+}
+
+/* The state file cannot bind a kid to a key unless the entry was written
+ * from a JWKS: without "kid_given" only the derived kid stands; with it,
+ * only a kid a JWKS could have given. */
+Test(state, given_kid_needs_its_mark)
+{
+    char entry[8192], marked[8300];
+    struct warnings w;
+    struct history *h;
+
+    ec256_entry(entry, sizeof entry, "kid", "\"" EXTERNAL "\"");
+    expect_dropped(entry, "kid is not the one its spki gives");
+    snprintf(marked, sizeof marked, "%.*s,\"kid_given\":true}", (int)strlen(entry) - 1, entry);
+    h = load_text(marked, 1000, &w);
+    cr_assert_eq(h->count, 1, "%s", w.msg[0]);
+    cr_assert(h->entries[0].kid_given);
+    cr_assert_str_eq(h->entries[0].kid, EXTERNAL);
+    history_free(h);
+    snprintf(marked, sizeof marked, "%.*s,\"kid_given\":\"yes\"}", (int)strlen(entry) - 1, entry);
+    expect_dropped(marked, "kid_given is not true or false");
+    ec256_entry(entry, sizeof entry, "kid", "\"tab\\there\"");
+    snprintf(marked, sizeof marked, "%.*s,\"kid_given\":true}", (int)strlen(entry) - 1, entry);
+    expect_dropped(marked, "kid_given, but kid is not");
+}
+
+/* A JWKS kid now naming another key: the entry becomes the new key's (one
+ * kid cannot be published for two keys), reported as the old key dropped
+ * and the new one added; the old key is not retained under that kid. */
+Test(apply, given_kid_rebound_to_another_key)
+{
+    static const char *const kid[] = {"k1"};
+    struct history *h = new_history();
+    struct keyset *ks = jwks_keyset((const char *const[]){"ec256.pub"}, kid, 1);
+    struct keyset *rsa = fixture_keyset1("rsa2048.pub");
+    struct events r;
+
+    apply(h, ks, 100, 1000, &r);
+    keyset_free(ks);
+    ks = jwks_keyset((const char *const[]){"rsa2048.pub"}, kid, 1);
+    cr_assert_eq(apply(h, ks, 100, 1010, &r), 1, "the state needs saving");
+    cr_assert_eq(r.n, 2);
+    expect_event(&r, 0, HISTORY_DROPPED, "k1", 0);
+    expect_event(&r, 1, HISTORY_ADDED, "k1", 0);
+    cr_assert_eq(ks->count, 1, "the old key is not published under k1 too");
+    cr_assert_eq(h->count, 1);
+    cr_assert_eq(h->entries[0].first_seen, 1010, "a new key: first seen now");
+    cr_assert_eq(EVP_PKEY_eq(ks->keys[0].pub, rsa->keys[0].pub), 1);
+    keyset_free(ks);
+    keyset_free(rsa);
     history_free(h);
 }

@@ -1,5 +1,5 @@
 /*
- * Unit tests for jose/jwks_parse: a JWKS read back as a relying party reads
+ * Unit tests for keys/jwks_parse: a JWKS read back as a relying party reads
  * it, with what it must skip and what it must refuse. Parameterized tests
  * take arrays, not pointers: criterion runs each case in a new process.
  */
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "util/b64url.h"
-#include "jose/jwks_parse.h"
+#include "keys/jwks_parse.h"
 #include "keys/keyset.h"
 #include "publish/render.h"
 

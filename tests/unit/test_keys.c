@@ -726,7 +726,7 @@ Test(key, init_copies_source)
     char source[] = "somewhere (block 7)";
     char err[256] = "";
     struct key k = {0};
-    cr_assert_eq(key_init(&k, openssl_read_pub("ec384.pub"), source, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(key_init(&k, openssl_read_pub("ec384.pub"), source, NULL, err, sizeof err), 0, "%s", err);
     memset(source, 'z', sizeof source - 1);
     cr_assert_str_eq(k.source, "somewhere (block 7)");
     cr_assert_str_eq(k.alg, "ES384");
@@ -741,7 +741,8 @@ Test(key, init_rejects_unsupported)
     for (size_t i = 0; i < COUNT(names); i++) {
         char err[256] = "";
         struct key k = {0};
-        cr_assert_eq(key_init(&k, openssl_read_pub(names[i]), "src", err, sizeof err), -1, "%s accepted", names[i]);
+        cr_assert_eq(key_init(&k, openssl_read_pub(names[i]), "src", NULL, err, sizeof err), -1, "%s accepted",
+                     names[i]);
         cr_assert(strcasestr(err, "unsupported") != NULL, "%s: \"%s\"", names[i], err);
     }
 }
@@ -1146,4 +1147,84 @@ Test(sources, directory_writable_by_others_warns)
     keyset_free(ks);
     cr_assert_eq(writable_warnings(&closed, dir), 0, "%s", closed.msg[0]);
     src_rm(dir);
+}
+
+/* ------------------------------------------------------------------------ */
+/* JWKS files (`kubectl get --raw /openid/v1/jwks > jwks.json`)              */
+
+/* A JWKS of the fixtures under kids written to a temporary file. */
+static void jwks_file(const char *const *names, const char *const *kids, size_t n, char path[PATH_MAX])
+{
+    char *text = fixture_jwks(names, kids, n);
+    write_tmp(text, strlen(text), path);
+    free(text);
+}
+
+Test(sources, jwks_file_keeps_kids_and_order)
+{
+    static const char *const names[] = {"ec384.pub", "rsa2048.pub", "ec256.pub"};
+    static const char *const kids[] = {"external-signer:ec384/1", NULL, "k"};
+    char path[PATH_MAX], err[1024], derived[KEY_KID_LEN + 1];
+    struct keyset *ks;
+
+    jwks_file(names, kids, COUNT(names), path);
+    cr_assert_not_null(ks = src_load(path, NULL, err, sizeof err), "%s", err);
+    unlink(path);
+    cr_assert_eq(ks->count, 3);
+    openssl_kid(PUB, fx("rsa2048.pub"), derived);
+    cr_assert_str_eq(ks->keys[0].kid, "external-signer:ec384/1");
+    cr_assert_str_eq(ks->keys[1].kid, derived, "a kube kid stays what it is");
+    cr_assert_str_eq(ks->keys[2].kid, "k");
+    cr_assert(ks->keys[0].kid_given && !ks->keys[1].kid_given && ks->keys[2].kid_given);
+    cr_assert(strstr(ks->keys[0].jwk, "\"kid\":\"external-signer:ec384/1\"") != NULL, "%s", ks->keys[0].jwk);
+    cr_assert(strstr(ks->keys[0].source, path) != NULL && strstr(ks->keys[0].source, "keys[0]") != NULL,
+              "source %s names the file and the JWK", ks->keys[0].source);
+    cr_assert_str_eq(ks->keys[2].path, path, "the file is recorded (for the removal guard)");
+    keyset_free(ks);
+}
+
+/* The same key from a PEM file and a JWKS under its kube kid is one key;
+ * one kid for two keys across files is refused, naming both. */
+Test(sources, jwks_file_with_pem_files)
+{
+    static const char *const same[] = {"rsa2048.pub"};
+    char jwks[PATH_MAX], other[PATH_MAX], err[1024];
+    struct warns w = {0};
+    struct keyset *ks;
+    char derived[KEY_KID_LEN + 1];
+
+    jwks_file(same, (const char *const[]){NULL}, 1, jwks);
+    char *both[] = {(char *)fx("rsa2048.pub"), jwks};
+    cr_assert_not_null(ks = keyset_load(both, 2, on_warn, &w, err, sizeof err), "%s", err);
+    cr_assert_eq(ks->count, 1, "published once");
+    cr_assert_eq(w.n, 1, "%d warnings", w.n);
+    keyset_free(ks);
+    openssl_kid(PUB, fx("rsa2048.pub"), derived);
+    jwks_file((const char *const[]){"ec256.pub"}, (const char *const[]){derived}, 1, other);
+    char *clash[] = {(char *)fx("rsa2048.pub"), other};
+    cr_assert_null(keyset_load(clash, 2, NULL, NULL, err, sizeof err));
+    assert_err(err, other, "also names another key");
+    cr_assert(strstr(err, "rsa2048.pub") != NULL, "names the other key's file: %s", err);
+    unlink(jwks);
+    unlink(other);
+}
+
+/* A JWKS file is read as strictly as an upstream's: private members are
+ * never published, and a file without a usable key fails the load. */
+Test(sources, jwks_file_errors_name_the_file)
+{
+    static const char *const bad[] = {
+        "{\"keys\":[]}",
+        "{\"keys\":[{\"kty\":\"oct\",\"k\":\"c2VjcmV0\",\"kid\":\"h\"}]}",
+        "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"a\",\"n\":\"AQAB\",\"e\":\"AQAB\",\"d\":\"AQAB\"}]}",
+        "{\"keys\":[{\"kty\":\"RSA\"",
+    };
+    char path[PATH_MAX], err[1024];
+
+    for (size_t i = 0; i < COUNT(bad); i++) {
+        write_tmp(bad[i], strlen(bad[i]), path);
+        cr_assert_null(src_load(path, NULL, err, sizeof err), "case %zu loaded", i);
+        assert_err(err, path, NULL);
+        unlink(path);
+    }
 }

@@ -23,6 +23,7 @@
 
 #include "config/config.h"
 #include "keys/history.h"
+#include "keys/jwks_parse.h"
 #include "server/reload/reload.h"
 #include "server/reload/schedule.h"
 #include "server/reload/signing.h"
@@ -338,6 +339,118 @@ Test(signing, states)
     cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_UNREADABLE);
     signing_init(&s, NULL, 600);
     cr_expect_eq(signing_check(&s, ks, hist, T0 + 10), SIGNING_UNKNOWN, "nothing to watch");
+}
+
+/* --- reload with an --upstream ------------------------------------------- */
+
+/* serve with --upstream (and the key directory when files), the extra
+ * flags, and the first pass at T0. */
+static void start_upstream(int files, const char *const *extra, size_t nextra)
+{
+    char *argv[24] = {"oidc-discovery",    "serve",      "--service-account-issuer",
+                      "https://a.example", "--upstream", "https://api.example:6443"};
+    char err[CONFIG_ERR_MAX];
+    enum config_command cmd;
+    int argc = 6;
+
+    if (files) {
+        argv[argc++] = "--service-account-key-file";
+        argv[argc++] = keys;
+    }
+    for (size_t i = 0; i < nextra; i++)
+        argv[argc++] = (char *)extra[i];
+    cr_assert_eq(config_parse(argc, argv, &cmd, &cfg, err, sizeof(err)), 0, "%s", err);
+    cr_assert_not_null(r = reload_create(&cfg, T0, MS0));
+}
+
+/* The upstream's answer: the fixtures under kids, read as a JWKS (kept in
+ * *text when text is not NULL). */
+static struct keyset *upstream_set(const char *const *names, const char *const *kids, size_t n, char **text)
+{
+    char err[512], *doc = fixture_jwks(names, kids, n);
+    struct keyset *ks = jwks_parse(doc, strlen(doc), NULL, NULL, err, sizeof(err));
+
+    cr_assert_not_null(ks, "%s", err);
+    if (text != NULL)
+        *text = doc;
+    else
+        free(doc);
+    return ks;
+}
+
+/* Until the upstream has answered nothing is published (503), not even
+ * the key files: a set without its keys would be cached for max-age. */
+Test(reload, nothing_published_before_the_upstream_answers)
+{
+    PUT("a.pub", "rsa2048.pub");
+    start_upstream(1, NULL, 0);
+    cr_assert(reload_current(r)->unavailable);
+    cr_assert_eq(published(), 0);
+    cr_assert_str_eq(reload_current(r)->retry_after, "60", "Retry-After: the refresh interval");
+    cr_expect_null(reload_pass(r, T0 + 1, MS0 + 1000), "still nothing");
+    reload_upstream(r, upstream_set((const char *const[]){"ec256.pub"}, (const char *const[]){"up-1"}, 1, NULL));
+    cr_assert_not_null(reload_pass(r, T0 + 2, MS0 + 2000));
+    cr_assert_not(reload_current(r)->unavailable);
+    cr_assert_eq(published(), 2, "the union");
+    cr_assert_str_eq(reload_current(r)->keyset->keys[1].kid, "up-1", "files first, then the upstream's");
+}
+
+/* Alone, the upstream's keys are published in its order under its kids:
+ * for a kube-shaped JWKS, the very bytes it served. */
+Test(reload, upstream_alone_is_published_byte_for_byte)
+{
+    static const char *const names[] = {"ec384.pub", "rsa2048.pub", "ec521.padded.pub"};
+    char *text;
+
+    start_upstream(0, NULL, 0);
+    reload_upstream(r, upstream_set(names, (const char *const[]){NULL, "signer/2", NULL}, 3, &text));
+    cr_assert_not_null(reload_pass(r, T0 + 1, MS0 + 1000));
+    const struct snapshot *s = reload_current(r);
+    cr_assert_eq(s->jwks.body.len, strlen(text));
+    cr_assert(memcmp(s->jwks.body.bytes, text, strlen(text)) == 0, "%.*s\nvs\n%s", (int)s->jwks.body.len,
+              s->jwks.body.bytes, text);
+    free(text);
+}
+
+/* A key the upstream drops leaves at once (its answer is a whole
+ * document), or stays for --key-retention; a failed read changes nothing
+ * (the last good set stays: reload_upstream is only given good ones). */
+Test(reload, upstream_dropped_key_retained)
+{
+    static const char *const both[] = {"rsa2048.pub", "ec256.pub"};
+
+    start_upstream(0, (const char *const[]){"--key-retention", "1h", "--state-dir", state}, 4);
+    reload_upstream(r, upstream_set(both, (const char *const[]){"old", "new"}, 2, NULL));
+    reload_pass(r, T0 + 1, MS0 + 1000);
+    cr_assert_eq(published(), 2);
+    reload_upstream(r, upstream_set(both + 1, (const char *const[]){"new"}, 1, NULL));
+    cr_assert_not_null(reload_pass(r, T0 + 2, MS0 + 2000), "no confirming re-read for an upstream");
+    cr_assert_eq(published(), 2, "retained");
+    cr_assert_str_eq(reload_current(r)->keyset->keys[1].kid, "old", "under its own kid");
+    cr_assert_eq(wall_at(), T0 + 2 + 3600);
+    reload_free(r);
+    config_free(&cfg);
+    start_upstream(0, (const char *const[]){"--key-retention", "1h", "--state-dir", state}, 4);
+    reload_upstream(r, upstream_set(both + 1, (const char *const[]){"new"}, 1, NULL));
+    reload_pass(r, T0 + 10, MS0 + 10000);
+    cr_assert_eq(published(), 2, "after a restart too, from the state");
+    cr_assert_str_eq(reload_current(r)->keyset->keys[1].kid, "old");
+}
+
+/* A kid of the upstream that a key file already gives another key: the
+ * file's is published, once. */
+Test(reload, upstream_kid_clash_keeps_the_files_key)
+{
+    struct keyset *file = fixture_keyset1("rsa2048.pub");
+
+    PUT("a.pub", "rsa2048.pub");
+    start_upstream(1, NULL, 0);
+    reload_upstream(
+        r, upstream_set((const char *const[]){"ec256.pub"}, (const char *const[]){file->keys[0].kid}, 1, NULL));
+    keyset_free(file);
+    reload_pass(r, T0 + 1, MS0 + 1000);
+    cr_assert_eq(published(), 1);
+    cr_assert_str_eq(reload_current(r)->keyset->keys[0].alg, "RS256", "the file's key");
 }
 
 /* --- relying-party limits ------------------------------------------------- */

@@ -282,3 +282,45 @@ Test(removal, free_with_keys_held, .init = tmp_setup, .fini = tmp_teardown)
     removal_free(rm);
     removal_free(NULL);
 }
+
+/* Writes tmp/name as a JWKS of the fixtures listed under kids. */
+static void put_jwks(const char *name, const char *const *fixtures, const char *const *kids, size_t n)
+{
+    char path[PATH_MAX], *text = fixture_jwks(fixtures, kids, n);
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", tmp, name);
+    cr_assert_not_null(f = fopen(path, "wb"), "%s", path);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+}
+
+/* A JWKS file's kids are not derived: a key held back, copied from the set
+ * published before, must keep the kid it was published under, or the
+ * held key would reappear under another kid and tokens would not find it.
+ * Kids longer than a derived one, differing only at the end, must stay
+ * apart. */
+Test(removal, held_keys_keep_their_jwks_kids, .init = tmp_setup, .fini = tmp_teardown)
+{
+    char a[301], b[301];
+    struct removal *rm = removal_new(CONFIRM);
+    struct keyset *ks;
+
+    memset(a, 'k', 300), memset(b, 'k', 300);
+    a[299] = 'a', b[299] = 'b', a[300] = b[300] = '\0';
+    put_jwks("jwks.json", KEYS("rsa2048.pub", "ec256.pub"), (const char *const[]){a, b}, 2);
+    keyset_free(apply(rm, "jwks.json", 0));
+    put_jwks("jwks.json", KEYS("ec256.pub"), (const char *const[]){b}, 1);
+    ks = apply(rm, "jwks.json", 10);
+    cr_assert_eq(ks->count, 2, "the key that left is held");
+    cr_assert_str_eq(ks->keys[0].kid, a, "the held key keeps its JWKS kid");
+    cr_assert_str_eq(ks->keys[1].kid, b);
+    cr_assert(ks->keys[0].kid_given && strstr(ks->keys[0].jwk, a) != NULL, "and its JWK says so");
+    keyset_free(ks);
+    ks = apply(rm, "jwks.json", 10 + CONFIRM);
+    cr_assert_eq(ks->count, 1, "confirmed");
+    cr_assert_str_eq(ks->keys[0].kid, b);
+    keyset_free(ks);
+    removal_free(rm);
+}

@@ -15,6 +15,7 @@
 #include "jose/verifier.h"
 #include "jose/review.h"
 #include "jose/token_mint.h"
+#include "jose/tokenreview.h"
 #include "util/b64url.h"
 
 #define ISS "https://issuer.example"
@@ -59,14 +60,15 @@ static void configure(size_t cache_size, const char *const *extra, size_t nextra
     cr_assert_eq(review_init(&rv, &cfg, NULL, cache_size), 0);
 }
 
-/* A bound token for the naud audiences aud, issued by iss at NOW. */
-static char *mint(const char *iss, char *const *aud, size_t naud)
+/* A bound token of service account ns/sa for the naud audiences aud,
+ * issued by iss at NOW. */
+static char *mint_as(const char *ns, const char *sa, const char *iss, char *const *aud, size_t naud)
 {
     struct token_claims c = {.issuer = iss,
                              .audiences = aud,
                              .naudiences = naud,
-                             .namespace_ = "ns",
-                             .service_account = "sa",
+                             .namespace_ = ns,
+                             .service_account = sa,
                              .service_account_uid = "su",
                              .now = NOW,
                              .duration = 3600};
@@ -74,6 +76,12 @@ static char *mint(const char *iss, char *const *aud, size_t naud)
 
     cr_assert_not_null(tok, "%s", err);
     return tok;
+}
+
+/* The same for service account ns/sa. */
+static char *mint(const char *iss, char *const *aud, size_t naud)
+{
+    return mint_as("ns", "sa", iss, aud, naud);
 }
 
 /* A legacy (Secret-based) token: no aud, no exp. */
@@ -233,4 +241,168 @@ Test(review, no_cache_verifies_every_time)
         cr_expect_eq(res.cached, 0);
     }
     free(tok);
+}
+
+/* ---- TokenReview callers ---- */
+
+#define CALLER_AUD "reviewers"
+
+/* The flags a server's TokenReview API with allowed callers needs. */
+#define CALLER_FLAGS                                                                                                   \
+    "--enable-token-review", "--token-review-listen", "127.0.0.1:1", "--token-review-insecure-http",                   \
+        "--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth"
+
+/* A bound token of service account ns/sa for aud, issued by ISS at NOW. */
+static char *mint_sa(const char *ns, const char *sa, const char *aud)
+{
+    char *auds[] = {(char *)aud};
+
+    return mint_as(ns, sa, ISS, auds, 1);
+}
+
+/* Reviews the caller token tok (freed) and expects who. */
+static void expect_caller(char *tok, enum review_caller who)
+{
+    review_result_clear(&res);
+    cr_expect_eq(review_caller_token(&rv, ver, tok, strlen(tok), NOW, &res), who, "%s", res.token.message);
+    free(tok);
+}
+
+/* The Authorization header as kube-apiserver's bearer authenticator reads
+ * it (strings.TrimSpace, then SplitN on " ": the scheme in any case, the
+ * token the second part). */
+Test(review, bearer_header)
+{
+    static const struct {
+        const char *value, *token;
+    } cases[] = {
+        {"Bearer abc.def.ghi", "abc.def.ghi"},
+        {"bearer abc", "abc"},
+        {"BEARER abc", "abc"},
+        {"  Bearer abc \t", "abc"},
+        {"Bearer abc def", "abc"},
+        {"Bearer", NULL},
+        {"Bearer ", NULL},
+        {"Bearer  abc", NULL},
+        {"Bearer\tabc", NULL},
+        {"Bearerabc", NULL},
+        {"Basic abc", NULL},
+        {"", NULL},
+    };
+
+    for (size_t i = 0; i < COUNT(cases); i++) {
+        const char *token = NULL;
+        size_t n = review_bearer(cases[i].value, strlen(cases[i].value), &token);
+        if (cases[i].token == NULL) {
+            cr_expect_eq(n, 0, "\"%s\" gave a token", cases[i].value);
+            continue;
+        }
+        cr_expect_eq(n, strlen(cases[i].token), "\"%s\"", cases[i].value);
+        cr_expect(n > 0 && memcmp(token, cases[i].token, n) == 0, "\"%s\"", cases[i].value);
+    }
+}
+
+/* A caller's token is verified for the caller audiences (by default the
+ * API audiences), then its username must be listed. */
+Test(review, caller_tokens)
+{
+    static const char *const flags[] = {CALLER_FLAGS, "--api-audiences", "vault"};
+
+    configure(0, flags, COUNT(flags));
+    expect_caller(mint_sa("vault", "vault-auth", "vault"), REVIEW_CALLER_ALLOWED);
+    cr_expect_str_eq(res.user->username, "system:serviceaccount:vault:vault-auth");
+    expect_caller(mint_sa("vault", "other", "vault"), REVIEW_CALLER_FORBIDDEN);
+    cr_expect_str_eq(res.user->username, "system:serviceaccount:vault:other");
+    expect_caller(mint_sa("other", "vault-auth", "vault"), REVIEW_CALLER_FORBIDDEN);
+    expect_caller(mint_sa("vault", "vault-auth", CALLER_AUD), REVIEW_CALLER_UNAUTHENTICATED);
+    cr_expect_null(res.user);
+    cr_expect_eq(res.token.error, TOKEN_ERR_AUDIENCE);
+    expect_caller(strdup("not-a-token"), REVIEW_CALLER_UNAUTHENTICATED);
+}
+
+Test(review, caller_audiences_flag)
+{
+    static const char *const flags[] = {CALLER_FLAGS, "--api-audiences", "vault", "--token-review-caller-audiences",
+                                        "x," CALLER_AUD};
+
+    configure(0, flags, COUNT(flags));
+    expect_caller(mint_sa("vault", "vault-auth", CALLER_AUD), REVIEW_CALLER_ALLOWED);
+    expect_caller(mint_sa("vault", "vault-auth", "vault"), REVIEW_CALLER_UNAUTHENTICATED);
+    cr_expect_eq(res.token.error, TOKEN_ERR_AUDIENCE);
+}
+
+/* The callers' tokens share the reviews' cache, under their own audiences:
+ * the second check of one is a lookup, and a reviewed token cached for
+ * "vault" does not authenticate a caller for the caller audience. */
+Test(review, caller_tokens_go_through_the_cache)
+{
+    static const char *const flags[] = {CALLER_FLAGS, "--token-review-caller-audiences", CALLER_AUD};
+    char *vault[] = {"vault"}, *tok = mint_sa("vault", "vault-auth", "vault");
+
+    configure(8, flags, COUNT(flags));
+    cr_assert_eq(review_token(&rv, ver, tok, strlen(tok), vault, 1, NOW, &res), 0);
+    review_result_clear(&res);
+    cr_expect_eq(review_caller_token(&rv, ver, tok, strlen(tok), NOW, &res), REVIEW_CALLER_UNAUTHENTICATED);
+    free(tok);
+    tok = mint_sa("vault", "vault-auth", CALLER_AUD);
+    for (int i = 0; i < 2; i++) {
+        review_result_clear(&res);
+        cr_expect_eq(review_caller_token(&rv, ver, tok, strlen(tok), NOW, &res), REVIEW_CALLER_ALLOWED);
+        cr_expect_eq(res.cached, i, "check %d", i);
+    }
+    cr_expect_eq(vcache_size(rv.cache), 2);
+    free(tok);
+}
+
+/* Certificate subjects (and usernames) compare exactly. */
+Test(review, caller_names_compare_exactly)
+{
+    static const char *const flags[] = {"--enable-token-review",
+                                        "--token-review-listen",
+                                        "127.0.0.1:1",
+                                        "--token-review-tls-cert-file",
+                                        "/r.crt",
+                                        "--token-review-tls-private-key-file",
+                                        "/r.key",
+                                        "--token-review-client-ca-file",
+                                        "/ca.crt",
+                                        "--token-review-allowed-callers",
+                                        "system:serviceaccount:vault:vault-auth",
+                                        "--token-review-allowed-callers",
+                                        "CN=vault,O=example"};
+
+    configure(0, flags, COUNT(flags));
+    cr_expect_eq(review_caller_allowed(&rv, "CN=vault,O=example"), REVIEW_CALLER_ALLOWED);
+    cr_expect_eq(review_caller_allowed(&rv, "system:serviceaccount:vault:vault-auth"), REVIEW_CALLER_ALLOWED);
+    cr_expect_eq(review_caller_allowed(&rv, "cn=vault,o=example"), REVIEW_CALLER_FORBIDDEN);
+    cr_expect_eq(review_caller_allowed(&rv, "CN=vault"), REVIEW_CALLER_FORBIDDEN);
+    cr_expect_eq(review_caller_allowed(&rv, "CN=vault,O=example,C=DE"), REVIEW_CALLER_FORBIDDEN);
+    cr_expect_eq(review_caller_allowed(&rv, ""), REVIEW_CALLER_FORBIDDEN);
+}
+
+/* kube-apiserver's 401 and 403 bodies, byte for byte
+ * (docs/compatibility.md §5). */
+Test(review, refusal_bodies)
+{
+    size_t len;
+    char *body = tokenreview_render_unauthorized(&len);
+
+    cr_assert_str_eq(body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                           "\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}");
+    cr_expect_eq(len, strlen(body));
+    free(body);
+    body = tokenreview_render_forbidden("system:serviceaccount:default:app", &len);
+    cr_assert_str_eq(body, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+                           "\"message\":\"tokenreviews.authentication.k8s.io is forbidden: User "
+                           "\\\"system:serviceaccount:default:app\\\" cannot create resource \\\"tokenreviews\\\" in "
+                           "API group \\\"authentication.k8s.io\\\" at the cluster scope\",\"reason\":\"Forbidden\","
+                           "\"details\":{\"group\":\"authentication.k8s.io\",\"kind\":\"tokenreviews\"},"
+                           "\"code\":403}");
+    cr_expect_eq(len, strlen(body));
+    free(body);
+    /* the name as Go's %q quotes it (a backslash of an RFC 4514 escape,
+     * a quote), then JSON-escaped */
+    body = tokenreview_render_forbidden("CN=a\\,b \"c\"", &len);
+    cr_expect_not_null(strstr(body, "User \\\"CN=a\\\\\\\\,b \\\\\\\"c\\\\\\\"\\\" cannot"), "%s", body);
+    free(body);
 }

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config/config.h"
 #include "jose/token_mint.h"
@@ -58,6 +59,33 @@ static inline EVP_PKEY *fixture_private_key(const char *name)
     EVP_PKEY *k = token_mint_load_key(path, err, sizeof(err));
     cr_assert_not_null(k, "%s", err);
     return k;
+}
+
+/* A JWKS document of the fixture keys names[i], each under kids[i] (NULL:
+ * its derived kid), in that order: the JWK our renderer writes for the
+ * key with its kid replaced, as an issuer with kids of its own publishes
+ * them. malloc'ed; the caller frees it. */
+static inline char *fixture_jwks(const char *const *names, const char *const *kids, size_t n)
+{
+    size_t cap = 64, len;
+    char *out = malloc(cap);
+
+    cr_assert_not_null(out);
+    len = (size_t)snprintf(out, cap, "{\"keys\":[");
+    for (size_t i = 0; i < n; i++) {
+        struct keyset *ks = fixture_keyset1(names[i]);
+        const struct key *k = &ks->keys[0];
+        const char *kid = kids[i] ? kids[i] : k->kid, *at = strstr(k->jwk, k->kid);
+        size_t head = (size_t)(at - k->jwk), need = k->jwk_len + strlen(kid) + 4;
+        cr_assert_not_null(at);
+        out = realloc(out, cap += need);
+        cr_assert_not_null(out);
+        len += (size_t)snprintf(out + len, cap - len, "%s%.*s%s%s", i ? "," : "", (int)head, k->jwk, kid,
+                                at + strlen(k->kid));
+        keyset_free(ks);
+    }
+    snprintf(out + len, cap - len, "]}");
+    return out;
 }
 
 /* A fresh temporary directory (/tmp/oidc-NAME-XXXXXX) into dir. */

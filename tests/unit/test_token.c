@@ -467,7 +467,7 @@ Test(token, kidless_token_tries_at_most_the_first_keys)
         const unsigned char *q = der;
         EVP_PKEY *pub = d2i_PUBKEY(NULL, &q, len); /* the public half only, as the loader keeps */
         OPENSSL_free(der);
-        cr_assert_eq(keyset_add(many, pub, "generated", &dup, err, sizeof(err)), 1, "%s", err);
+        cr_assert_eq(keyset_add(many, pub, "generated", NULL, &dup, err, sizeof(err)), 1, "%s", err);
     }
     cr_assert_not_null(v = verifier_new(many));
     /* signed by the last key that is tried, and by the first that is not */

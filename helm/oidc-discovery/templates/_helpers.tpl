@@ -72,6 +72,44 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
+The key sources the values name, as a list of the values that name them.
+*/}}
+{{- define "oidc-discovery.keySources" -}}
+{{- $sources := list }}
+{{- if .Values.keys.existingSecret }}{{ $sources = append $sources "keys.existingSecret" }}{{ end }}
+{{- if .Values.keys.existingConfigMap }}{{ $sources = append $sources "keys.existingConfigMap" }}{{ end }}
+{{- if .Values.keys.controlPlane.enabled }}{{ $sources = append $sources "keys.controlPlane.enabled" }}{{ end }}
+{{- if eq .Values.keys.source "apiserver" }}{{ $sources = append $sources "keys.source=apiserver" }}{{ end }}
+{{- join "," $sources }}
+{{- end }}
+
+{{/*
+"true" in apiserver mode: the keys come from the cluster's own API server
+(--upstream in-cluster), asked for with keys.source=apiserver or chosen
+because no other key source is set.
+*/}}
+{{- define "oidc-discovery.apiserver" -}}
+{{- $sources := include "oidc-discovery.keySources" . }}
+{{- if or (not $sources) (eq $sources "keys.source=apiserver") }}true{{ end }}
+{{- end }}
+
+{{/*
+Where apiserver mode mounts the pod's own projected service-account token
+and the cluster CA: the path every in-cluster client looks in.
+*/}}
+{{- define "oidc-discovery.podServiceAccountDir" -}}
+/var/run/secrets/kubernetes.io/serviceaccount
+{{- end }}
+
+{{/*
+The ClusterRoleBinding of apiserver mode: cluster-scoped, so the namespace
+is part of its name.
+*/}}
+{{- define "oidc-discovery.issuerDiscoveryBindingName" -}}
+{{- printf "%s-%s-issuer-discovery" .Release.Namespace (include "oidc-discovery.fullname" .) | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
 Checks the schema cannot express, or repeats it with a clearer message (the
 schema may be skipped with --skip-schema-validation). Renders nothing.
 */}}
@@ -79,18 +117,38 @@ schema may be skipped with --skip-schema-validation). Renders nothing.
 {{- if not .Values.issuer }}
 {{- fail "issuer is required: set it to kube-apiserver's --service-account-issuer, an https URL (e.g. --set issuer=https://oidc.example.com)" }}
 {{- end }}
-{{- $sources := list }}
-{{- if .Values.keys.existingSecret }}{{ $sources = append $sources "keys.existingSecret" }}{{ end }}
-{{- if .Values.keys.existingConfigMap }}{{ $sources = append $sources "keys.existingConfigMap" }}{{ end }}
-{{- if .Values.keys.controlPlane.enabled }}{{ $sources = append $sources "keys.controlPlane.enabled" }}{{ end }}
-{{- if ne (len $sources) 1 }}
-{{- fail (printf "set exactly one key source: keys.existingSecret, keys.existingConfigMap or keys.controlPlane.enabled (got %s)" (ternary "none" (join ", " $sources) (eq (len $sources) 0))) }}
+{{- $sources := include "oidc-discovery.keySources" . }}
+{{- if gt (len (splitList "," $sources)) 1 }}
+{{- fail (printf "set at most one key source: keys.existingSecret, keys.existingConfigMap, keys.controlPlane.enabled or keys.source=apiserver (got %s; with none, the keys come from the API server)" (replace "," ", " $sources)) }}
 {{- end }}
 {{- if and .Values.keys.controlPlane.enabled .Values.autoscaling.enabled }}
 {{- fail "autoscaling.enabled does not apply to keys.controlPlane.enabled (a DaemonSet on the control-plane nodes): disable one of them" }}
 {{- end }}
 {{- if and .Values.autoscaling.enabled (gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
 {{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
+{{- include "oidc-discovery.validateTokenReview" . }}
+{{- end }}
+
+{{/*
+The TokenReview API answers only over TLS and only the callers named, as the
+server itself insists (it would not start): say so at render time, naming
+the values.
+*/}}
+{{- define "oidc-discovery.validateTokenReview" -}}
+{{- $tr := .Values.tokenReview }}
+{{- if $tr.enabled }}
+{{- if not $tr.tls.existingSecret }}
+{{- fail "tokenReview.enabled needs tokenReview.tls.existingSecret: a kubernetes.io/tls Secret for the TokenReview listener (callers send bearer tokens; the API is never served over plain HTTP by this chart)" }}
+{{- end }}
+{{- if not $tr.allowedCallers }}
+{{- fail "tokenReview.enabled needs tokenReview.allowedCallers: nobody may call the TokenReview API otherwise (e.g. [system:serviceaccount:vault:vault-auth])" }}
+{{- end }}
+{{- range $tr.allowedCallers }}
+{{- if and (contains "=" .) (not $tr.clientCA.existingSecret) }}
+{{- fail (printf "tokenReview.allowedCallers %q is a certificate subject, which needs tokenReview.clientCA.existingSecret" .) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -115,7 +173,14 @@ The container's arguments, as a YAML list.
 {{- if .Values.jwksUri }}
 {{- $args = concat $args (list "--service-account-jwks-uri" .Values.jwksUri) }}
 {{- end }}
-{{- if .Values.keys.controlPlane.enabled }}
+{{- if include "oidc-discovery.apiserver" . }}
+{{- $sa := include "oidc-discovery.podServiceAccountDir" . }}
+{{- $args = concat $args (list "--upstream" "in-cluster" "--upstream-token-file" (printf "%s/token" $sa) "--upstream-ca-file" (printf "%s/ca.crt" $sa)) }}
+{{- $args = concat $args (list "--upstream-refresh-interval" (toString .Values.keys.apiserver.refreshInterval)) }}
+{{- with .Values.keys.apiserver.maxStaleness }}
+{{- $args = concat $args (list "--upstream-max-staleness" (toString .)) }}
+{{- end }}
+{{- else if .Values.keys.controlPlane.enabled }}
 {{- $args = concat $args (list "--service-account-key-file" (printf "/keys/%s" (base .Values.keys.controlPlane.hostPath))) }}
 {{- else }}
 {{- $args = concat $args (list "--service-account-key-file" "/keys") }}
@@ -126,6 +191,16 @@ The container's arguments, as a YAML list.
 {{- end }}
 {{- if .Values.tokenReview.enabled }}
 {{- $args = concat $args (list "--enable-token-review" "--token-review-listen" "0.0.0.0:8081") }}
+{{- $args = concat $args (list "--token-review-tls-cert-file" "/tokenreview-tls/tls.crt" "--token-review-tls-private-key-file" "/tokenreview-tls/tls.key") }}
+{{- if .Values.tokenReview.clientCA.existingSecret }}
+{{- $args = concat $args (list "--token-review-client-ca-file" "/tokenreview-client-ca/ca.crt") }}
+{{- end }}
+{{- range .Values.tokenReview.allowedCallers }}
+{{- $args = concat $args (list "--token-review-allowed-callers" .) }}
+{{- end }}
+{{- with .Values.tokenReview.callerAudiences }}
+{{- $args = concat $args (list "--token-review-caller-audiences" (join "," .)) }}
+{{- end }}
 {{- with .Values.tokenReview.apiAudiences }}
 {{- $args = concat $args (list "--api-audiences" (join "," .)) }}
 {{- end }}
@@ -152,6 +227,7 @@ The pod template shared by the Deployment and the DaemonSet.
 */}}
 {{- define "oidc-discovery.podTemplate" -}}
 {{- $cp := .Values.keys.controlPlane.enabled -}}
+{{- $apiserver := include "oidc-discovery.apiserver" . -}}
 metadata:
   labels:
     {{- include "oidc-discovery.selectorLabels" . | nindent 4 }}
@@ -221,7 +297,11 @@ spec:
       securityContext:
         {{- toYaml .Values.securityContext | nindent 8 }}
       volumeMounts:
-        {{- if $cp }}
+        {{- if $apiserver }}
+        - name: apiserver-access
+          mountPath: {{ include "oidc-discovery.podServiceAccountDir" . }}
+          readOnly: true
+        {{- else if $cp }}
         - name: keys
           mountPath: {{ printf "/keys/%s" (base .Values.keys.controlPlane.hostPath) }}
           readOnly: true
@@ -235,9 +315,37 @@ spec:
           mountPath: /tls
           readOnly: true
         {{- end }}
+        {{- if .Values.tokenReview.enabled }}
+        - name: tokenreview-tls
+          mountPath: /tokenreview-tls
+          readOnly: true
+        {{- if .Values.tokenReview.clientCA.existingSecret }}
+        - name: tokenreview-client-ca
+          mountPath: /tokenreview-client-ca
+          readOnly: true
+        {{- end }}
+        {{- end }}
         - name: state
           mountPath: /state
   volumes:
+    {{- if $apiserver }}
+    # The pod's own service-account token, mounted only in this mode:
+    # projected (bound to the pod, short-lived, rotated by the kubelet,
+    # which the server follows by reading the file before every request),
+    # and the cluster CA that signs the API server's certificate.
+    - name: apiserver-access
+      projected:
+        defaultMode: 0444
+        sources:
+          - serviceAccountToken:
+              path: token
+              expirationSeconds: {{ int64 .Values.keys.apiserver.tokenExpirationSeconds }}
+          - configMap:
+              name: kube-root-ca.crt
+              items:
+                - key: ca.crt
+                  path: ca.crt
+    {{- else }}
     - name: keys
       {{- if $cp }}
       hostPath:
@@ -252,11 +360,27 @@ spec:
         name: {{ .Values.keys.existingConfigMap }}
         defaultMode: 0444
       {{- end }}
+    {{- end }}
     {{- if .Values.tls.existingSecret }}
     - name: tls
       secret:
         secretName: {{ .Values.tls.existingSecret }}
         defaultMode: 0440
+    {{- end }}
+    {{- if .Values.tokenReview.enabled }}
+    - name: tokenreview-tls
+      secret:
+        secretName: {{ .Values.tokenReview.tls.existingSecret }}
+        defaultMode: 0440
+    {{- if .Values.tokenReview.clientCA.existingSecret }}
+    - name: tokenreview-client-ca
+      secret:
+        secretName: {{ .Values.tokenReview.clientCA.existingSecret }}
+        defaultMode: 0444
+        items:
+          - key: ca.crt
+            path: ca.crt
+    {{- end }}
     {{- end }}
     - name: state
       emptyDir:

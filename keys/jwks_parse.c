@@ -1,4 +1,4 @@
-#include "jose/jwks_parse.h"
+#include "keys/jwks_parse.h"
 
 #include <openssl/core_names.h>
 #include <openssl/err.h>
@@ -40,17 +40,8 @@ static const struct jwks_curve {
 /* Members only private or symmetric JWKs carry (RFC 7518 section 6). */
 static const char *const jwks_private_members[] = {"d", "p", "q", "dp", "dq", "qi", "oth", "k"};
 
-/* A usable JWK's kid (in the parsed document) and index. Kept apart from
- * the keyset until the end, because keyset_add de-duplicates on the
- * thumbprint kids key_init derives. */
-struct jwks_entry {
-    const char *kid;
-    size_t index;
-};
-
 struct jwks_parser {
     struct keyset *ks;
-    struct jwks_entry *entries; /* entries[i] belongs to ks->keys[i] */
     keyset_warn_cb warn;
     void *warn_ctx;
     size_t index; /* of the JWK being read, for messages */
@@ -256,47 +247,31 @@ static const char *jwks_private_member(const struct json_value *jwk)
     return NULL;
 }
 
-/* A kid we can store and match: 1..KEY_KID_MAX printable ASCII characters
- * without quote or backslash, so it needs no escaping when re-rendered.
- * Any other form is kept as given: an issuer's kids need not be derived. */
-static int jwks_kid_ok(const char *kid)
-{
-    size_t n = strlen(kid);
-
-    if (n == 0 || n > KEY_KID_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)kid[i] < 0x20 || (unsigned char)kid[i] > 0x7e || kid[i] == '"' || kid[i] == '\\')
-            return 0;
-    return 1;
-}
-
-/* The usable JWK already holding kid, or NULL. */
-static const struct jwks_entry *jwks_find_kid(const struct jwks_parser *p, const char *kid)
+/* The key of the set that is pkey under another kid, or NULL. */
+static const struct key *jwks_same_key(const struct jwks_parser *p, const EVP_PKEY *pkey)
 {
     for (size_t i = 0; i < p->ks->count; i++)
-        if (strcmp(p->entries[i].kid, kid) == 0)
-            return &p->entries[i];
+        if (EVP_PKEY_eq(p->ks->keys[i].pub, pkey) == 1)
+            return &p->ks->keys[i];
     return NULL;
 }
 
-/* Adds a built key (ownership taken) and remembers its JWK kid. The same
- * public key under a second kid is left out: keyset_add keeps one key per
- * thumbprint. Returns 1 added, 0 skipped, -1 error. */
+/* Adds a built key (ownership taken) under its JWK's kid. The same public
+ * key under a second kid is left out: one key, one kid in the set. Returns
+ * 1 added, 0 skipped, -1 error. */
 static int jwks_add(struct jwks_parser *p, EVP_PKEY *pkey, const char *kid)
 {
-    char source[32], why[256];
-    const struct key *dup;
-    int rc;
+    char source[32], why[256], shown[JWKS_SHOW_MAX + 4];
+    const struct key *dup = jwks_same_key(p, pkey);
 
+    if (dup != NULL) {
+        EVP_PKEY_free(pkey);
+        return jwks_skip(p, "same public key as %s (kid \"%s\")", dup->source,
+                         printable_copy(dup->kid, shown, JWKS_SHOW_MAX));
+    }
     snprintf(source, sizeof(source), "keys[%zu]", p->index);
-    if ((rc = keyset_add(p->ks, pkey, source, &dup, why, sizeof(why))) < 0)
-        return jwks_fail(p, "%s", why);
-    if (rc == 0)
-        return jwks_skip(p, "same public key as %s (kid \"%s\")", dup->source, p->entries[dup - p->ks->keys].kid);
-    p->entries[p->ks->count - 1].kid = kid;
-    p->entries[p->ks->count - 1].index = p->index;
-    return 1;
+    /* never a duplicate: the caller looked its kid up first */
+    return keyset_add(p->ks, pkey, source, kid, &dup, why, sizeof(why)) < 0 ? jwks_fail(p, "%s", why) : 1;
 }
 
 /* Reads one JWK: malformed is an error, unusable-but-valid is skipped.
@@ -305,7 +280,7 @@ static int jwks_read_jwk(struct jwks_parser *p, const struct json_value *jwk)
 {
     const char *kty, *use, *alg, *kid, *crv, *name, *want = "RS256";
     const struct jwks_curve *curve = NULL;
-    const struct jwks_entry *prev;
+    const struct key *prev;
     EVP_PKEY *pkey = NULL;
     char shown[JWKS_SHOW_MAX + 4];
     int rc;
@@ -333,63 +308,19 @@ static int jwks_read_jwk(struct jwks_parser *p, const struct json_value *jwk)
         return jwks_skip(p, "alg \"%s\" does not match the key (%s)", printable_copy(alg, shown, JWKS_SHOW_MAX), want);
     if (kid == NULL)
         return jwks_skip(p, "no \"kid\" to match token headers on");
-    if (!jwks_kid_ok(kid))
+    if (!key_kid_ok(kid))
         return jwks_skip(p, "kid \"%s\" is not 1 to %d printable characters without quote or backslash",
                          printable_copy(kid, shown, JWKS_SHOW_MAX), KEY_KID_MAX);
-    if ((prev = jwks_find_kid(p, kid)) != NULL)
-        return jwks_fail(p, "kid \"%s\" is also the kid of keys[%zu]", printable_copy(kid, shown, JWKS_SHOW_MAX),
-                         prev->index);
+    if ((prev = keyset_find(p->ks, kid)) != NULL)
+        return jwks_fail(p, "kid \"%s\" is also the kid of %s", printable_copy(kid, shown, JWKS_SHOW_MAX),
+                         prev->source);
     rc = curve != NULL ? jwks_ec(p, jwk, curve, &pkey) : jwks_rsa(p, jwk, &pkey);
     return rc <= 0 ? rc : jwks_add(p, pkey, kid);
-}
-
-/* Replaces the thumbprint kid key_init derived by the JWK's own, in the key
- * and in its rendered JWK, so lookups and re-rendering match the document. */
-static int jwks_set_kid(struct key *k, const char *kid)
-{
-    const char *at = strstr(k->jwk, "\"kid\":\"");
-    size_t head, tail, oldlen = strlen(k->kid), newlen = strlen(kid);
-    char *jwk;
-
-    if (at == NULL)
-        return -1;
-    head = (size_t)(at - k->jwk) + strlen("\"kid\":\"");
-    tail = k->jwk_len - head - oldlen;
-    if ((jwk = malloc(head + newlen + tail + 1)) == NULL)
-        return -1;
-    memcpy(jwk, k->jwk, head);
-    memcpy(jwk + head, kid, newlen);
-    memcpy(jwk + head + newlen, k->jwk + head + oldlen, tail + 1);
-    free(k->jwk);
-    k->jwk = jwk;
-    k->jwk_len = head + newlen + tail;
-    memcpy(k->kid, kid, newlen + 1);
-    return 0;
-}
-
-/* Gives every key of the set its JWK's kid. */
-static int jwks_set_kids(struct jwks_parser *p)
-{
-    for (size_t i = 0; i < p->ks->count; i++) {
-        if (jwks_set_kid(&p->ks->keys[i], p->entries[i].kid) != 0) {
-            snprintf(p->err, p->errlen, "out of memory");
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* Reads every JWK of the "keys" array, stopping at the first error. */
 static int jwks_read_keys(struct jwks_parser *p, const struct json_value *keys)
 {
-    size_t n = 0;
-
-    for (const struct json_value *v = keys->child; v != NULL; v = v->next)
-        n++;
-    if ((p->entries = calloc(n + 1, sizeof(*p->entries))) == NULL) {
-        snprintf(p->err, p->errlen, "out of memory");
-        return -1;
-    }
     p->index = 0;
     for (const struct json_value *v = keys->child; v != NULL; v = v->next, p->index++)
         if (jwks_read_jwk(p, v) < 0)
@@ -398,8 +329,7 @@ static int jwks_read_keys(struct jwks_parser *p, const struct json_value *keys)
 }
 
 /* Reads the document's "keys" array into the keyset; the strict reader
- * has refused duplicate members, deep nesting and U+0000 already. The
- * kids are copied in before the tree they point into is freed. */
+ * has refused duplicate members, deep nesting and U+0000 already. */
 static int jwks_read(struct jwks_parser *p, const char *json, size_t len)
 {
     char why[128];
@@ -417,7 +347,7 @@ static int jwks_read(struct jwks_parser *p, const char *json, size_t len)
     }
     if ((keys = json_get(root, "keys")) == NULL || keys->type != JSON_ARRAY)
         snprintf(p->err, p->errlen, "JWKS has no \"keys\" array");
-    else if (jwks_read_keys(p, keys) == 0 && jwks_set_kids(p) == 0)
+    else if (jwks_read_keys(p, keys) == 0)
         rc = 0;
     json_free(root);
     return rc;
@@ -439,7 +369,6 @@ struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, voi
         p.ks = NULL;
     }
     keyset_free(p.ks);
-    free(p.entries);
     ERR_clear_error(); /* failures were turned into messages */
     return ks;
 }
