@@ -10,6 +10,7 @@ FROM debian:12 AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         build-essential cmake pkg-config libh2o-dev libh2o-evloop-dev libssl-dev libcurl4-openssl-dev \
+        libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -22,7 +23,8 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DOIDC_TESTS=OFF -DOIDC_BUIL
 
 FROM debian:12-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libh2o-evloop0.13 libssl3 libcurl4 ca-certificates \
+    && apt-get install -y --no-install-recommends libh2o-evloop0.13 libssl3 libcurl4 libgrpc29 libprotobuf-c1 \
+        ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --gid 65532 oidc \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin oidc

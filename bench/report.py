@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Renders docs/BENCHMARKS.md from the figures of bench/http_bench.py (JSON)
-and the outputs of bench/verify.sh and bench/kidless.sh, and writes the
-data file the plot (bench/connections.gp) reads. Run by bench/report.sh;
-not by hand."""
+and the outputs of bench/verify.sh, bench/kidless.sh and bench/signer.sh,
+and writes the data file the plot (bench/connections.gp) reads. Run by
+bench/report.sh; not by hand."""
 import argparse
 import json
 import re
@@ -28,11 +28,11 @@ def verdict(ok):
     return "met" if ok else "**missed**"
 
 
-def verify_rows(text):
-    """Median column of each row of verify.sh's table, by row label. The
-    table is fixed-width: a 50-column label, then one 12-column cell per
-    round, then the median."""
-    rounds = len(re.findall(r"run \d+", text.split("\n== token verification", 1)[-1].splitlines()[1]))
+def verify_rows(text, title="\n== token verification"):
+    """Median column of each row of verify.sh's table (or signer.sh's, whose
+    title is given), by row label. The table is fixed-width: a 50-column
+    label, then one 12-column cell per round, then the median."""
+    rounds = len(re.findall(r"run \d+", text.split(title, 1)[-1].splitlines()[1]))
     rows = {}
     for line in text.splitlines():
         label = line[:50].strip()
@@ -46,11 +46,13 @@ def number(cell):
 
 
 class Report:
-    def __init__(self, figures, verify_text, kidless_text):
+    def __init__(self, figures, verify_text, kidless_text, signer_text):
         self.f = figures
         self.verify_text = verify_text
         self.kidless_text = kidless_text
+        self.signer_text = signer_text
         self.verify = verify_rows(verify_text)
+        self.signer = verify_rows(signer_text, "\n== external signer")
         self.lines = []
 
     def out(self, line=""):
@@ -87,6 +89,10 @@ class Report:
                                   ("RS256 cached verifications/s (per CPU-s)", "openssl speed rsa2048 verify/s (per CPU-s)", 15)):
             ratio_row(f"{label.replace(' (per CPU-s)', '')} (vs `{base.replace(' (per CPU-s)', '')}`)",
                       number(self.verify[label]), number(self.verify[base]), goal)
+        for key, alg in (("rsa-2048", "rsa2048"), ("ec-p256", "ecdsap256")):
+            ratio_row(f"external signer: Sign calls per server CPU-second, {key} (vs `openssl speed {alg} sign/s`)",
+                      number(self.signer[f"Sign calls per server CPU-s ({key})"]),
+                      number(self.signer[f"openssl speed {alg} sign/s (per CPU-s)"]), 0.8)
         ratio_row("TokenReview: a failed caller check (401) per server CPU-second (vs a failed review)",
                   number(self.verify["TokenReview req per server CPU-s, failed caller"]),
                   number(self.verify["TokenReview req per server CPU-s, failed review"]), 1.0)
@@ -105,6 +111,10 @@ class Report:
         for what, ours, peer, unit, goal in limits:
             self.out(f"| {what} | {ours:.2f} {unit} | {peer:.2f} {unit} (nginx) | | < {goal} {unit} | "
                      f"{verdict(ours < goal)} |")
+        for key in ("rsa-2048", "ec-p256"):
+            p99 = number(self.signer[f"Sign p99 ms at 1,000/s ({key})"])
+            self.out(f"| external signer: Sign p99 latency at a steady 1,000 calls/s, {key} | {p99:.2f} ms | | | "
+                     f"< 2 ms | {verdict(p99 < 2)} |")
         self.out()
 
     def scenarios(self):
@@ -177,7 +187,7 @@ class Report:
                  "each run.")
         self.out("- Regenerate everything here (about 8 minutes): `bench/report.sh`. The serving figures alone: "
                  "`python3 bench/http_bench.py --json out.json`; the verification figures alone: `bench/verify.sh 2`; "
-                 "tokens without kid: `bench/kidless.sh 3`.")
+                 "tokens without kid: `bench/kidless.sh 3`; the external signer: `bench/signer.sh 3`.")
         self.out()
         self.out("```")
         self.out(f"# ours (2 keys; plain HTTP/1.1 and TLS)\n{c['ours'].replace(work, '$WORK')}")
@@ -214,6 +224,19 @@ class Report:
         self.out("```")
         self.out()
 
+    def signer_section(self):
+        self.out("## External signer (`bench/signer.sh 3`)")
+        self.out()
+        self.out("kube-apiserver's `Sign` calls over the Unix socket (gRPC), the server on one core with one signer "
+                 "thread, against `openssl speed` signing with the same key type on that core in the same round; "
+                 "and the latency of calls made on a fixed schedule at 1,000/s, timed from when each was due. "
+                 "The load generator is `bench/sign_bench` (gRPC's C core).")
+        self.out()
+        self.out("```")
+        self.out(self.signer_text.rstrip())
+        self.out("```")
+        self.out()
+
     def render(self):
         self.out("# Benchmarks")
         self.out()
@@ -228,6 +251,7 @@ class Report:
         self.footprint()
         self.verification()
         self.kidless()
+        self.signer_section()
         self.machine_and_commands()
         return "\n".join(self.lines) + "\n"
 
@@ -245,6 +269,7 @@ def main():
     ap.add_argument("--http", required=True)
     ap.add_argument("--verify", required=True)
     ap.add_argument("--kidless", required=True)
+    ap.add_argument("--signer", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot-data", required=True)
     args = ap.parse_args()
@@ -254,8 +279,10 @@ def main():
         verify_text = f.read()
     with open(args.kidless) as f:
         kidless_text = f.read()
+    with open(args.signer) as f:
+        signer_text = f.read()
     with open(args.out, "w") as f:
-        f.write(Report(figures, verify_text, kidless_text).render())
+        f.write(Report(figures, verify_text, kidless_text, signer_text).render())
     write_plot_data(figures, args.plot_data)
 
 

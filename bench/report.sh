@@ -2,9 +2,10 @@
 # Regenerates docs/BENCHMARKS.md and docs/benchmarks-connections.svg in one
 # go: builds the release binary, runs the serving benchmark against nginx
 # (bench/http_bench.py), the verification benchmark against openssl speed
-# (bench/verify.sh) and the cost of tokens without kid (bench/kidless.sh;
-# set BASE_BIN to an older build to compare), and renders them. About 8
-# minutes on 2 cores; needs nginx-light, wrk, nghttp2-client and
+# (bench/verify.sh), the cost of tokens without kid (bench/kidless.sh;
+# set BASE_BIN to an older build to compare) and the external signer against
+# openssl speed (bench/signer.sh), and renders them. About 11 minutes on 2
+# cores; needs nginx-light, wrk, nghttp2-client and
 # gnuplot-nox, which it installs when missing (Debian). Extra arguments go
 # to bench/http_bench.py.
 set -euo pipefail
@@ -18,14 +19,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j2 --target oidc-discovery >/dev/null
+cmake --build build -j2 --target oidc-discovery sign_bench >/dev/null
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 bench/http_bench.py --json "$work/http.json" "$@"
 bench/verify.sh 2 >"$work/verify.txt"
 bench/kidless.sh 3 >"$work/kidless.txt"
+bench/signer.sh 3 >"$work/signer.txt"
 python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" --kidless "$work/kidless.txt" \
-    --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
+    --signer "$work/signer.txt" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
 gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"

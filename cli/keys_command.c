@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "keys/history.h"
+#include "keys/keydir.h"
 #include "util/jsonw.h"
 #include "keys/keyset.h"
 #include "util/printable.h"
@@ -24,6 +25,8 @@ struct keys_row {
     char size[16];           /* "2048" or "P-256" */
     char first_seen[32];     /* RFC 3339, or "new" for a key serve has not published yet */
     char retained_until[32]; /* RFC 3339, or "" while the key is in the inputs */
+    const char *role;        /* a --signing-key-dir key's: "next", "signing", "retired"; else NULL */
+    char role_until[32];     /* retired: RFC 3339 of when it leaves the published set at the earliest */
 };
 
 static void keys_time(time_t t, char *buf, size_t len)
@@ -51,17 +54,34 @@ static void keys_fill_row(struct keys_row *row, const struct key *k, const struc
         keys_time(history_until(e, retention), row->retained_until, sizeof(row->retained_until));
 }
 
+/* The role of a key of the signing key directory, and until when a
+ * retired one stays published. */
+static void keys_fill_role(struct keys_row *row, const struct keydir *signer, const struct rotation_policy *p,
+                           time_t now)
+{
+    int i = signer ? keydir_find(signer, row->key->kid) : -1;
+
+    row->role = i >= 0 ? rotation_role_name(signer->rot[i].role) : NULL;
+    row->role_until[0] = '\0';
+    if (i >= 0 && signer->rot[i].role == ROTATION_RETIRED)
+        keys_time(rotation_until(&signer->rot[i], p, now), row->role_until, sizeof(row->role_until));
+}
+
 /* The table, one key a line; the source is quoted, as a state file or a
  * file name could hold a newline or a terminal escape. */
 static void keys_print_table(const struct keys_row *rows, size_t n)
 {
-    char source[KEYS_SOURCE_SHOWN];
+    char source[KEYS_SOURCE_SHOWN], role[64];
 
-    printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", "KID", "ALG", "SIZE", "FIRST SEEN", "RETAINED UNTIL", "SOURCE");
-    for (size_t i = 0; i < n; i++)
-        printf("%-43s  %-5s  %-5s  %-20s  %-20s  %s\n", rows[i].key->kid, rows[i].key->alg, rows[i].size,
+    printf("%-43s  %-5s  %-5s  %-34s  %-20s  %-20s  %s\n", "KID", "ALG", "SIZE", "ROLE", "FIRST SEEN", "RETAINED UNTIL",
+           "SOURCE");
+    for (size_t i = 0; i < n; i++) {
+        snprintf(role, sizeof(role), "%s%s%s", rows[i].role ? rows[i].role : "-",
+                 rows[i].role_until[0] ? " until " : "", rows[i].role_until);
+        printf("%-43s  %-5s  %-5s  %-34s  %-20s  %-20s  %s\n", rows[i].key->kid, rows[i].key->alg, rows[i].size, role,
                rows[i].first_seen, rows[i].retained_until[0] ? rows[i].retained_until : "-",
                printable_quote(rows[i].key->source, source, sizeof(source)));
+    }
 }
 
 static void keys_json_str_or_null(struct jsonw *w, const char *name, const char *value)
@@ -197,6 +217,8 @@ static int keys_print_json(const struct keys_row *rows, size_t n, const struct k
         keys_json_str_or_null(&w, "source", k->source);
         keys_json_str_or_null(&w, "first_seen", strcmp(rows[i].first_seen, "new") ? rows[i].first_seen : NULL);
         keys_json_str_or_null(&w, "retained_until", rows[i].retained_until[0] ? rows[i].retained_until : NULL);
+        keys_json_str_or_null(&w, "role", rows[i].role);
+        keys_json_str_or_null(&w, "role_until", rows[i].role_until[0] ? rows[i].role_until : NULL);
         jsonw_lit(&w, "}");
     }
     jsonw_lit(&w, "]");
@@ -237,6 +259,8 @@ int keys_command(const struct config *cfg)
     struct history *h = publish_history_load(cfg, now, err, sizeof(err));
     size_t nbefore = h ? h->count : 0;
     char *before = h ? keys_kids_before(h) : NULL;
+    struct rotation_policy policy = publish_rotation_policy(cfg);
+    struct keydir *signer = NULL;
     struct snapshot *snap = NULL;
     const struct keyset *ks;
     struct keys_row *rows = NULL;
@@ -244,14 +268,17 @@ int keys_command(const struct config *cfg)
     int json = strcmp(cfg->output, "json") == 0, rc = 2;
 
     if (before == NULL || publish_build(cfg, h, now, &snap, err, sizeof(err)) != 0 ||
+        publish_read_signer(cfg, &signer, err, sizeof(err)) != 0 ||
         (rows = calloc(snap->keyset->count, sizeof(*rows))) == NULL) {
         fprintf(stderr, "oidc-discovery keys: %s\n", err[0] ? err : "out of memory");
         goto out;
     }
     ks = snap->keyset;
-    for (size_t i = 0; i < ks->count; i++)
+    for (size_t i = 0; i < ks->count; i++) {
         keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid),
                       keys_was_known(before, nbefore, ks->keys[i].kid), cfg->key_retention);
+        keys_fill_role(&rows[i], signer, &policy, now);
+    }
     if (cfg->publish_to.count > 0 && (pub = keys_read_published(cfg, snap)) == NULL) {
         fprintf(stderr, "oidc-discovery keys: out of memory\n");
         goto out;
@@ -262,6 +289,7 @@ int keys_command(const struct config *cfg)
         keys_print_published_table(pub, cfg->publish_to.count);
     rc = json && keys_print_json(rows, ks->count, pub, cfg->publish_to.count) != 0 ? 2 : 0;
 out:
+    keydir_free(signer);
     free(pub);
     free(rows);
     free(before);

@@ -290,6 +290,26 @@ const char *config_check_listen(const char *v, int unix_ok, char problem[CONFIG_
     return strlen(path) > UNIX_PATH_MAX ? UNIX_TOO_LONG : NULL;
 }
 
+const char *config_check_unix_socket(const char *v)
+{
+    char problem[CONFIG_PROBLEM_MAX];
+
+    if (!config_is_unix_listen(v))
+        return "must be unix:/PATH: kube-apiserver's --service-account-signing-endpoint is a Unix socket";
+    return config_check_listen(v, 1, problem);
+}
+
+/* "[USER][:GROUP]": names or numbers, at least one of them. */
+const char *config_check_owner(const char *v)
+{
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:";
+    const char *colon = strchr(v, ':');
+
+    if (strspn(v, chars) != strlen(v) || strcmp(v, ":") == 0 || v[0] == '\0' || (colon && strchr(colon + 1, ':')))
+        return "must be USER, USER:GROUP or :GROUP (names or numeric ids)";
+    return NULL;
+}
+
 /* No empty, "." or ".." segment either: a prefix names one place. */
 const char *config_check_path_prefix(const char *v)
 {

@@ -69,6 +69,13 @@ const char *config_split_listen(const char *s, struct config_hostport *hp, char 
  * absolute path that fits sun_path. Written as config_split_listen. */
 const char *config_check_listen(const char *v, int unix_ok, char problem[CONFIG_PROBLEM_MAX]);
 
+/* A Unix socket listen value, "unix:" and an absolute path that fits
+ * sun_path: what kube-apiserver can dial as its signing endpoint. */
+const char *config_check_unix_socket(const char *v);
+
+/* A socket owner: USER, USER:GROUP or :GROUP, by name or number. */
+const char *config_check_owner(const char *v);
+
 /* A --path-prefix: a non-empty absolute path without a trailing slash. */
 const char *config_check_path_prefix(const char *v);
 

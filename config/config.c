@@ -730,8 +730,7 @@ static int check_listener_clashes(struct parser *p)
     return 0;
 }
 
-/* serve publishes key files, an upstream's keys, or both; the --upstream
- * flags mean nothing without --upstream, and a staleness bound shorter
+/* The --upstream flags mean nothing without --upstream, and a staleness bound shorter
  * than the refresh interval would turn /readyz 503 between two reads. */
 static int check_upstream(struct parser *p)
 {
@@ -743,8 +742,6 @@ static int check_upstream(struct parser *p)
 
     if (p->cmd != CONFIG_CMD_SERVE)
         return 0;
-    if (!upstream && !is_set(p, "service-account-key-file"))
-        return fail(p, "--service-account-key-file is required (at least one) unless --upstream is given");
     for (size_t i = 0; !upstream && i < sizeof flags / sizeof flags[0]; i++)
         if (is_set(p, flags[i]))
             return fail(p, "--%s needs --upstream", flags[i]);
@@ -773,6 +770,113 @@ static int check_serving(struct parser *p)
     if (check_listener_clashes(p) < 0)
         return -1;
     return (CMD(p->cmd) & CONFIG_FOR_SERVERS) ? check_token_review_callers(p) : 0;
+}
+
+/* True when the row called name was given on the command line or in the
+ * config file, not just defaulted. */
+static int given(struct parser *p, const char *name)
+{
+    const struct config_option *o = config_option(name);
+
+    if (!(o->commands & CMD(p->cmd)))
+        return 0;
+    if (setting_of(p, o)->origin != NULL)
+        return 1;
+    for (size_t i = 0; i < p->flag_count; i++)
+        if (target(p->flags[i].o) == o)
+            return 1;
+    return 0;
+}
+
+/* The number of a duration row's value, in seconds. */
+static unsigned long seconds_of(struct parser *p, const char *name)
+{
+    const struct config_option *o = config_option(name);
+
+    return config_option_number(o, setting_value(setting_of(p, o)));
+}
+
+/* The flags of the external signer mean nothing without its key
+ * directory, and its socket's without the socket. */
+static int check_signer_needs(struct parser *p)
+{
+    static const char *const needs_dir[] = {"external-signer-listen",    "signing-key-import", "signing-key-type",
+                                            "rotation-period",           "publish-ahead",      "max-token-lifetime",
+                                            "allow-short-token-lifetime"};
+    static const char *const needs_socket[] = {"external-signer-socket-mode", "external-signer-socket-owner",
+                                               "external-signer-threads"};
+    int dir = is_set(p, "signing-key-dir");
+
+    for (size_t i = 0; i < sizeof needs_dir / sizeof needs_dir[0]; i++)
+        if (!dir && given(p, needs_dir[i]))
+            return fail(p, "--%s needs --signing-key-dir DIR (the keys this server signs with)", needs_dir[i]);
+    for (size_t i = 0; i < sizeof needs_socket / sizeof needs_socket[0]; i++)
+        if (!is_set(p, "external-signer-listen") && given(p, needs_socket[i]))
+            return fail(p, "--%s needs --external-signer-listen unix:PATH", needs_socket[i]);
+    if (dir && is_set(p, "signing-key-file") && (config_option("signing-key-file")->commands & CMD(p->cmd)))
+        return fail(p, "--signing-key-file watches a key the API server signs with itself; with --signing-key-dir "
+                       "this server signs: drop --signing-key-file (to start signing with that key, give it as "
+                       "--signing-key-import)");
+    return 0;
+}
+
+/* The timing of the signer's rotation (docs/compatibility.md §7): a key
+ * signs only once relying parties can have fetched it, which takes
+ * --max-age (go-oidc keeps a key set until max-age minus 30 s; node jose
+ * waits a 30 s cooldown after a miss; a cache in front adds its own
+ * max-age); a key signs for a rotation period at least as long as it
+ * waits; kube-apiserver refuses a lifetime under 10 minutes. */
+static int check_signer_timing(struct parser *p)
+{
+    unsigned long ahead = seconds_of(p, "publish-ahead"), max_age = seconds_of(p, "max-age");
+    unsigned long lifetime = seconds_of(p, "max-token-lifetime");
+    char a[32], m[32], line[CONFIG_ERR_MAX];
+
+    config_format_duration(ahead, a, sizeof a);
+    config_format_duration(max_age, m, sizeof m);
+    if (ahead < max_age)
+        return fail(p,
+                    "--publish-ahead %s is shorter than --max-age %s: relying parties keep a fetched JWKS that "
+                    "long (go-oidc until max-age minus 30 s, a cache in front for its own max-age), so a new key "
+                    "would sign tokens they cannot verify yet; raise --publish-ahead to --max-age plus a minute "
+                    "or more, or lower --max-age",
+                    a, m);
+    if (seconds_of(p, "rotation-period") < ahead)
+        return fail(p,
+                    "--rotation-period is shorter than --publish-ahead %s: a key signs only after it has been "
+                    "published that long; make the period at least as long",
+                    a);
+    if (lifetime < 10 * CONFIG_MINUTE && strcmp(setting_value(named(p, "allow-short-token-lifetime")), "true") != 0)
+        return fail(p, "--max-token-lifetime must be at least 10m: kube-apiserver refuses a signer whose Metadata "
+                       "says less than 600 seconds (--allow-short-token-lifetime accepts it, for tests)");
+    if (ahead < max_age + CONFIG_MINUTE) {
+        snprintf(line, sizeof line,
+                 "--publish-ahead %s is less than a minute longer than --max-age %s: node jose waits a 30 s "
+                 "cooldown after an unknown kid and a cache in front of this server adds its own max-age; a "
+                 "minute or more of margin is safer",
+                 a, m);
+        if (config_strlist_append(&p->cfg.warnings, line, strlen(line)) < 0)
+            return fail(p, "out of memory");
+    }
+    return 0;
+}
+
+/* serve, keys, export and publish need keys to publish: key files, a
+ * signing key directory, or (serve) an --upstream's; dev has its own key
+ * file. */
+static int check_signer(struct parser *p)
+{
+    int serve = p->cmd == CONFIG_CMD_SERVE;
+
+    if (p->cmd != CONFIG_CMD_DEV && !is_set(p, "service-account-key-file") && !is_set(p, "signing-key-dir") &&
+        !(serve && is_set(p, "upstream")))
+        return fail(p, "--service-account-key-file is required (at least one) unless %s is given",
+                    serve ? "--upstream or --signing-key-dir" : "--signing-key-dir");
+    if (check_signer_needs(p) < 0)
+        return -1;
+    if (is_set(p, "signing-key-dir") && (config_option("publish-ahead")->commands & CMD(p->cmd)))
+        return check_signer_timing(p);
+    return 0;
 }
 
 /* verify takes its keys from files or from a discovery document, exactly
@@ -852,7 +956,7 @@ static int check_rules(struct parser *p)
     if ((CMD(p->cmd) & (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH))) && check_publishing(p) < 0)
         return -1;
     if (CMD(p->cmd) & CONFIG_FOR_DOCUMENTS)
-        return check_serving(p);
+        return check_signer(p) < 0 ? -1 : check_serving(p);
     if (p->cmd == CONFIG_CMD_VERIFY)
         return check_verify(p);
     return p->cmd == CONFIG_CMD_TOKEN ? check_token(p) : 0;

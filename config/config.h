@@ -81,6 +81,20 @@ struct config {
     char *state_dir;                   /* --state-dir, or NULL */
     char *signing_key_file;            /* --signing-key-file, or NULL */
 
+    /* The external signer (KEP-740): this server signs for kube-apiserver
+     * with keys it generates and rotates in --signing-key-dir. */
+    char *signing_key_dir;                 /* --signing-key-dir, or NULL: no signer */
+    char *signing_key_type;                /* --signing-key-type: rsa-2048, rsa-3072 or ec-p256 */
+    char *signing_key_import;              /* --signing-key-import: the first signing key of an empty directory */
+    unsigned long rotation_period;         /* --rotation-period */
+    unsigned long publish_ahead;           /* --publish-ahead */
+    unsigned long max_token_lifetime;      /* --max-token-lifetime */
+    int allow_short_token_lifetime;        /* --allow-short-token-lifetime */
+    char *external_signer_listen;          /* --external-signer-listen: "unix:/path", or NULL */
+    char *external_signer_socket_mode;     /* --external-signer-socket-mode: "0600" or "0660" */
+    char *external_signer_socket_owner;    /* --external-signer-socket-owner: [USER][:GROUP], or NULL */
+    unsigned long external_signer_threads; /* --external-signer-threads */
+
     char *output;     /* keys and doctor --output: "table" (or "text", the same) or "json" */
     char *export_dir; /* export --out */
 

@@ -10,6 +10,7 @@
  */
 #include "config/options.h"
 #include "config/bucket_url.h"
+#include "keys/keydir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,8 @@ IGNORING_HTTP(config_check_audiences)
 IGNORING_HTTP(config_check_hosts)
 IGNORING_HTTP(config_check_path_prefix)
 IGNORING_HTTP(config_check_dns_name)
+IGNORING_HTTP(config_check_unix_socket)
+IGNORING_HTTP(config_check_owner)
 IGNORING_HTTP(config_check_web_url)
 IGNORING_HTTP(config_check_caller)
 
@@ -61,6 +64,7 @@ static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL}
 static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const outputs[] = {"table", "text", "json", NULL};
 static const char *const targets[] = {"aws", "gcp", "azure", "vault", NULL};
+static const char *const socket_modes[] = {"0600", "0660", NULL};
 
 /* One row per flag, laid out by hand as a table. */
 /* clang-format off */
@@ -76,8 +80,9 @@ const struct config_option config_options[] = {
      SCALAR(jwks_uri), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "jwks_uri to publish, https"},
     {.name = "service-account-key-file", .arg = "PATH", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY, .required = FOR_KEYS | FOR_EXPORT | FOR_PUBLISH,
-     .why_required = " (at least one)", .dev_def = CONFIG_DEV_KEY_FILE, SCALAR(key_files),
+     .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
+     .def_text = "none; required without --signing-key-dir (serve: or --upstream)", .dev_def = CONFIG_DEV_KEY_FILE,
+     SCALAR(key_files),
      .group = CONFIG_GROUP_DOCUMENTS,
      .help = "PEM file of public or private keys, a JWKS file (its kids are kept), or a directory of them (never a "
              "PKI directory or a CA); repeatable"},
@@ -148,6 +153,56 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_ROTATION,
      .help = "PEM file of the key that signs tokens: the API server's current one, whose publication serve "
              "watches; for token, the private key to sign with"},
+
+    /* The external signer (KEP-740) and its keys */
+    {.name = "signing-key-dir", .arg = "DIR", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_DOCUMENTS, .def_note = ": no signer", SCALAR(signing_key_dir),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "Directory of the keys this server signs with, generates and rotates (created 0700); their public keys "
+             "are published with the others"},
+    {.name = "signing-key-type", .arg = "TYPE", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
+     .choices = keydir_types, .commands = CONFIG_FOR_SERVING, .def = "rsa-2048", SCALAR(signing_key_type),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "Type of the keys generated: rsa-2048 (RS256), rsa-3072 (RS256) or ec-p256 (ES256)"},
+    {.name = "signing-key-import", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVING, .def_note = "; ignored once the directory holds keys",
+     SCALAR(signing_key_import), .group = CONFIG_GROUP_SIGNER,
+     .help = "Private key (the API server's sa.key) that an empty --signing-key-dir starts signing with at once"},
+    {.name = "rotation-period", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 3650 * CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "30d", SCALAR(rotation_period),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "How long a key signs before the next one takes over"},
+    {.name = "publish-ahead", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 365 * CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "24h", SCALAR(publish_ahead),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "How long a new key is published before it signs: at least --max-age, better a minute more"},
+    {.name = "max-token-lifetime", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = 3650 * CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "48h",
+     .def_note = "; at least 10m", SCALAR(max_token_lifetime), .group = CONFIG_GROUP_SIGNER,
+     .help = "Longest token lifetime kube-apiserver may ask for (Metadata), and how long a retired key stays "
+             "published after its last signature"},
+    {.name = "allow-short-token-lifetime", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
+     .commands = CONFIG_FOR_SERVING, .def = "false", SCALAR(allow_short_token_lifetime),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "Accept --max-token-lifetime below 10m, which kube-apiserver refuses: for tests and demos"},
+    {.name = "external-signer-listen", .arg = "unix:PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_unix_socket_row, .commands = CONFIG_FOR_SERVERS, .def_note = "; needs --signing-key-dir",
+     SCALAR(external_signer_listen), .group = CONFIG_GROUP_SIGNER,
+     .help = "Serve kube-apiserver's external signer (gRPC ExternalJWTSigner) on this Unix socket: the path its "
+             "--service-account-signing-endpoint names"},
+    {.name = "external-signer-socket-mode", .arg = "MODE", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
+     .choices = socket_modes, .commands = CONFIG_FOR_SERVERS, .def = "0600", SCALAR(external_signer_socket_mode),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "Mode of the socket: 0600 (its owner only) or 0660 (and its group)"},
+    {.name = "external-signer-socket-owner", .arg = "USER:GROUP", .kind = CONFIG_KIND_STRING,
+     .flags = CONFIG_FILE_KEY, .check = config_check_owner_row, .commands = CONFIG_FOR_SERVERS,
+     .def_text = "this process's user and group", SCALAR(external_signer_socket_owner),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "Owner of the socket, USER, USER:GROUP or :GROUP (names or ids; another user needs root)"},
+    {.name = "external-signer-threads", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 64, .commands = CONFIG_FOR_SERVERS, .def_fn = online_cpus, .def_text = "the number of online CPUs",
+     SCALAR(external_signer_threads), .group = CONFIG_GROUP_SIGNER,
+     .help = "Threads that answer the external signer's calls, apart from the HTTP threads"},
 
     /* Listeners and serving */
     {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,
@@ -409,8 +464,8 @@ const size_t config_option_count = sizeof config_options / sizeof config_options
 
 #define SERVING_GROUPS                                                                                                 \
     {                                                                                                                  \
-        CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SERVING, CONFIG_GROUP_LIMITS, CONFIG_GROUP_REVIEW, \
-            CONFIG_GROUP_PUBLISH, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT                                             \
+        CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER, CONFIG_GROUP_SERVING, CONFIG_GROUP_LIMITS, \
+            CONFIG_GROUP_REVIEW, CONFIG_GROUP_PUBLISH, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT                        \
     }
 
 const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
@@ -422,8 +477,9 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                          "until); needs no issuer, and takes serve's flags so that serve's command line can be "
                          "checked",
                          NULL,
-                         {CONFIG_GROUP_KEYS, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
-                          CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_PUBLISH, CONFIG_GROUP_COUNT}},
+                         {CONFIG_GROUP_KEYS, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
+                          CONFIG_GROUP_GENERAL, CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_PUBLISH,
+                          CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_VERIFY] = {"verify",
                            "Verify one token and print a TokenReview-style result",
                            "--service-account-issuer is required unless --discovery-url is given.",
@@ -438,14 +494,14 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                            "Write the documents serve would serve into --out DIR, for a bucket, and print the "
                            "headers to upload each with",
                            NULL,
-                           {CONFIG_GROUP_EXPORT, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
-                            CONFIG_GROUP_COUNT}},
+                           {CONFIG_GROUP_EXPORT, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
+                            CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_PUBLISH] = {"publish",
                             "Push the documents serve would serve to object storage once (S3, GCS, Azure Blob), with "
                             "serve's headers, checked by reading them back",
                             NULL,
-                            {CONFIG_GROUP_PUBLISH, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_GENERAL,
-                             CONFIG_GROUP_COUNT}},
+                            {CONFIG_GROUP_PUBLISH, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
+                             CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_DOCTOR] = {"doctor",
                            "Check an issuer as relying parties do: discovery, JWKS, TLS, a token, and with --target "
                            "the rules of AWS, GCP, Azure or Vault; prints PASS, WARN or FAIL per check",
@@ -457,6 +513,7 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
 const char *const config_group_titles[CONFIG_GROUP_COUNT] = {
     [CONFIG_GROUP_DOCUMENTS] = "Keys and published documents",
     [CONFIG_GROUP_ROTATION] = "Key rotation and the signing key",
+    [CONFIG_GROUP_SIGNER] = "Signing for kube-apiserver (external signer, KEP-740)",
     [CONFIG_GROUP_SERVING] = "Listeners",
     [CONFIG_GROUP_LIMITS] = "Limits and timeouts",
     [CONFIG_GROUP_REVIEW] = "Token verification",

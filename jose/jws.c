@@ -35,28 +35,38 @@ static int jws_curve_order(const struct jws_alg *a, unsigned char *order)
     return ok ? 0 : -1;
 }
 
-/* The last verify_id handed out. */
-static atomic_ullong jws_verify_ids;
+/* The last context id handed out (a jws_key's verify_id, a jws_signer's
+ * sign_id: one sequence, so the two never meet in a thread's cache). */
+static atomic_ullong jws_ctx_ids;
+
+/* Fetches a's digest into *md and makes *ctx, a context of pkey set up by
+ * init (EVP_PKEY_verify_init or EVP_PKEY_sign_init) for a's padding and
+ * digest, with a fresh id for its per-thread copies into *id. 0, or -1
+ * (the caller frees what was made). */
+static int jws_prepare_ctx(const struct jws_alg *a, EVP_PKEY *pkey, int (*init)(EVP_PKEY_CTX *), EVP_MD **md,
+                           EVP_PKEY_CTX **ctx, unsigned long long *id)
+{
+    *id = atomic_fetch_add(&jws_ctx_ids, 1) + 1;
+    *md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
+    *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+    if (*md == NULL || *ctx == NULL || init(*ctx) != 1 ||
+        (a->coord_len == 0 && EVP_PKEY_CTX_set_rsa_padding(*ctx, RSA_PKCS1_PADDING) != 1) ||
+        EVP_PKEY_CTX_set_signature_md(*ctx, *md) != 1) {
+        ERR_clear_error();
+        return -1;
+    }
+    return 0;
+}
 
 int jws_key_prepare(struct jws_key *v, const struct key *k)
 {
     const struct jws_alg *a = jws_alg_find(k->alg);
-    EVP_PKEY_CTX *ctx;
 
     memset(v, 0, sizeof(*v));
     v->key = k;
     if (a == NULL || (a->coord_len != 0 && jws_curve_order(a, v->order) != 0))
         return -1;
-    v->verify_id = atomic_fetch_add(&jws_verify_ids, 1) + 1;
-    v->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
-    v->verify_ctx = ctx = EVP_PKEY_CTX_new_from_pkey(NULL, k->pub, NULL);
-    if (v->md == NULL || ctx == NULL || EVP_PKEY_verify_init(ctx) != 1 ||
-        (a->coord_len == 0 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) != 1) ||
-        EVP_PKEY_CTX_set_signature_md(ctx, v->md) != 1) {
-        ERR_clear_error();
-        return -1; /* jws_key_clear frees what was made */
-    }
-    return 0;
+    return jws_prepare_ctx(a, k->pub, EVP_PKEY_verify_init, &v->md, &v->verify_ctx, &v->verify_id);
 }
 
 void jws_key_clear(struct jws_key *v)
@@ -127,15 +137,16 @@ static size_t jws_raw_to_der(const struct jws_alg *a, const struct jws_key *k, c
  * prepared one, and copying it for every verification costs allocations;
  * so does a new digest context each time. Instead each thread keeps one
  * digest context and copies of the verify contexts of the last few keys it
- * used, freed when it exits (pthread key destructor). A copy is found by
- * its key's verify_id, which no other key ever gets: a key freed and
- * another prepared at its address must not find the old copy. */
+ * used, freed when it exits (pthread key destructor); signing keys
+ * (jws_signer) are kept the same way. A copy is found by its key's id,
+ * which no other key ever gets: a key freed and another prepared at its
+ * address must not find the old copy. */
 #define JWS_THREAD_KEYS 4
 
 struct jws_thread {
     EVP_MD_CTX *digest;
     struct {
-        unsigned long long verify_id; /* 0: empty */
+        unsigned long long id; /* a verify_id or sign_id; 0: empty */
         EVP_PKEY_CTX *ctx;
     } keys[JWS_THREAD_KEYS];
     unsigned next; /* the slot to reuse when the key is not there: round robin */
@@ -179,21 +190,30 @@ static struct jws_thread *jws_thread_get(void)
     return t;
 }
 
-/* The thread's copy of k's verify context, made on first use (replacing
- * the copy of another key when all slots are taken); NULL when out of
- * memory. */
-static EVP_PKEY_CTX *jws_thread_verify_ctx(struct jws_thread *t, const struct jws_key *k)
+/* The thread's copy of the prepared context tmpl, whose id is id, made on
+ * first use (replacing the copy of another key when all slots are taken);
+ * NULL when out of memory. */
+static EVP_PKEY_CTX *jws_thread_ctx(struct jws_thread *t, unsigned long long id, EVP_PKEY_CTX *tmpl)
 {
     unsigned slot;
 
     for (slot = 0; slot < JWS_THREAD_KEYS; slot++)
-        if (t->keys[slot].verify_id == k->verify_id)
+        if (t->keys[slot].id == id)
             return t->keys[slot].ctx;
     slot = t->next++ % JWS_THREAD_KEYS;
     EVP_PKEY_CTX_free(t->keys[slot].ctx);
-    t->keys[slot].ctx = EVP_PKEY_CTX_dup(k->verify_ctx);
-    t->keys[slot].verify_id = t->keys[slot].ctx != NULL ? k->verify_id : 0;
+    t->keys[slot].ctx = EVP_PKEY_CTX_dup(tmpl);
+    t->keys[slot].id = t->keys[slot].ctx != NULL ? id : 0;
     return t->keys[slot].ctx;
+}
+
+/* Hashes msg with md into the thread's digest context: the digest and its
+ * length into md_out and *mdlen. 1, or 0. */
+static int jws_thread_digest(struct jws_thread *t, const EVP_MD *md, const void *msg, size_t msglen,
+                             unsigned char *md_out, unsigned *mdlen)
+{
+    return EVP_DigestInit_ex2(t->digest, md, NULL) == 1 && EVP_DigestUpdate(t->digest, msg, msglen) == 1 &&
+           EVP_DigestFinal_ex(t->digest, md_out, mdlen) == 1;
 }
 
 /* Hashes msg and checks sig over the digest with the thread's contexts:
@@ -206,9 +226,9 @@ static int jws_pkey_verify(const struct jws_key *k, const void *msg, size_t msgl
     unsigned mdlen = 0;
     EVP_PKEY_CTX *ctx;
 
-    return t != NULL && EVP_DigestInit_ex2(t->digest, k->md, NULL) == 1 &&
-           EVP_DigestUpdate(t->digest, msg, msglen) == 1 && EVP_DigestFinal_ex(t->digest, md, &mdlen) == 1 &&
-           (ctx = jws_thread_verify_ctx(t, k)) != NULL && EVP_PKEY_verify(ctx, sig, siglen, md, mdlen) == 1;
+    return t != NULL && jws_thread_digest(t, k->md, msg, msglen, md, &mdlen) &&
+           (ctx = jws_thread_ctx(t, k->verify_id, k->verify_ctx)) != NULL &&
+           EVP_PKEY_verify(ctx, sig, siglen, md, mdlen) == 1;
 }
 
 enum token_error jws_verify(const struct jws_alg *a, const struct jws_key *k, const void *msg, size_t msglen,
@@ -274,6 +294,48 @@ unsigned char *jws_sign(const struct jws_alg *a, EVP_PKEY *priv, const void *msg
         return sig;
     }
     raw = jws_der_to_raw(a, sig, len, siglen);
+    free(sig);
+    return raw;
+}
+
+int jws_signer_prepare(struct jws_signer *s, const struct jws_alg *a, EVP_PKEY *priv)
+{
+    memset(s, 0, sizeof(*s));
+    s->alg = a;
+    if (EVP_PKEY_up_ref(priv) != 1)
+        return -1;
+    s->priv = priv;
+    return jws_prepare_ctx(a, priv, EVP_PKEY_sign_init, &s->md, &s->sign_ctx, &s->sign_id);
+}
+
+void jws_signer_clear(struct jws_signer *s)
+{
+    EVP_PKEY_CTX_free(s->sign_ctx);
+    EVP_MD_free(s->md);
+    EVP_PKEY_free(s->priv);
+    memset(s, 0, sizeof(*s));
+}
+
+unsigned char *jws_signer_sign(const struct jws_signer *s, const void *msg, size_t msglen, size_t *siglen)
+{
+    struct jws_thread *t = jws_thread_get();
+    unsigned char md[EVP_MAX_MD_SIZE], *sig = NULL, *raw;
+    unsigned mdlen = 0;
+    size_t len = 0;
+    EVP_PKEY_CTX *ctx;
+
+    if (t == NULL || !jws_thread_digest(t, s->md, msg, msglen, md, &mdlen) ||
+        (ctx = jws_thread_ctx(t, s->sign_id, s->sign_ctx)) == NULL || EVP_PKEY_sign(ctx, NULL, &len, md, mdlen) != 1 ||
+        (sig = malloc(len)) == NULL || EVP_PKEY_sign(ctx, sig, &len, md, mdlen) != 1) {
+        free(sig);
+        ERR_clear_error();
+        return NULL;
+    }
+    if (s->alg->coord_len == 0) {
+        *siglen = len;
+        return sig;
+    }
+    raw = jws_der_to_raw(s->alg, sig, len, siglen);
     free(sig);
     return raw;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "keys/keyfile.h"
 #include "util/jsonw.h"
 #include "util/json.h"
 #include "util/file.h"
@@ -60,37 +61,6 @@ static struct history_entry *history_push(struct history *h)
     return &h->entries[h->count++];
 }
 
-/* base64 of the key's DER SubjectPublicKeyInfo: enough to publish the key
- * again after a restart, and public by nature. */
-static char *history_encode_spki(EVP_PKEY *pub)
-{
-    unsigned char *der = NULL;
-    int len = i2d_PUBKEY(pub, &der);
-    char *b64 = len > 0 ? malloc((size_t)(len + 2) / 3 * 4 + 1) : NULL;
-
-    if (b64 != NULL)
-        EVP_EncodeBlock((unsigned char *)b64, der, len);
-    OPENSSL_free(der);
-    return b64;
-}
-
-/* The public key stored in spki, or NULL when it does not decode. */
-static EVP_PKEY *history_decode_spki(const char *spki)
-{
-    size_t len = strlen(spki), pad = 0;
-    unsigned char *der = malloc(len / 4 * 3 + 3);
-    const unsigned char *p = der;
-    EVP_PKEY *pub = NULL;
-    int n;
-
-    while (pad < len && pad < 2 && spki[len - 1 - pad] == '=')
-        pad++;
-    if (der != NULL && len % 4 == 0 && (n = EVP_DecodeBlock(der, (const unsigned char *)spki, (int)len)) > 0)
-        pub = d2i_PUBKEY(NULL, &p, n - (int)pad);
-    free(der);
-    return pub;
-}
-
 /* Makes e the entry of k, first seen at now. */
 static int history_init_entry(struct history_entry *e, const struct key *k, time_t now)
 {
@@ -98,7 +68,7 @@ static int history_init_entry(struct history_entry *e, const struct key *k, time
     e->kid_given = k->kid_given;
     e->first_seen = e->last_seen = now;
     e->present = 1;
-    e->spki = history_encode_spki(k->pub);
+    e->spki = key_spki_encode(k->pub);
     e->source = strdup(k->source);
     if (e->spki == NULL || e->source == NULL) {
         history_entry_clear(e);
@@ -126,7 +96,7 @@ static int history_same_key(const struct history_entry *e, const struct key *k)
 
     if (!e->kid_given && !k->kid_given)
         return 1;
-    if ((spki = history_encode_spki(k->pub)) == NULL)
+    if ((spki = key_spki_encode(k->pub)) == NULL)
         return -1;
     same = strcmp(spki, e->spki) == 0;
     free(spki);
@@ -180,7 +150,7 @@ static int history_republish(const struct history_entry *e, struct keyset *ks, c
 {
     char source[4200], why[256];
     const struct key *dup;
-    EVP_PKEY *pub = history_decode_spki(e->spki);
+    EVP_PKEY *pub = key_spki_decode(e->spki);
 
     if (pub == NULL) {
         snprintf(err, errlen, "retained key %s: stored public key does not decode", e->kid);
@@ -308,39 +278,11 @@ static const char *history_split(const char *path, char *dir, size_t dirlen)
     return slash ? slash + 1 : path;
 }
 
-/* Opens dir (following a symlink: systemd's StateDirectory with DynamicUser
- * is one) and checks the directory it reached, so that the checked one is
- * the one used. Returns the descriptor, or -1 with errno kept and, unless
- * the directory is missing, the reason in err. */
+/* Opens dir as keyfile_open_own_dir checks it (following a symlink:
+ * systemd's StateDirectory with DynamicUser is one). */
 static int history_open_dir(const char *dir, char *err, size_t errlen)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
-    uid_t euid = geteuid();
-    struct stat st;
-
-    if (fd < 0) {
-        if (errno != ENOENT)
-            snprintf(err, errlen, "state directory %s: cannot open: %s", dir, strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "state directory %s: %s", dir, strerror(errno));
-    } else if (st.st_uid != euid && st.st_uid != 0) {
-        snprintf(err, errlen,
-                 "state directory %s is owned by uid %u, not by this process's uid %u or root: its owner could "
-                 "make this server publish keys; chown it to uid %u or use a directory of your own",
-                 dir, (unsigned)st.st_uid, (unsigned)euid, (unsigned)euid);
-    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        snprintf(err, errlen,
-                 "state directory %s is writable by group or others (mode %04o): they could make this server "
-                 "publish keys; chmod go-w it, or use a subdirectory (serve creates a missing one with mode 0700)",
-                 dir, (unsigned)(st.st_mode & 07777));
-    } else {
-        return fd;
-    }
-    close(fd);
-    errno = EACCES;
-    return -1;
+    return keyfile_open_own_dir(dir, "state directory", "make this server publish keys", err, errlen);
 }
 
 /* Writes buf over the state file through file_write_atomic_at, in the
@@ -424,7 +366,7 @@ static const char *history_string(const struct json_value *obj, const char *name
 static const char *history_check_key(const char *spki, const char *kid, int kid_given, char *why, size_t whylen)
 {
     char computed[KEY_KID_LEN + 1];
-    EVP_PKEY *pub = history_decode_spki(spki);
+    EVP_PKEY *pub = key_spki_decode(spki);
     const char *problem = NULL;
 
     if (pub == NULL)
@@ -528,42 +470,6 @@ static int history_parse(const struct history_loader *l, const struct json_value
     return 0;
 }
 
-/* Reads the state file name in dirfd into *text (NUL-terminated, *len
- * bytes). 1 when there is none, 0 when read, -1 with the reason in err. A
- * link is refused rather than followed, and so is anything but a regular
- * file: opening without blocking, a FIFO planted there cannot hang the
- * server. */
-static int history_read(int dirfd, const char *name, const char *path, char **text, size_t *len, char *err,
-                        size_t errlen)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc = -1;
-    struct stat st;
-
-    *text = NULL;
-    if (fd < 0 && errno == ENOENT)
-        return 1;
-    if (fd < 0 && errno == ELOOP)
-        snprintf(err, errlen, "state file %s is a symbolic link; it must be a regular file", path);
-    else if (fd < 0 || fstat(fd, &st) != 0)
-        snprintf(err, errlen, "state file %s: cannot read: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        snprintf(err, errlen, "state file %s is not a regular file", path);
-    else if (st.st_size > HISTORY_MAX_FILE_SIZE || (*text = calloc(1, (size_t)st.st_size + 1)) == NULL)
-        snprintf(err, errlen, "state file %s: larger than %d bytes", path, HISTORY_MAX_FILE_SIZE);
-    else if (read(fd, *text, (size_t)st.st_size) != st.st_size)
-        snprintf(err, errlen, "state file %s: cannot read: %s", path, strerror(errno));
-    else
-        rc = 0;
-    *len = rc == 0 ? (size_t)st.st_size : 0;
-    if (fd >= 0)
-        close(fd);
-    if (rc != 0) {
-        free(*text);
-        *text = NULL;
-    }
-    return rc;
-}
-
 int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_ctx, struct history **out, char *err,
                  size_t errlen)
 {
@@ -582,7 +488,8 @@ int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_c
     }
     if ((dirfd = history_open_dir(dir, err, errlen)) < 0) {
         rc = errno == ENOENT ? 0 : -1;
-    } else if ((rc = history_read(dirfd, name, path, &text, &len, err, errlen)) == 0) {
+    } else if ((rc = keyfile_read_at(dirfd, name, path, "state file", HISTORY_MAX_FILE_SIZE, &text, &len, err,
+                                     errlen)) == 0) {
         /* The strict parser of tokens: bounded depth, no duplicate member. */
         if ((root = json_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL) {
             snprintf(err, errlen, "state file %s: %s", path, why);

@@ -193,3 +193,31 @@ void key_clear(struct key *k)
     free(k->jwk);
     memset(k, 0, sizeof(*k));
 }
+
+char *key_spki_encode(EVP_PKEY *pub)
+{
+    unsigned char *der = NULL;
+    int len = i2d_PUBKEY(pub, &der);
+    char *b64 = len > 0 ? malloc((size_t)(len + 2) / 3 * 4 + 1) : NULL;
+
+    if (b64 != NULL)
+        EVP_EncodeBlock((unsigned char *)b64, der, len);
+    OPENSSL_free(der);
+    return b64;
+}
+
+EVP_PKEY *key_spki_decode(const char *spki)
+{
+    size_t len = strlen(spki), pad = 0;
+    unsigned char *der = malloc(len / 4 * 3 + 3);
+    const unsigned char *p = der;
+    EVP_PKEY *pub = NULL;
+    int n;
+
+    while (pad < len && pad < 2 && spki[len - 1 - pad] == '=')
+        pad++;
+    if (der != NULL && len % 4 == 0 && (n = EVP_DecodeBlock(der, (const unsigned char *)spki, (int)len)) > 0)
+        pub = d2i_PUBKEY(NULL, &p, n - (int)pad);
+    free(der);
+    return pub;
+}

@@ -56,4 +56,12 @@ void key_clear(struct key *k);
  * SubjectPublicKeyInfo) into kid. Returns 0 or -1. */
 int key_kid(EVP_PKEY *pub, char kid[KEY_KID_LEN + 1]);
 
+/* base64 (standard, padded) of pub's DER SubjectPublicKeyInfo: how the
+ * state files store a public key, public by nature. malloc'ed; NULL when
+ * out of memory. */
+char *key_spki_encode(EVP_PKEY *pub);
+
+/* The public key key_spki_encode wrote, or NULL when spki does not decode. */
+EVP_PKEY *key_spki_decode(const char *spki);
+
 #endif

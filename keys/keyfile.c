@@ -3,11 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
+#include <openssl/pem.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+
+#include "util/file.h"
 
 const char *keyfile_kind(mode_t mode)
 {
@@ -109,4 +112,86 @@ int keyfile_dir_mode_warning(const char *dir, const char *what, int sticky_ok, c
              "from it; chmod o-w it",
              dir, what, (unsigned)(st.st_mode & 07777));
     return 1;
+}
+
+int keyfile_open_own_dir(const char *dir, const char *what, const char *harm, char *err, size_t errlen)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    uid_t euid = geteuid();
+    struct stat st;
+
+    if (fd < 0) {
+        if (errno != ENOENT)
+            snprintf(err, errlen, "%s %s: cannot open: %s", what, dir, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s %s: %s", what, dir, strerror(errno));
+    } else if (st.st_uid != euid && st.st_uid != 0) {
+        snprintf(err, errlen,
+                 "%s %s is owned by uid %u, not by this process's uid %u or root: its owner could %s; chown it "
+                 "to uid %u or use a directory of your own",
+                 what, dir, (unsigned)st.st_uid, (unsigned)euid, harm, (unsigned)euid);
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(err, errlen,
+                 "%s %s is writable by group or others (mode %04o): they could %s; chmod go-w it, or use a "
+                 "subdirectory (serve creates a missing one with mode 0700)",
+                 what, dir, (unsigned)(st.st_mode & 07777), harm);
+    } else {
+        return fd;
+    }
+    close(fd);
+    errno = EACCES;
+    return -1;
+}
+
+int keyfile_read_at(int dirfd, const char *name, const char *path, const char *what, size_t max, char **text,
+                    size_t *len, char *err, size_t errlen)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), rc = -1;
+    struct stat st;
+
+    *text = NULL;
+    *len = 0;
+    if (fd < 0 && errno == ENOENT)
+        return 1;
+    if (fd < 0 && errno == ELOOP)
+        snprintf(err, errlen, "%s %s is a symbolic link; it must be a regular file", what, path);
+    else if (fd < 0 || fstat(fd, &st) != 0)
+        snprintf(err, errlen, "%s %s: cannot read: %s", what, path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        snprintf(err, errlen, "%s %s is not a regular file", what, path);
+    else if ((size_t)st.st_size > max || (*text = calloc(1, (size_t)st.st_size + 1)) == NULL)
+        snprintf(err, errlen, "%s %s: larger than %zu bytes", what, path, max);
+    else if (keyfile_read_all(fd, *text, (size_t)st.st_size) != st.st_size)
+        snprintf(err, errlen, "%s %s: cannot read: %s", what, path, errno ? strerror(errno) : "it shrank");
+    else
+        rc = 0;
+    if (rc == 0)
+        *len = (size_t)st.st_size;
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
+int keyfile_write_pem_at(int dirfd, const char *name, EVP_PKEY *pkey, int private, mode_t mode)
+{
+    BIO *mem = BIO_new(BIO_s_mem());
+    char *pem;
+    long len;
+    int rc = -1;
+
+    if (mem != NULL &&
+        (private ? PEM_write_bio_PrivateKey(mem, pkey, NULL, NULL, 0, NULL, NULL) : PEM_write_bio_PUBKEY(mem, pkey)) ==
+            1 &&
+        (len = BIO_get_mem_data(mem, &pem)) > 0)
+        rc = file_write_atomic_at(dirfd, name, pem, (size_t)len, mode);
+    else
+        errno = ENOMEM;
+    BIO_free(mem);
+    return rc;
 }

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <sys/stat.h>
+#include <openssl/evp.h>
 
 /* Reads the regular file at path, at most max bytes, into a new buffer
  * (NUL-terminated, *len bytes before the NUL). The file's status, as of
@@ -40,5 +41,29 @@ int keyfile_private_mode_warning(const char *path, const struct stat *st, char *
  * else's) passes. A directory that cannot be looked at returns 0: the
  * read that follows reports it. */
 int keyfile_dir_mode_warning(const char *dir, const char *what, int sticky_ok, char *msg, size_t len);
+
+/* Opens the directory dir, where this server keeps what it writes itself
+ * (what: "state directory", ...), and checks the directory it reached, so
+ * that the checked one is the one used: owned by the effective uid or
+ * root, not writable by group or others, or whoever can write there could
+ * do harm ("make this server publish keys"). Returns the descriptor, or
+ * -1 with errno kept and, unless the directory is missing (ENOENT), the
+ * reason, naming dir, in err. */
+int keyfile_open_own_dir(const char *dir, const char *what, const char *harm, char *err, size_t errlen);
+
+/* Reads the file name in the directory dirfd (path: the same, for
+ * messages; what: "state file", ...) into *text, NUL-terminated, *len
+ * bytes; free() it. A link is refused rather than followed, and so is
+ * anything but a regular file (opened without blocking: a FIFO planted
+ * there cannot hang the reader) or a file over max bytes. Returns 0, 1
+ * when there is no such file, -1 with the reason in err. */
+int keyfile_read_at(int dirfd, const char *name, const char *path, const char *what, size_t max, char **text,
+                    size_t *len, char *err, size_t errlen);
+
+/* Writes pkey as PEM (PKCS#8 when private, else PKIX) over name in the
+ * directory dirfd, with file_write_atomic_at: a crash never leaves half a
+ * key behind. The PEM is built in memory, in a BIO that wipes its buffer
+ * when freed. 0, or -1 with errno set. */
+int keyfile_write_pem_at(int dirfd, const char *name, EVP_PKEY *pkey, int private, mode_t mode);
 
 #endif

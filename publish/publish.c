@@ -1,7 +1,9 @@
 #include "publish/publish.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "util/log.h"
 
@@ -41,7 +43,9 @@ struct keyset *publish_read_files(const struct config *cfg, struct removal *rm, 
 {
     struct keyset *ks;
 
-    if (cfg->key_files.count == 0 && cfg->upstream != NULL) {
+    /* None: --upstream or --signing-key-dir provides the keys (config
+     * checks that one does). */
+    if (cfg->key_files.count == 0) {
         if ((ks = keyset_new()) == NULL)
             snprintf(err, errlen, "out of memory");
         return ks;
@@ -54,15 +58,51 @@ struct keyset *publish_read_files(const struct config *cfg, struct removal *rm, 
     return ks;
 }
 
-int publish_keyset(const struct config *cfg, struct history *h, struct removal *rm, const struct keyset *upstream,
-                   int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx, struct keyset **out, char *err,
-                   size_t errlen)
+/* Adds the keys of the signing key directory (after the files': KEP-740,
+ * docs/external-signer.md) and of the --upstream (after those) to ks. A
+ * set with no key at all is refused, as an empty key file is. Returns ks,
+ * or NULL (ks freed) with the reason in err. */
+static struct keyset *publish_add_sources(const struct config *cfg, const struct keydir *signer,
+                                          const struct keyset *upstream, struct keyset *ks, char *err, size_t errlen)
 {
-    struct keyset *ks = publish_read_files(cfg, rm, now_ms, err, errlen);
-    int changed = -1;
+    if (ks == NULL)
+        return NULL;
+    if ((signer != NULL && keydir_add_public(cfg->signing_key_dir, signer, ks, err, errlen) != 0) ||
+        (upstream != NULL && keyset_add_all(ks, upstream, publish_log_warning, NULL, err, errlen) != 0)) {
+        keyset_free(ks);
+        return NULL;
+    }
+    if (ks->count == 0) {
+        snprintf(err, errlen, "no keys to publish: the key files and --signing-key-dir hold none");
+        keyset_free(ks);
+        return NULL;
+    }
+    return ks;
+}
 
-    if (ks != NULL && (upstream == NULL || keyset_add_all(ks, upstream, publish_log_warning, NULL, err, errlen) == 0))
-        changed = history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen);
+int publish_read_signer(const struct config *cfg, struct keydir **out, char *err, size_t errlen)
+{
+    struct stat st;
+
+    *out = NULL;
+    if (cfg->signing_key_dir == NULL)
+        return 0;
+    if (stat(cfg->signing_key_dir, &st) != 0 && errno == ENOENT) {
+        *out = keydir_new();
+        return *out != NULL ? 0 : -1;
+    }
+    return keydir_read(cfg->signing_key_dir, out, err, errlen) < 0 ? -1 : 0;
+}
+
+int publish_keyset(const struct config *cfg, const struct keydir *signer, struct history *h, struct removal *rm,
+                   const struct keyset *upstream, int64_t now_ms, time_t now, history_event_cb cb, void *cb_ctx,
+                   struct keyset **out, char *err, size_t errlen)
+{
+    /* The directory's keys after the removal guard: the directory drops a
+     * key on purpose, and rotation.json is never read half-written. */
+    struct keyset *ks =
+        publish_add_sources(cfg, signer, upstream, publish_read_files(cfg, rm, now_ms, err, errlen), err, errlen);
+    int changed = ks ? history_apply(h, ks, cfg->key_retention, now, cb, cb_ctx, err, errlen) : -1;
 
     if (changed < 0) {
         keyset_free(ks);
@@ -70,6 +110,19 @@ int publish_keyset(const struct config *cfg, struct history *h, struct removal *
     }
     *out = ks;
     return changed;
+}
+
+struct rotation_policy publish_rotation_policy(const struct config *cfg)
+{
+    struct rotation_policy p = {
+        .period_ms = (int64_t)cfg->rotation_period * 1000,
+        .ahead_ms = (int64_t)cfg->publish_ahead * 1000,
+        .lag_ms = (int64_t)cfg->key_reload_interval * 1000,
+        .keep_ms =
+            ((int64_t)cfg->max_token_lifetime + (int64_t)cfg->token_leeway + (int64_t)cfg->key_reload_interval) * 1000,
+    };
+
+    return p;
 }
 
 /* The configured values of the documents. */
@@ -103,10 +156,15 @@ int publish_build(const struct config *cfg, struct history *h, time_t now, struc
                   size_t errlen)
 {
     struct keyset *ks = NULL;
+    struct keydir *signer = NULL;
+    int rc = publish_read_signer(cfg, &signer, err, errlen) == 0 ? 0 : 2;
 
     *out = NULL;
-    if (publish_keyset(cfg, h, NULL, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
-        return 2;
+    if (rc == 0 && publish_keyset(cfg, signer, h, NULL, NULL, 0, now, NULL, NULL, &ks, err, errlen) < 0)
+        rc = 2;
+    keydir_free(signer);
+    if (rc != 0)
+        return rc;
     if ((*out = publish_snapshot(cfg, ks, now)) == NULL) {
         snprintf(err, errlen, "out of memory");
         return 1;

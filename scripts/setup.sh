@@ -12,6 +12,7 @@ packages=(build-essential cmake pkg-config openssl curl
           python3-yaml unzip strace valgrind clang-14 libclang-rt-14-dev
           systemd python3-seccomp
           python3-botocore
+          libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev python3-grpcio python3-grpc-tools
           chromium)  # the browser tests: CORS from another origin, the status page
 # python3-botocore recomputes the S3 signatures in tests/e2e/s3_standin.py.
 # Node.js runs the independent relying-party tests (panva/jose) and Azurite

@@ -13,6 +13,7 @@
 
 #include "publish/paths.h"
 #include "push/publisher.h"
+#include "server/extsigner/grpc_server.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/listener.h"
@@ -93,6 +94,10 @@ struct server {
     int thread_abandoned; /* it did not stop in time: it may still use all this */
     /* --publish-to: pushes every snapshot to object storage, or NULL. */
     struct push_publisher *publisher;
+    /* The external signer (--signing-key-dir): the state its calls answer
+     * from, handed over after each snapshot, and its gRPC server. */
+    struct signer_slot signer_slot;
+    struct extsigner *extsigner; /* --external-signer-listen, or NULL */
 };
 
 /* The one door by which the workers get what they serve: the first
@@ -115,18 +120,29 @@ static void server_publish(struct server *s, struct snapshot *snap, SSL_CTX *con
     pthread_mutex_unlock(&s->publish_mu);
 }
 
+/* Hands the external signer a new state (NULL: unchanged), after the
+ * snapshot it was built from went to the workers: kube-apiserver is never
+ * told of a key the JWKS does not show yet. */
+static void server_publish_signer(struct server *s, struct signer_state *st)
+{
+    if (st != NULL)
+        signer_slot_set(&s->signer_slot, st);
+}
+
 /* Re-creates every watch before the files are read, so a path that
  * appeared, vanished or now points elsewhere is watched correctly. */
 static void server_rewatch(struct server *s)
 {
     const struct config *cfg = s->cfg;
-    char *paths[cfg->key_files.count + 1 + 3 * CERT_NKINDS];
+    char *paths[cfg->key_files.count + 2 + 3 * CERT_NKINDS];
     size_t n = cfg->key_files.count;
 
-    if (n > 0) /* none with only an --upstream: items is NULL then */
+    if (n > 0) /* none with only an --upstream or --signing-key-dir: items is NULL then */
         memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
     if (cfg->signing_key_file != NULL)
         paths[n++] = cfg->signing_key_file;
+    if (cfg->signing_key_dir != NULL)
+        paths[n++] = cfg->signing_key_dir;
     for (int k = 0; k < CERT_NKINDS; k++)
         n += cert_watch_paths(&s->certs[k], paths + n);
     watch_reset(s->watch, paths, n);
@@ -152,6 +168,7 @@ static void server_reload_pass(struct server *s)
     for (int k = 0; k < CERT_NKINDS; k++)
         tls[k] = cert_reload(&s->certs[k], now);
     server_publish(s, snap, tls);
+    server_publish_signer(s, reload_signer_changed(s->reload));
     if (snap != NULL)
         push_publisher_offer(s->publisher, snap);
     status_publish(reload_status(s->reload));
@@ -213,7 +230,7 @@ static void *server_reload_main(void *arg)
             server_reload_pass(s);
     }
     if (atomic_load(&s->stop))
-        reload_save_at_exit(s->reload, time(NULL));
+        reload_save_at_exit(s->reload, time(NULL), clock_now_ms());
     return NULL;
 }
 
@@ -521,6 +538,12 @@ static int server_start(struct server *s, sigset_t *signals)
         return rc;
     if (server_start_publisher(s) != 0)
         return 2;
+    server_publish_signer(s, reload_signer_current(s->reload));
+    if (s->cfg->external_signer_listen != NULL &&
+        (s->extsigner = extsigner_start(s->cfg, &s->signer_slot, err, sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "%s", err);
+        return 1;
+    }
     if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
         return 1;
     if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_for_upstream, s)) == NULL)
@@ -558,6 +581,8 @@ static void server_stop_workers(struct server *s)
 static void server_free(struct server *s)
 {
     status_clear();
+    extsigner_stop(s->extsigner);
+    signer_slot_destroy(&s->signer_slot);
     reload_free(s->reload);
     for (int k = 0; k < CERT_NKINDS; k++)
         cert_clear(&s->certs[k]);
@@ -582,6 +607,7 @@ int server_run(const struct config *cfg)
     s->cfg = cfg;
     s->wake_fd = -1;
     pthread_mutex_init(&s->publish_mu, NULL);
+    signer_slot_init(&s->signer_slot);
     if ((rc = server_start(s, &signals)) == 0)
         server_grace(s, &signals, server_wait_signal(s, &signals));
     if (server_reload_stop(s, SERVER_RELOAD_STOP_MS) != 0)

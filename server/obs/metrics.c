@@ -12,6 +12,7 @@
 #define METRICS_MAX_THREADS 1024
 
 struct metrics_process metrics_process;
+struct metrics_signer metrics_signer;
 
 static const char *metrics_build_commit = "unknown", *metrics_build_date = "unknown";
 
@@ -237,6 +238,41 @@ static void metrics_render_process(struct metrics_buf *b)
               OIDC_VERSION, metrics_build_commit, metrics_build_date);
 }
 
+/* The signer's schedule and calls, when it is on. */
+static void metrics_render_signer(struct metrics_buf *b)
+{
+    static const char *const roles[] = {"next", "signing", "retired"};
+    static const char *const results[METRICS_NSIGN_RESULTS] = {"ok", "bad_claims", "unavailable", "failed"};
+    static const char *const calls[METRICS_NSIGNER_CALLS] = {"Sign", "FetchKeys", "Metadata"};
+    struct metrics_signer *m = &metrics_signer;
+
+    if (!atomic_load(&m->enabled))
+        return;
+    metrics_gauge(b, "oidc_signer_lock_held", "1 when this process rotates the signing key directory.",
+                  (long long)m->lock_held);
+    metrics_gauge(b, "oidc_signer_next_rotation_timestamp_seconds",
+                  "When the next key signs at the earliest (the age arithmetic of the directory, as of now).",
+                  (long long)m->next_rotation);
+    metrics_gauge(b, "oidc_signer_signing_key_age_seconds", "How long the directory's signing key has signed.",
+                  (long long)m->signing_key_age);
+    metrics_gauge(b, "oidc_signer_signing_with_retired_key",
+                  "1 while this process signs with a retired key: it has not published the new one for "
+                  "--publish-ahead yet.",
+                  (long long)m->signing_fallback);
+    mb_printf(b, "# HELP oidc_signer_keys Keys of the signing key directory by role.\n"
+                 "# TYPE oidc_signer_keys gauge\n");
+    for (int r = 0; r < 3; r++)
+        mb_printf(b, "oidc_signer_keys{role=\"%s\"} %llu\n", roles[r], (unsigned long long)m->keys[r]);
+    mb_printf(b, "# HELP oidc_signer_calls_total External signer calls answered, by method.\n"
+                 "# TYPE oidc_signer_calls_total counter\n");
+    for (int c = 0; c < METRICS_NSIGNER_CALLS; c++)
+        mb_printf(b, "oidc_signer_calls_total{method=\"%s\"} %llu\n", calls[c], (unsigned long long)m->calls[c]);
+    mb_printf(b, "# HELP oidc_signer_signatures_total Sign calls by result.\n"
+                 "# TYPE oidc_signer_signatures_total counter\n");
+    for (int r = 0; r < METRICS_NSIGN_RESULTS; r++)
+        mb_printf(b, "oidc_signer_signatures_total{result=\"%s\"} %llu\n", results[r], (unsigned long long)m->signs[r]);
+}
+
 /* The --upstream's reads and freshness, when there is one. */
 static void metrics_render_upstream(struct metrics_buf *b)
 {
@@ -300,6 +336,7 @@ char *metrics_render(size_t *len)
     metrics_render_reviews(&b, n);
     metrics_render_connections(&b, n);
     metrics_render_process(&b);
+    metrics_render_signer(&b);
     metrics_render_upstream(&b);
     metrics_render_publish(&b);
     return strbuf_finish(&b, len);

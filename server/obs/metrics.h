@@ -105,7 +105,29 @@ struct metrics_process {
     atomic_int upstream_issuer_mismatch;                      /* it names another issuer */
 };
 
+/* The external signer (server/reload/signerdir.c writes the schedule,
+ * the gRPC threads the calls, with atomic adds). */
+enum metrics_sign_result {
+    METRICS_SIGN_OK,
+    METRICS_SIGN_BAD_CLAIMS,
+    METRICS_SIGN_UNAVAILABLE,
+    METRICS_SIGN_FAILED,
+    METRICS_NSIGN_RESULTS
+};
+enum metrics_signer_call { METRICS_CALL_SIGN, METRICS_CALL_FETCH_KEYS, METRICS_CALL_METADATA, METRICS_NSIGNER_CALLS };
+struct metrics_signer {
+    atomic_int_fast64_t enabled;          /* --signing-key-dir given */
+    atomic_int_fast64_t lock_held;        /* this process rotates the directory */
+    atomic_int_fast64_t next_rotation;    /* unix seconds of the next promotion at the earliest, 0 = unknown */
+    atomic_int_fast64_t signing_key_age;  /* seconds the directory's signing key has signed */
+    atomic_int_fast64_t signing_fallback; /* 1 while this process signs with a retired key */
+    atomic_uint_fast64_t keys[3];         /* by role: next, signing, retired (rotation.h) */
+    atomic_uint_fast64_t signs[METRICS_NSIGN_RESULTS];
+    atomic_uint_fast64_t calls[METRICS_NSIGNER_CALLS];
+};
+
 extern struct metrics_process metrics_process;
+extern struct metrics_signer metrics_signer;
 
 /* A zeroed counter block for a new worker thread, registered for /metrics.
  * NULL when the registry is full. Blocks live as long as the process. */

@@ -15,6 +15,7 @@
 #include "publish/publish.h"
 #include "server/obs/metrics.h"
 #include "server/reload/health.h"
+#include "server/reload/signerdir.h"
 #include "server/reload/signing.h"
 #include "util/log.h"
 #include "util/printable.h"
@@ -37,6 +38,10 @@ struct reload {
     int over_limits;       /* the published set breaks a relying party's documented limit */
     time_t last_pass;      /* when the last pass read the key files */
     char last_error[1024]; /* why that pass failed, or "" */
+    /* The signing key directory, a key source of its own (signerdir.h):
+     * NULL without --signing-key-dir. */
+    struct signerdir *signer;
+    struct signer_state *signer_changed; /* the state the last pass made, or NULL */
 };
 
 static void reload_log_event(void *ctx, enum history_event ev, const struct history_entry *e, time_t until)
@@ -149,17 +154,33 @@ static int reload_waiting(const struct reload *r)
     return r->cfg->upstream != NULL && r->upstream == NULL;
 }
 
-void reload_save_at_exit(struct reload *r, time_t now)
+void reload_save_at_exit(struct reload *r, time_t now, int64_t now_ms)
 {
     struct keyset *ks;
     char err[1024];
 
+    if (r->signer != NULL)
+        signerdir_save_at_exit(r->signer, r->current ? r->current->keyset : NULL, now, now_ms);
     if (r->cfg->state_dir == NULL || reload_waiting(r))
         return;
-    if (publish_keyset(r->cfg, r->history, NULL, r->upstream, 0, now, reload_log_event, NULL, &ks, err, sizeof(err)) >=
-        0)
+    if (publish_keyset(r->cfg, NULL, r->history, NULL, r->upstream, 0, now, reload_log_event, NULL, &ks, err,
+                       sizeof(err)) >= 0)
         keyset_free(ks);
     reload_save_state(r, now);
+}
+
+/* The signing key directory's share of a pass before the key sources are
+ * read: its keys, or NULL with err when it cannot be read. */
+static const struct keydir *reload_signer_keys(struct reload *r, time_t now, int64_t now_ms, int *failed, char *err,
+                                               size_t errlen)
+{
+    const struct keydir *kd = NULL;
+
+    *failed = 0;
+    if (r->signer != NULL &&
+        (kd = signerdir_prepare(r->signer, r->current ? r->current->keyset : NULL, now, now_ms, err, errlen)) == NULL)
+        *failed = 1;
+    return kd;
 }
 
 void reload_upstream(struct reload *r, struct keyset *ks)
@@ -168,25 +189,29 @@ void reload_upstream(struct reload *r, struct keyset *ks)
     r->upstream = ks;
 }
 
-/* Builds the next snapshot from the files, the --upstream's set and the
- * retention state. Until the --upstream has answered, the files are read
- * (a bad one is still an error) but nothing is published: the documents
- * answer 503, since a set without the upstream's keys would be cached by
- * relying parties for max-age. Returns NULL (reason logged and counted)
- * when the inputs are unusable, so the caller keeps what it publishes. */
+/* Builds the next snapshot from the files, the signing key directory, the
+ * --upstream's set and the retention state. Until the --upstream has
+ * answered, the files are read (a bad one is still an error) but nothing
+ * is published: the documents answer 503, since a set without the
+ * upstream's keys would be cached by relying parties for max-age. Returns
+ * NULL (reason logged and counted) when the inputs are unusable, so the
+ * caller keeps what it publishes. */
 static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_ms)
 {
     const struct config *cfg = r->cfg;
     char err[1024];
-    int changed = 0;
     struct keyset *ks = NULL;
+    int failed, changed;
+    const struct keydir *signer = reload_signer_keys(r, now, now_ms, &failed, err, sizeof(err));
     int64_t due;
 
-    if (!reload_waiting(r))
-        changed = publish_keyset(cfg, r->history, r->removal, r->upstream, now_ms, now, reload_log_event, NULL, &ks,
-                                 err, sizeof(err));
-    else if ((ks = publish_read_files(cfg, r->removal, now_ms, err, sizeof(err))) == NULL)
+    if (failed)
         changed = -1;
+    else if (!reload_waiting(r))
+        changed = publish_keyset(cfg, signer, r->history, r->removal, r->upstream, now_ms, now, reload_log_event, NULL,
+                                 &ks, err, sizeof(err));
+    else
+        changed = (ks = publish_read_files(cfg, r->removal, now_ms, err, sizeof(err))) == NULL ? -1 : 0;
     due = removal_due(r->removal);
 
     if (due != 0 && due != r->removal_due)
@@ -244,8 +269,19 @@ struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms)
     }
     if (r->current != NULL && !r->current->unavailable)
         signing_check(&r->signing, r->current->keyset, r->history, now);
+    r->signer_changed = r->signer && r->current ? signerdir_state(r->signer, r->current, now, now_ms) : NULL;
     reload_update_gauges(r);
     return published;
+}
+
+struct signer_state *reload_signer_changed(const struct reload *r)
+{
+    return r->signer_changed;
+}
+
+struct signer_state *reload_signer_current(const struct reload *r)
+{
+    return r->signer ? signerdir_current(r->signer) : NULL;
 }
 
 void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_at)
@@ -253,7 +289,9 @@ void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_
     time_t expiry = history_next_expiry(r->history, r->cfg->key_retention);
     time_t mature = r->signing.mature_at;
 
-    *confirm_at = r->removal_due;
+    int64_t signer = r->signer ? signerdir_due(r->signer) : 0;
+
+    *confirm_at = signer != 0 && (r->removal_due == 0 || signer < r->removal_due) ? signer : r->removal_due;
     *wall_at = expiry != 0 && (mature == 0 || expiry < mature) ? expiry : mature;
 }
 
@@ -305,6 +343,13 @@ struct reload *reload_create(const struct config *cfg, time_t now, int64_t now_m
     }
     if ((r->history = publish_history_load(cfg, now, err, sizeof(err))) == NULL) {
         log_msg(LOG_ERROR, "%s", err);
+        reload_free(r);
+        return NULL;
+    }
+    if (cfg->signing_key_dir != NULL &&
+        (r->signer = signerdir_create(cfg, cfg->key_files.count > 0 || r->history->count > 0, now, now_ms, err,
+                                      sizeof(err))) == NULL) {
+        log_msg(LOG_ERROR, "--signing-key-dir: %s", err);
         reload_free(r);
         return NULL;
     }
@@ -368,6 +413,7 @@ void reload_free(struct reload *r)
     if (r == NULL)
         return;
     removal_free(r->removal);
+    signerdir_free(r->signer);
     keyset_free(r->upstream);
     snapshot_release(r->current);
     history_free(r->history);

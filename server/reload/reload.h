@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "jose/signer.h"
 #include "publish/snapshot.h"
 #include "server/obs/status.h"
 
@@ -68,9 +69,9 @@ struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms);
 void reload_upstream(struct reload *r, struct keyset *ks);
 
 /* The deadlines the inputs set for the next pass (schedule_next): the
- * re-read that confirms held removals (monotonic ms) and the earliest of a
- * retained key's expiry and the signing key maturing (wall clock); 0 for
- * none. */
+ * earliest of the re-read that confirms held removals and the signing key
+ * directory's next step (monotonic ms), and the earliest of a retained
+ * key's expiry and the signing key maturing (wall clock); 0 for none. */
 void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_at);
 
 /* What the status page shows of r now (status.h): the issuer, the
@@ -80,8 +81,15 @@ void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_
 struct status *reload_status(const struct reload *r);
 
 /* At exit: one last look at the key files, so that the state records the
- * keys in them as seen until now, then a save. Nothing is published. */
-void reload_save_at_exit(struct reload *r, time_t now);
+ * keys in them as seen until now, then a save; the signing key directory
+ * saves its keys' ages up to now_ms. Nothing is published. */
+void reload_save_at_exit(struct reload *r, time_t now, int64_t now_ms);
+
+/* With --signing-key-dir: the external signer's state the last pass made
+ * (r keeps its reference; the caller hands it on), or NULL when it did not
+ * change; and the current one (NULL without the flag). */
+struct signer_state *reload_signer_changed(const struct reload *r);
+struct signer_state *reload_signer_current(const struct reload *r);
 
 void reload_free(struct reload *r);
 

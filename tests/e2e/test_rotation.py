@@ -364,11 +364,12 @@ class Rotation(RotationBase):
         rc, out, err = H.run_once(["keys"] + common)
         self.assertEqual(rc, 0, err)
         lines = out.splitlines()
-        self.assertEqual(lines[0].split(), ["KID", "ALG", "SIZE", "FIRST", "SEEN", "RETAINED", "UNTIL", "SOURCE"])
+        self.assertEqual(lines[0].split(),
+                         ["KID", "ALG", "SIZE", "ROLE", "FIRST", "SEEN", "RETAINED", "UNTIL", "SOURCE"])
         self.assertEqual(len(lines), 3, out)
-        self.assertEqual(lines[1].split()[:3], [b.kid, "ES256", "P-256"])
-        self.assertEqual(lines[2].split()[:3], [a.kid, "RS256", "2048"])
-        self.assertRegex(lines[2].split()[4], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual(lines[1].split()[:4], [b.kid, "ES256", "P-256", "-"], "key files' keys have no role")
+        self.assertEqual(lines[2].split()[:4], [a.kid, "RS256", "2048", "-"])
+        self.assertRegex(lines[2].split()[5], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", "retained until")
 
         # a brand-new key next to b (no server has seen it yet)
         with open(os.path.join(self.tmp, "c.pub.data"), "wb") as f:
@@ -380,7 +381,9 @@ class Rotation(RotationBase):
         self.assertEqual([k["kid"] for k in doc["keys"]], [b.kid, c.kid, a.kid])
         kb, kc, ka = doc["keys"]
         for k in doc["keys"]:
-            self.assertEqual(set(k), {"kid", "alg", "size", "curve", "source", "first_seen", "retained_until"})
+            self.assertEqual(set(k), {"kid", "alg", "size", "curve", "source", "first_seen", "retained_until", "role",
+                                      "role_until"})
+            self.assertIsNone(k["role"], "a key file's key has no role (only --signing-key-dir keys do)")
         self.assertEqual((kb["alg"], kb["size"], kb["curve"]), ("ES256", 256, "P-256"))
         self.assertEqual((kc["alg"], kc["size"], kc["curve"]), ("ES384", 384, "P-384"))
         self.assertEqual((ka["alg"], ka["size"], ka["curve"]), ("RS256", 2048, None))

@@ -408,7 +408,7 @@ Test(config, dev_with_issuer_and_keys)
  * keeps https unless told otherwise. */
 Test(config, dev_defaults_stay_with_dev)
 {
-    fails("--service-account-key-file is required (at least one) unless --upstream is given",
+    fails("--service-account-key-file is required (at least one) unless --upstream or --signing-key-dir is given",
           "--service-account-issuer", "https://a.example", NULL);
     fails("--service-account-issuer \"http://a.example\": must be an https URL (--allow-insecure-issuer permits http "
           "for development only)",
@@ -669,7 +669,7 @@ Test(config, export_keys_and_dev_help)
 {
     static const char *const export[] = {"Usage: oidc-discovery export --service-account-issuer URL",
                                          "\nWhere to export (not config-file keys):\n  --out DIR ", NULL};
-    static const char *const keys[] = {"Usage: oidc-discovery keys --service-account-key-file PATH [flags]",
+    static const char *const keys[] = {"Usage: oidc-discovery keys [flags]",
                                        "\nWhat to print (not config-file keys):\n  --output table|text|json ",
                                        "table, text or json (default table)", NULL};
     static const char *const dev[] = {"Usage: oidc-discovery dev [flags]",
@@ -863,7 +863,7 @@ Test(config, required_flags)
 {
     fails("--service-account-issuer is required (at least one)", NULL);
     fails("--service-account-issuer is required (at least one)", "--service-account-key-file", "/k", NULL);
-    fails("--service-account-key-file is required (at least one) unless --upstream is given",
+    fails("--service-account-key-file is required (at least one) unless --upstream or --signing-key-dir is given",
           "--service-account-issuer", "https://a.example", NULL);
 }
 
@@ -1135,8 +1135,9 @@ Test(config, keys_output_json)
 
 Test(config, keys_errors)
 {
-    fails("--service-account-key-file is required (at least one)", "keys", NULL);
-    fails("--service-account-key-file is required (at least one)", "keys", "--output", "json", NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "keys", NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "keys", "--output",
+          "json", NULL);
     fails("--output \"yaml\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output",
           "yaml", NULL);
     fails("--output \"JSON\": must be one of table, text, json", "keys", "--service-account-key-file", "/k", "--output",
@@ -2961,8 +2962,8 @@ Test(config, export_required)
     fails(OUT_REQUIRED, "export", SERVE_ARGS, NULL);
     fails("--service-account-issuer is required (at least one)", "export", "--service-account-key-file", "/k", "--out",
           "/o", NULL);
-    fails("--service-account-key-file is required (at least one)", "export", "--service-account-issuer",
-          "https://a.example", "--out", "/o", NULL);
+    fails("--service-account-key-file is required (at least one) unless --signing-key-dir is given", "export",
+          "--service-account-issuer", "https://a.example", "--out", "/o", NULL);
     fails("--service-account-issuer is required (at least one)", "export", NULL);
 }
 
@@ -3377,8 +3378,9 @@ static int record_key(void *ctx, const struct config_option *o, const char *valu
 /* A value row o takes, as a config file writes it. */
 static void json_value_for(const struct config_option *o, char *out, size_t len)
 {
-    static const char *const samples[] = {"/x",          "https://a.example",        "127.0.0.1:1", "a", "1", "true",
-                                          "s3://bucket", "system:serviceaccount:a:b"};
+    static const char *const samples[] = {
+        "/x",          "https://a.example",        "127.0.0.1:1", "a", "1", "true", "unix:/x",
+        "s3://bucket", "system:serviceaccount:a:b"};
     char problem[CONFIG_PROBLEM_MAX];
     const char *v = o->def ? o->def : o->choices ? o->choices[0] : NULL;
 
@@ -3417,6 +3419,147 @@ Test(config, table_file_keys_are_long_names)
             cr_assert_eq(strncmp(err, want, strlen(want)), 0, "%s", err);
         }
     }
+}
+
+/* --- the external signer (KEP-740) ---------------------------------------- */
+
+#define SIGNER_ARGS "--service-account-issuer", "https://a.example", "--signing-key-dir", "/keys"
+
+Test(config, signer_defaults)
+{
+    ok(SIGNER_ARGS, NULL);
+    cr_assert_eq(cfg.key_files.count, 0, "no key file needed with a signing key directory");
+    cr_assert_str_eq(cfg.signing_key_dir, "/keys");
+    cr_assert_str_eq(cfg.signing_key_type, "rsa-2048");
+    cr_assert_null(cfg.signing_key_import);
+    cr_assert_eq(cfg.rotation_period, 30 * 86400);
+    cr_assert_eq(cfg.publish_ahead, 86400);
+    cr_assert_eq(cfg.max_token_lifetime, 48 * 3600);
+    cr_assert_eq(cfg.allow_short_token_lifetime, 0);
+    cr_assert_null(cfg.external_signer_listen);
+    cr_assert_str_eq(cfg.external_signer_socket_mode, "0600");
+    cr_assert_null(cfg.external_signer_socket_owner);
+    cr_assert_eq(cfg.external_signer_threads, expected_threads());
+    cr_assert_eq(cfg.warnings.count, 0);
+}
+
+Test(config, signer_every_flag)
+{
+    ok(SIGNER_ARGS, "--service-account-key-file", "/sa.pub", "--signing-key-type", "ec-p256", "--signing-key-import",
+       "/sa.key", "--rotation-period", "7d", "--publish-ahead", "2h", "--max-token-lifetime", "10m",
+       "--external-signer-listen", "unix:/run/signer.sock", "--external-signer-socket-mode", "0660",
+       "--external-signer-socket-owner", "kube:kube", "--external-signer-threads", "3", NULL);
+    cr_assert_str_eq(cfg.signing_key_type, "ec-p256");
+    cr_assert_str_eq(cfg.signing_key_import, "/sa.key");
+    cr_assert_eq(cfg.rotation_period, 7 * 86400);
+    cr_assert_eq(cfg.publish_ahead, 7200);
+    cr_assert_eq(cfg.max_token_lifetime, 600);
+    cr_assert_str_eq(cfg.external_signer_listen, "unix:/run/signer.sock");
+    cr_assert_str_eq(cfg.external_signer_socket_mode, "0660");
+    cr_assert_str_eq(cfg.external_signer_socket_owner, "kube:kube");
+    cr_assert_eq(cfg.external_signer_threads, 3);
+}
+
+/* Seconds are accepted, for tests that rotate in seconds. */
+Test(config, signer_short_periods)
+{
+    ok(SIGNER_ARGS, "--max-age", "1s", "--publish-ahead", "3s", "--rotation-period", "6s", "--max-token-lifetime", "5s",
+       "--allow-short-token-lifetime", NULL);
+    cr_assert_eq(cfg.publish_ahead, 3);
+    cr_assert_eq(cfg.rotation_period, 6);
+    cr_assert_eq(cfg.max_token_lifetime, 5);
+    cr_assert_eq(cfg.allow_short_token_lifetime, 1);
+    cr_assert_eq(cfg.warnings.count, 1, "less than a minute over --max-age: warned");
+    cr_assert(strstr(cfg.warnings.items[0], "--publish-ahead 3s is less than a minute longer than --max-age 1s") &&
+                  strstr(cfg.warnings.items[0], "30 s cooldown"),
+              "%s", cfg.warnings.items[0]);
+}
+
+Test(config, signer_timing_rules)
+{
+    fails("--publish-ahead 30m is shorter than --max-age 1h: relying parties keep a fetched JWKS that long (go-oidc "
+          "until max-age minus 30 s, a cache in front for its own max-age), so a new key would sign tokens they "
+          "cannot verify yet; raise --publish-ahead to --max-age plus a minute or more, or lower --max-age",
+          SIGNER_ARGS, "--publish-ahead", "30m", NULL);
+    ok(SIGNER_ARGS, "--publish-ahead", "1h", NULL);
+    cr_assert_eq(cfg.warnings.count, 1, "equal to --max-age: accepted, warned");
+    ok(SIGNER_ARGS, "--publish-ahead", "61m", NULL);
+    cr_assert_eq(cfg.warnings.count, 0, "a minute over: quiet");
+    fails("--rotation-period is shorter than --publish-ahead 1d: a key signs only after it has been published that "
+          "long; make the period at least as long",
+          SIGNER_ARGS, "--rotation-period", "12h", NULL);
+    fails("--max-token-lifetime must be at least 10m: kube-apiserver refuses a signer whose Metadata says less than "
+          "600 seconds (--allow-short-token-lifetime accepts it, for tests)",
+          SIGNER_ARGS, "--max-token-lifetime", "9m", NULL);
+    fails("--max-token-lifetime \"0\": must be a duration between 1s and 3650d (like 90s, 15m, 24h, 7d or plain "
+          "seconds)",
+          SIGNER_ARGS, "--max-token-lifetime", "0", NULL);
+}
+
+Test(config, signer_flags_need_the_directory)
+{
+    static const char *const needs_dir[][2] = {{"--external-signer-listen", "unix:/s"},
+                                               {"--signing-key-import", "/sa.key"},
+                                               {"--signing-key-type", "ec-p256"},
+                                               {"--rotation-period", "7d"},
+                                               {"--publish-ahead", "2h"},
+                                               {"--max-token-lifetime", "1h"}};
+    char want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < sizeof needs_dir / sizeof needs_dir[0]; i++) {
+        snprintf(want, sizeof want, "%s needs --signing-key-dir DIR (the keys this server signs with)",
+                 needs_dir[i][0]);
+        flag_fails(want, needs_dir[i][0], needs_dir[i][1]);
+    }
+    fails("--external-signer-socket-mode needs --external-signer-listen unix:PATH", SIGNER_ARGS,
+          "--external-signer-socket-mode", "0660", NULL);
+    fails("--external-signer-threads needs --external-signer-listen unix:PATH", SIGNER_ARGS,
+          "--external-signer-threads", "2", NULL);
+    fails("--signing-key-file watches a key the API server signs with itself; with --signing-key-dir this server "
+          "signs: drop --signing-key-file (to start signing with that key, give it as --signing-key-import)",
+          SIGNER_ARGS, "--signing-key-file", "/sa.key", NULL);
+}
+
+Test(config, signer_value_errors)
+{
+    fails("--external-signer-listen \"/run/s.sock\": must be unix:/PATH: kube-apiserver's "
+          "--service-account-signing-endpoint is a Unix socket",
+          SIGNER_ARGS, "--external-signer-listen", "/run/s.sock", NULL);
+    fails("--external-signer-listen \"127.0.0.1:9\": must be unix:/PATH: kube-apiserver's "
+          "--service-account-signing-endpoint is a Unix socket",
+          SIGNER_ARGS, "--external-signer-listen", "127.0.0.1:9", NULL);
+    fails("--signing-key-type \"rsa-1024\": must be one of rsa-2048, rsa-3072, ec-p256", SIGNER_ARGS,
+          "--signing-key-type", "rsa-1024", NULL);
+    fails("--external-signer-socket-mode \"0666\": must be one of 0600, 0660", SIGNER_ARGS, "--external-signer-listen",
+          "unix:/s", "--external-signer-socket-mode", "0666", NULL);
+    fails("--external-signer-socket-owner \"a:b:c\": must be USER, USER:GROUP or :GROUP (names or numeric ids)",
+          SIGNER_ARGS, "--external-signer-listen", "unix:/s", "--external-signer-socket-owner", "a:b:c", NULL);
+    ok(SIGNER_ARGS, "--external-signer-listen", "unix:/s", "--external-signer-socket-owner", ":996", NULL);
+}
+
+/* keys and export read the directory; keys takes serve's signer flags to
+ * check serve's command line, export only the directory. */
+Test(config, signer_in_keys_and_export)
+{
+    ok("keys", "--signing-key-dir", "/keys", "--publish-ahead", "2h", NULL);
+    cr_assert_str_eq(cfg.signing_key_dir, "/keys");
+    ok("export", "--service-account-issuer", "https://a.example", "--signing-key-dir", "/keys", "--out", "/o", NULL);
+    cr_assert_str_eq(cfg.signing_key_dir, "/keys");
+    fails("--publish-ahead is not valid for the export command", "export", "--service-account-issuer",
+          "https://a.example", "--signing-key-dir", "/keys", "--out", "/o", "--publish-ahead", "2h", NULL);
+    fails("--external-signer-listen is not valid for the keys command", "keys", "--signing-key-dir", "/keys",
+          "--external-signer-listen", "unix:/s", NULL);
+}
+
+Test(config, signer_from_config_file)
+{
+    write_file("{\"signing-key-dir\": \"/keys\", \"rotation-period\": \"14d\", \"publish-ahead\": 7200, "
+               "\"external-signer-listen\": \"unix:/run/s.sock\", \"external-signer-socket-mode\": \"0660\"}");
+    ok("--service-account-issuer", "https://a.example", "--config", path, NULL);
+    cr_assert_eq(cfg.rotation_period, 14 * 86400);
+    cr_assert_eq(cfg.publish_ahead, 7200);
+    cr_assert_str_eq(cfg.external_signer_listen, "unix:/run/s.sock");
+    cr_assert_str_eq(cfg.external_signer_socket_mode, "0660");
 }
 
 /* ------------------------------------------------------------------------ */

@@ -265,7 +265,7 @@ Test(reload, state_is_saved_on_change_and_every_refresh)
     cr_expect_eq(stored_last_seen(), T0);
     reload_pass(r, T0 + RELOAD_STATE_REFRESH, MS0 + 3 * MIN);
     cr_expect_eq(stored_last_seen(), T0 + RELOAD_STATE_REFRESH, "refreshed");
-    reload_save_at_exit(r, T0 + RELOAD_STATE_REFRESH + 7);
+    reload_save_at_exit(r, T0 + RELOAD_STATE_REFRESH + 7, MS0 + 4 * MIN);
     cr_expect_eq(stored_last_seen(), T0 + RELOAD_STATE_REFRESH + 7, "saved at exit");
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "jose/token_mint.h"
 #include "keys/keyset.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -47,6 +48,17 @@ static inline struct keyset *fixture_keyset(const char *const *names, size_t n)
 static inline struct keyset *fixture_keyset1(const char *name)
 {
     return fixture_keyset(&name, 1);
+}
+
+/* The private key of a fixture PEM; fails the test on error. */
+static inline EVP_PKEY *fixture_private_key(const char *name)
+{
+    char path[PATH_MAX], err[512] = "";
+
+    snprintf(path, sizeof(path), "%s/%s", FIXTURES, name);
+    EVP_PKEY *k = token_mint_load_key(path, err, sizeof(err));
+    cr_assert_not_null(k, "%s", err);
+    return k;
 }
 
 /* A JWKS document of the fixture keys names[i], each under kids[i] (NULL:

@@ -39,15 +39,6 @@ static EVP_PKEY *rsa, *ec256, *ec384, *ec521;
 static char *issuers[] = {ISS};
 static char *audiences[] = {"vault", "api"};
 
-static EVP_PKEY *load_priv(const char *name)
-{
-    char path[PATH_MAX], err[512] = "";
-    snprintf(path, sizeof(path), "%s/%s", FIXTURES, name);
-    EVP_PKEY *k = token_mint_load_key(path, err, sizeof(err));
-    cr_assert_not_null(k, "%s", err);
-    return k;
-}
-
 static void setup(void)
 {
     char paths[COUNT(pub_files)][PATH_MAX], *argv[COUNT(pub_files)], err[1024] = "";
@@ -58,10 +49,10 @@ static void setup(void)
     ks = keyset_load(argv, COUNT(pub_files), NULL, NULL, err, sizeof(err));
     cr_assert_not_null(ks, "%s", err);
     cr_assert_not_null(ver = verifier_new(ks));
-    rsa = load_priv("rsa2048.pkcs8.key");
-    ec256 = load_priv("ec256.sec1.key");
-    ec384 = load_priv("ec384.sec1.key");
-    ec521 = load_priv("ec521.padded.sec1.key");
+    rsa = fixture_private_key("rsa2048.pkcs8.key");
+    ec256 = fixture_private_key("ec256.sec1.key");
+    ec384 = fixture_private_key("ec384.sec1.key");
+    ec521 = fixture_private_key("ec521.padded.sec1.key");
 }
 
 static void teardown(void)
@@ -933,7 +924,7 @@ Test(token, valid_rs256)
 
 Test(token, valid_rs256_pkcs1_key)
 {
-    EVP_PKEY *k = load_priv("rsa2048.pkcs1.key");
+    EVP_PKEY *k = fixture_private_key("rsa2048.pkcs1.key");
     expect_user(k);
     EVP_PKEY_free(k);
 }
@@ -945,7 +936,7 @@ Test(token, valid_es256)
 
 Test(token, valid_es256_pkcs8_key)
 {
-    EVP_PKEY *k = load_priv("ec256.pkcs8.key");
+    EVP_PKEY *k = fixture_private_key("ec256.pkcs8.key");
     expect_user(k);
     EVP_PKEY_free(k);
 }

@@ -1,0 +1,262 @@
+"""The external signer (KEP-740) as kube-apiserver meets it, with a client
+nobody here wrote: grpcio with stubs generated from proto/externaljwt.proto
+(extsigner_client.py). Metadata says --max-token-lifetime; FetchKeys
+returns exactly the served JWKS's keys, each with kube's kid (base64url
+SHA-256 of the DER) and a data_timestamp equal to the JWKS's
+Last-Modified; Sign's header is exactly alg, kid, typ "JWT" and the
+assembled token verifies against the served JWKS with PyJWT and node jose;
+bad claims, other methods and the v1 API path. The key directory (created
+0700, keys 0600), the import of sa.key beside a published sa.pub, the
+refusal of an empty directory beside published keys, foreign and corrupt
+files, `keys` with roles, the schedule on /metrics, and the socket: its
+mode and group, a live or non-socket path refused, a stale one replaced."""
+
+import json
+import os
+import socket
+import stat
+import time
+import unittest
+
+import oidc_harness as H
+
+H.ensure_system_modules("grpc", "grpc_tools", "jwt", "cryptography", "prometheus_client")
+
+import extsigner_client as X  # noqa: E402
+
+ISSUER = "https://issuer.example"
+
+
+class SignerCase(X.SignerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.sock = os.path.join(self.tmp, "signer.sock")
+
+    def start_signer(self, *extra, sock=None, check=True):
+        """A signer on the test's directory. Keys are ec-p256 unless a test
+        says otherwise: generating RSA keys takes a minute under valgrind
+        (RS256 comes from an imported fixture key instead; the unit tests
+        generate every type)."""
+        extra = list(extra)
+        if "--signing-key-type" not in extra:
+            extra += ["--signing-key-type", "ec-p256"]
+        args = ["--service-account-issuer", ISSUER, "--signing-key-dir", self.dir, "--external-signer-listen",
+                "unix:" + (sock or self.sock), "--external-signer-threads", "2"] + extra
+        srv = self.start_server(args)
+        if check:
+            self.assertTrue(X.wait_socket(sock or self.sock), srv.stderr())
+        return srv
+
+    def client(self, sock=None):
+        c = X.Signer(sock or self.sock)
+        self.addCleanup(c.close)
+        return c
+
+
+class Protocol(SignerCase):
+
+    def test_metadata_fetch_keys_and_sign_with_an_independent_client(self):
+        srv = self.start_signer("--max-token-lifetime", "90m", "--signing-key-import",
+                                os.path.join(H.FIXTURES, "rsa2048.pkcs1.key"))
+        c = self.client()
+        self.assertEqual(c.metadata().max_token_expiration_seconds, 5400)
+
+        st, h, body = srv.get(H.JWKS)
+        self.assertEqual(st, 200)
+        jwks = json.loads(body)
+        fk = c.fetch_keys()
+        self.assertEqual([k.key_id for k in fk.keys], [k["kid"] for k in jwks["keys"]],
+                         "FetchKeys and the JWKS are one key set, in one order")
+        for k in fk.keys:
+            self.assertEqual(k.key_id, X.kid_of_der(k.key), "kid = base64url(SHA-256(PKIX DER))")
+            self.assertFalse(k.exclude_from_oidc_discovery)
+        self.assertGreater(fk.refresh_hint_seconds, 0)
+        self.assertLessEqual(fk.refresh_hint_seconds, 60)
+        self.assertEqual(fk.data_timestamp.seconds, int(H.parse_http_date(H.one(h, "last-modified"))),
+                         "data_timestamp is when the published set last changed")
+
+        token = c.token(X.claims(ISSUER))
+        self.assertEqual(X.header_of(token), '{"alg":"RS256","kid":"%s","typ":"JWT"}' % fk.keys[0].key_id)
+        payload = X.pyjwt_verify(token, body, ISSUER)
+        self.assertEqual(payload["sub"], "system:serviceaccount:default:default")
+        problem = H.node_problem("verify_token.mjs")
+        self.assertIsNone(problem, problem)
+        rc, out, err = H.run_node("verify_token.mjs", srv.url(H.JWKS), ISSUER, "api", token)
+        self.assertEqual(rc, 0, out + err)
+        self.assertTrue(out.startswith("OK "), out)
+
+    def test_es256_tokens_are_raw_r_s_and_verify(self):
+        srv = self.start_signer("--signing-key-type", "ec-p256")
+        token = self.client().token(X.claims(ISSUER))
+        self.assertTrue(X.header_of(token).startswith('{"alg":"ES256","kid":'), X.header_of(token))
+        self.assertEqual(len(H.b64url_decode(token.split(".")[2])), 64)
+        X.pyjwt_verify(token, srv.get(H.JWKS)[2], ISSUER)
+        rc, out, err = H.run_node("verify_token.mjs", srv.url(H.JWKS), ISSUER, "api", token)
+        self.assertEqual(rc, 0, out + err)
+
+    def test_refusals_and_the_v1_api(self):
+        self.start_signer("--max-token-size", "1024")
+        c = self.client()
+        grpc = c.grpc
+        for bad in ("", "a.b", "abc=", "x" * 1025):
+            with self.assertRaises(grpc.RpcError) as e:
+                c.sign(bad)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, bad[:20])
+            self.assertIn("base64url", e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            c.call("/v1alpha1.ExternalJWTSigner/Verify", c.pb.MetadataRequest(), c.pb.MetadataResponse)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+        # kube-apiserver 1.34 and later call the same messages as v1
+        self.assertEqual(c.call("/v1.ExternalJWTSigner/Metadata", c.pb.MetadataRequest(),
+                                c.pb.MetadataResponse).max_token_expiration_seconds, 48 * 3600)
+        keys = c.call("/v1.ExternalJWTSigner/FetchKeys", c.pb.FetchKeysRequest(), c.pb.FetchKeysResponse)
+        claims = H.b64url(json.dumps(X.claims(ISSUER)).encode())
+        r = c.call("/v1.ExternalJWTSigner/Sign", c.pb.SignJWTRequest(claims=claims), c.pb.SignJWTResponse)
+        self.assertIn(keys.keys[0].key_id, X.header_of(r.header + ".x.y"))
+
+    def test_metrics_show_the_schedule(self):
+        srv = self.start_signer("--rotation-period", "30d", "--publish-ahead", "1d")
+        self.client().token(X.claims(ISSUER))
+        m = H.scrape_until(srv.admin_port, lambda m: H.metric(m, "oidc_signer_signatures_total", result="ok") == 1)
+        self.assertEqual(H.metric(m, "oidc_signer_lock_held"), 1)
+        self.assertEqual(H.metric(m, "oidc_signer_keys", role="signing"), 1)
+        self.assertEqual(H.metric(m, "oidc_signer_keys", role="next"), 0)
+        self.assertEqual(H.metric(m, "oidc_signer_signatures_total", result="ok"), 1)
+        self.assertEqual(H.metric(m, "oidc_signer_calls_total", method="Sign"), 1)
+        self.assertAlmostEqual(H.metric(m, "oidc_signer_next_rotation_timestamp_seconds"),
+                               time.time() + 30 * 86400 + 60, delta=120)
+        self.assertLess(H.metric(m, "oidc_signer_signing_key_age_seconds"), 60)
+        self.assertEqual(H.metric(m, "oidc_signer_signing_with_retired_key"), 0)
+
+
+class KeyDirectory(SignerCase):
+
+    def test_the_directory_is_private_and_keys_shows_roles(self):
+        srv = self.start_signer()
+        self.assertEqual(stat.S_IMODE(os.stat(self.dir).st_mode), 0o700)
+        names = sorted(os.listdir(self.dir))
+        self.assertEqual(len([n for n in names if n.startswith("key-")]), 1, names)
+        for n in names:
+            if n != ".lock":
+                self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.dir, n)).st_mode), 0o600, n)
+        pem = H.read_bytes(os.path.join(self.dir, [n for n in names if n.startswith("key-")][0])).decode()
+        self.assertTrue(pem.startswith("-----BEGIN PRIVATE KEY-----"))
+        rc, out, err = H.run_once(["keys", "--signing-key-dir", self.dir, "--output", "json"])
+        self.assertEqual(rc, 0, err)
+        (k,) = json.loads(out)["keys"]
+        self.assertEqual(k["role"], "signing")
+        self.assertIsNone(k["role_until"])
+        rc, out, err = H.run_once(["keys", "--signing-key-dir", self.dir])
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out.splitlines()[0], r"KID\s+ALG\s+SIZE\s+ROLE\s+FIRST SEEN")
+        self.assertIn(" signing ", out.splitlines()[1])
+        # export writes what serve serves, the directory's keys included
+        out_dir = os.path.join(self.tmp, "export")
+        rc, out, err = H.run_once(["export", "--service-account-issuer", ISSUER, "--signing-key-dir", self.dir,
+                                   "--out", out_dir])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(H.read_bytes(os.path.join(out_dir, "openid", "v1", "jwks")), srv.get(H.JWKS)[2])
+
+    def test_sa_key_is_imported_beside_the_published_key_files(self):
+        old = self.keys.rsa()       # the API server's key until now, still published
+        other = self.keys.ec()      # another published key
+        srv = self.start_signer("--service-account-key-file", old.pub, "--service-account-key-file",
+                                other.pub, "--signing-key-import", old.priv)
+        self.assertEqual(H.jwks_kids(srv.get(H.JWKS)[2]), [old.kid, other.kid], "sa.key's key once, not twice")
+        token = self.client().token(X.claims(ISSUER))
+        self.assertIn('"kid":"%s"' % old.kid, X.header_of(token), "signs with sa.key at once")
+        X.pyjwt_verify(token, srv.get(H.JWKS)[2], ISSUER)
+        self.assertEqual([k.key_id for k in self.client().fetch_keys().keys], [old.kid, other.kid])
+        self.stop_ok(srv)
+        # a second start: the directory holds keys, the import is ignored
+        srv = self.start_signer("--service-account-key-file", old.pub, "--signing-key-import",
+                                other.priv)
+        self.assertIn("--signing-key-import %s ignored" % other.priv, srv.stderr())
+        self.assertIn(old.kid, X.header_of(self.client().token(X.claims(ISSUER))))
+
+    def test_an_empty_directory_beside_published_keys_is_refused(self):
+        k = self.keys.rsa()
+        rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--service-account-key-file",
+                                   k.pub, "--signing-key-dir", self.dir, "--listen", "127.0.0.1:0",
+                                   "--admin-listen", "none"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--signing-key-import", err)
+        self.assertIn(self.dir, err)
+
+    def test_foreign_files_are_reported_and_never_published(self):
+        self.start_signer().stop()
+        stranger = self.keys.ec()
+        with open(os.path.join(self.dir, "notes.txt"), "w") as f:
+            f.write("hello")
+        with open(stranger.priv, "rb") as f:
+            H.atomic_write(os.path.join(self.dir, "key-%s.pem" % stranger.kid), f.read())
+        srv = self.start_signer()
+        self.assertIn("%s/notes.txt: not a file of the signing key directory" % self.dir, srv.stderr())
+        self.assertIn("key-%s.pem: not a file of the signing key directory" % stranger.kid, srv.stderr())
+        kids = H.jwks_kids(srv.get(H.JWKS)[2])
+        self.assertEqual(len(kids), 1)
+        self.assertNotIn(stranger.kid, kids)
+        self.assertNotIn(stranger.kid, [k.key_id for k in self.client().fetch_keys().keys])
+
+    def test_corrupt_files_stop_the_start_naming_them(self):
+        self.start_signer().stop()
+        state = os.path.join(self.dir, "rotation.json")
+        good = H.read_bytes(state).decode()
+        key = [n for n in os.listdir(self.dir) if n.startswith("key-")][0]
+        for path, text, says in ((state, good[:len(good) // 2], "rotation.json"),
+                                 (state, good.replace('"role":"signing"', '"role":"boss"'), "role"),
+                                 (os.path.join(self.dir, key), "garbage", "holds no private key")):
+            keep = H.read_bytes(path).decode()
+            H.atomic_write(path, text.encode())
+            rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--signing-key-dir", self.dir,
+                                       "--listen", "127.0.0.1:0", "--admin-listen", "none"])
+            self.assertEqual(rc, 2, err)
+            self.assertIn(path, err)
+            self.assertIn(says, err)
+            H.atomic_write(path, keep.encode())
+
+
+class Socket(SignerCase):
+
+    def test_mode_and_group(self):
+        self.start_signer()
+        st = os.stat(self.sock)
+        self.assertTrue(stat.S_ISSOCK(st.st_mode))
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
+        other = os.path.join(self.tmp, "group.sock")
+        self.start_signer("--external-signer-socket-mode", "0660", "--external-signer-socket-owner",
+                          ":%d" % (os.getgid() if os.getuid() else 65534), sock=other)
+        st = os.stat(other)
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
+        self.assertEqual(st.st_gid, os.getgid() if os.getuid() else 65534)
+
+    def test_a_path_in_use_is_refused_and_a_stale_socket_replaced(self):
+        srv = self.start_signer()
+        argv = ["serve", "--service-account-issuer", ISSUER, "--signing-key-dir", self.dir,
+                "--external-signer-listen", "unix:" + self.sock, "--listen", "127.0.0.1:0", "--admin-listen", "none"]
+        rc, out, err = H.run_once(argv)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("another process serves this socket", err)
+        self.stop_ok(srv)
+        # a socket file nobody serves, as a killed server leaves it
+        stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stale.bind(self.sock)
+        stale.close()
+        self.assertTrue(stat.S_ISSOCK(os.stat(self.sock).st_mode))
+        self.start_signer()
+        self.assertIn("max_token_expiration_seconds", str(self.client().metadata()))
+        plain = os.path.join(self.tmp, "plain")
+        open(plain, "w").close()
+        rc, out, err = H.run_once(argv[:-5] + ["unix:" + plain, "--listen", "127.0.0.1:0", "--admin-listen", "none"])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("not a socket", err)
+
+    def test_the_socket_goes_with_the_server(self):
+        srv = self.start_signer()
+        self.stop_ok(srv)
+        self.assertFalse(os.path.exists(self.sock))
+
+
+if __name__ == "__main__":
+    unittest.main()
