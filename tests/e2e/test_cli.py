@@ -265,7 +265,7 @@ class FlagErrors(H.ServerTestCase):
                 if flag == "--tls-listen":
                     args += tls_files
                 if flag == "--token-review-listen":
-                    args += ["--enable-token-review"]
+                    args += ["--enable-token-review"] + H.review_caller_args(tls=False)
                 rc, _, err = H.run_once(args)
                 self.assertEqual(rc, 1, err)
                 self.assertIn("%s %s: cannot listen: Address already in use; another process listens there: stop "
@@ -297,7 +297,8 @@ class KeysCommand(H.ServerTestCase):
         self.assertEqual(list(doc), ["keys"])
         a, b = doc["keys"]
         self.assertEqual(a, {"kid": rsa.kid, "alg": "RS256", "size": 3072, "curve": None,
-                             "source": rsa.pub + " (block 1)", "first_seen": None, "retained_until": None})
+                             "source": rsa.pub + " (block 1)", "first_seen": None, "retained_until": None,
+                             "role": None, "role_until": None})
         self.assertEqual((b["kid"], b["alg"], b["size"], b["curve"]), (ec.kid, "ES512", 521, "P-521"))
         for k in (a, b):
             self.assertIs(type(k["size"]), int)
