@@ -131,7 +131,7 @@ static void token_mint_segment(struct jsonw *w, const void *data, size_t n)
     char *enc = malloc(B64URL_ENCODED_LEN(n) + 1);
 
     if (enc == NULL) {
-        w->failed = 1;
+        w->sb.failed = 1;
         return;
     }
     jsonw_raw(w, enc, b64url_encode(data, n, enc));
@@ -154,10 +154,10 @@ static int token_mint_check(const struct token_claims *c, char *err, size_t errl
 static void token_mint_sign(struct jsonw *w, const struct jws_alg *alg, EVP_PKEY *priv)
 {
     size_t siglen = 0;
-    unsigned char *sig = w->failed ? NULL : jws_sign(alg, priv, w->buf, w->len, &siglen);
+    unsigned char *sig = w->sb.failed ? NULL : jws_sign(alg, priv, w->sb.p, w->sb.len, &siglen);
 
     if (sig == NULL) {
-        w->failed = 1;
+        w->sb.failed = 1;
         return;
     }
     jsonw_raw(w, ".", 1);
@@ -186,17 +186,17 @@ char *token_mint(EVP_PKEY *priv, const struct token_claims *c, char *err, size_t
     jsonw_str(&header, k.kid);
     jsonw_raw(&header, "}", 1);
     token_mint_payload(&payload, c, jti, sub);
-    token.failed = header.failed || payload.failed;
-    token_mint_segment(&token, header.buf, header.len);
+    token.sb.failed = header.sb.failed || payload.sb.failed;
+    token_mint_segment(&token, header.sb.p, header.sb.len);
     jsonw_raw(&token, ".", 1);
-    token_mint_segment(&token, payload.buf, payload.len);
+    token_mint_segment(&token, payload.sb.p, payload.sb.len);
     token_mint_sign(&token, jws_alg_find(k.alg), priv);
     if (jsonw_finish(&token, &out, &len) != 0)
         snprintf(err, errlen, "cannot sign the token (out of memory or an unusable key)");
 done:
     free(sub);
-    free(header.buf);
-    free(payload.buf);
+    free(header.sb.p);
+    free(payload.sb.p);
     key_clear(&k);
     return out;
 }

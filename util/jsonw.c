@@ -1,24 +1,11 @@
 #include "util/jsonw.h"
-#include "util/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Room for extra more bytes and a NUL, grown as util/strbuf grows. */
-static int jsonw_reserve(struct jsonw *w, size_t extra)
-{
-    if (!w->failed && strbuf_grow(&w->buf, &w->cap, w->len + extra + 1) != 0)
-        w->failed = 1;
-    return w->failed ? -1 : 0;
-}
-
 void jsonw_raw(struct jsonw *w, const char *s, size_t n)
 {
-    if (jsonw_reserve(w, n) != 0)
-        return;
-    memcpy(w->buf + w->len, s, n);
-    w->len += n;
-    w->buf[w->len] = '\0';
+    strbuf_add(&w->sb, s, n);
 }
 
 void jsonw_lit(struct jsonw *w, const char *s)
@@ -138,13 +125,5 @@ void jsonw_key(struct jsonw *w, const char *name)
 
 int jsonw_finish(struct jsonw *w, char **out, size_t *len)
 {
-    if (jsonw_reserve(w, 0) != 0) {
-        free(w->buf);
-        *w = (struct jsonw){0};
-        return -1;
-    }
-    *out = w->buf;
-    *len = w->len;
-    *w = (struct jsonw){0};
-    return 0;
+    return (*out = strbuf_finish(&w->sb, len)) != NULL ? 0 : -1;
 }

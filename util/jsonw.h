@@ -10,11 +10,12 @@
 
 #include <stddef.h>
 
+#include "util/strbuf.h"
+
+/* The text is a strbuf's: an allocation failure is remembered (sb.failed)
+ * and later calls do nothing. */
 struct jsonw {
-    char *buf;
-    size_t len;
-    size_t cap;
-    int failed; /* set once an allocation fails; later calls do nothing */
+    struct strbuf sb;
 };
 
 /* Appends n raw bytes (punctuation, pre-rendered JSON). */

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int strbuf_grow(char **p, size_t *cap, size_t need)
+/* Grows *p, an allocation of *cap bytes, to hold at least need bytes,
+ * doubling (from 256) so that appending stays amortised O(1). Returns 0,
+ * or -1 with *p unchanged. */
+static int strbuf_grow(char **p, size_t *cap, size_t need)
 {
     size_t n = *cap ? *cap : 256;
     char *q;

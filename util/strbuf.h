@@ -1,6 +1,6 @@
 /*
  * strbuf: a growable text buffer for documents written piece by piece
- * (/metrics, the status page). An allocation failure is remembered, later
+ * (/metrics, the status page, and util/jsonw's JSON). An allocation failure is remembered, later
  * appends do nothing, and strbuf_finish reports it once, so writers need
  * no error check per line.
  */
@@ -14,11 +14,6 @@ struct strbuf {
     size_t len, cap;
     int failed;
 };
-
-/* Grows *p, an allocation of *cap bytes, to hold at least need bytes,
- * doubling (from 256) so that appending stays amortised O(1); also for
- * other writers' buffers (jsonw). Returns 0, or -1 with *p unchanged. */
-int strbuf_grow(char **p, size_t *cap, size_t need);
 
 /* Appends n bytes of s. */
 void strbuf_add(struct strbuf *b, const char *s, size_t n);

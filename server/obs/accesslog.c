@@ -261,7 +261,7 @@ static void put_str(struct jsonw *w, const char *s, size_t n)
 void accesslog_append(struct accesslog_buffer *buf, const struct accesslog_entry *e)
 {
     struct jsonw *w = &buf->w;
-    size_t start = w->len;
+    size_t start = w->sb.len;
 
     jsonw_lit(w, "{\"time\":");
     put_time(buf, &e->time);
@@ -286,15 +286,15 @@ void accesslog_append(struct accesslog_buffer *buf, const struct accesslog_entry
         put_str(w, e->caller, e->caller_len);
     }
     jsonw_lit(w, "}\n");
-    if (w->failed) {
+    if (w->sb.failed) {
         /* Out of memory: forget the partial line, keep the earlier ones. */
-        w->failed = 0;
-        w->len = start;
+        w->sb.failed = 0;
+        w->sb.len = start;
         atomic_fetch_add(&buf->log->dropped, 1);
         return;
     }
     buf->lines++;
-    if (w->len >= ACCESSLOG_CHUNK)
+    if (w->sb.len >= ACCESSLOG_CHUNK)
         accesslog_flush(buf);
 }
 
@@ -317,24 +317,24 @@ void accesslog_flush(struct accesslog_buffer *buf)
     struct accesslog *log = buf->log;
     struct chunk *c = NULL;
 
-    if (buf->w.len == 0)
+    if (buf->w.sb.len == 0)
         return;
     /* Copying into an exact-size chunk lets the buffer keep its memory. */
     if (atomic_load(&log->queued_bytes) <= ACCESSLOG_QUEUE_MAX)
-        c = malloc(sizeof(*c) + buf->w.len);
+        c = malloc(sizeof(*c) + buf->w.sb.len);
     if (c == NULL) {
         atomic_fetch_add(&log->dropped, buf->lines);
     } else {
         c->next = NULL;
-        c->len = buf->w.len;
-        memcpy(c->data, buf->w.buf, buf->w.len);
+        c->len = buf->w.sb.len;
+        memcpy(c->data, buf->w.sb.p, buf->w.sb.len);
         accesslog_enqueue(log, c);
     }
-    buf->w.len = 0;
+    buf->w.sb.len = 0;
     buf->lines = 0;
     /* A rare giant line must not pin its memory for the thread's lifetime. */
-    if (buf->w.cap > 4 * ACCESSLOG_CHUNK) {
-        free(buf->w.buf);
+    if (buf->w.sb.cap > 4 * ACCESSLOG_CHUNK) {
+        free(buf->w.sb.p);
         buf->w = (struct jsonw){0};
     }
 }
@@ -344,7 +344,7 @@ void accesslog_buffer_free(struct accesslog_buffer *buf)
     if (buf == NULL)
         return;
     accesslog_flush(buf);
-    free(buf->w.buf);
+    free(buf->w.sb.p);
     free(buf);
 }
 

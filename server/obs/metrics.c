@@ -81,10 +81,6 @@ void metrics_request(struct metrics_thread *m, enum metrics_path path, const cha
     metrics_add(&m->latency_sum_us, duration_us);
 }
 
-/* /metrics is written into a util/strbuf. */
-#define metrics_buf strbuf
-#define mb_printf   strbuf_printf
-
 static uint64_t metrics_load(const atomic_uint_fast64_t *c)
 {
     return atomic_load_explicit(c, memory_order_relaxed);
@@ -100,114 +96,114 @@ static uint64_t metrics_load(const atomic_uint_fast64_t *c)
         sum_;                                                                                                          \
     })
 
-static void metrics_render_requests(struct metrics_buf *b, size_t n)
+static void metrics_render_requests(struct strbuf *b, size_t n)
 {
-    mb_printf(b, "# HELP oidc_http_requests_total HTTP requests by path, method and status.\n"
-                 "# TYPE oidc_http_requests_total counter\n");
+    strbuf_printf(b, "# HELP oidc_http_requests_total HTTP requests by path, method and status.\n"
+                     "# TYPE oidc_http_requests_total counter\n");
     for (int p = 0; p < METRICS_NPATHS; p++)
         for (int m = 0; m < METRICS_NMETHODS; m++)
             for (int s = 0; s < METRICS_NSTATUSES; s++) {
                 uint64_t v = METRICS_SUM(requests[p][m][s]);
                 if (v > 0)
-                    mb_printf(b, "oidc_http_requests_total{path=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
-                              metrics_path_names[p], metrics_method_names[m], metrics_status_names[s],
-                              (unsigned long long)v);
+                    strbuf_printf(b, "oidc_http_requests_total{path=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
+                                  metrics_path_names[p], metrics_method_names[m], metrics_status_names[s],
+                                  (unsigned long long)v);
             }
-    mb_printf(b, "# HELP oidc_http_not_modified_total 304 Not Modified answers.\n"
-                 "# TYPE oidc_http_not_modified_total counter\n");
+    strbuf_printf(b, "# HELP oidc_http_not_modified_total 304 Not Modified answers.\n"
+                     "# TYPE oidc_http_not_modified_total counter\n");
     uint64_t not_modified = 0;
     for (int p = 0; p < METRICS_NPATHS; p++)
         for (int m = 0; m < METRICS_NMETHODS; m++)
             not_modified += METRICS_SUM(requests[p][m][METRICS_304]);
-    mb_printf(b, "oidc_http_not_modified_total %llu\n", (unsigned long long)not_modified);
-    mb_printf(b,
-              "# HELP oidc_http_response_bytes_total Response body bytes sent.\n"
-              "# TYPE oidc_http_response_bytes_total counter\n"
-              "oidc_http_response_bytes_total %llu\n",
-              (unsigned long long)METRICS_SUM(response_bytes));
+    strbuf_printf(b, "oidc_http_not_modified_total %llu\n", (unsigned long long)not_modified);
+    strbuf_printf(b,
+                  "# HELP oidc_http_response_bytes_total Response body bytes sent.\n"
+                  "# TYPE oidc_http_response_bytes_total counter\n"
+                  "oidc_http_response_bytes_total %llu\n",
+                  (unsigned long long)METRICS_SUM(response_bytes));
 }
 
-static void metrics_render_latency(struct metrics_buf *b, size_t n)
+static void metrics_render_latency(struct strbuf *b, size_t n)
 {
     uint64_t cumulative = 0;
 
-    mb_printf(b, "# HELP oidc_http_request_duration_seconds Time from request arrival to the last byte.\n"
-                 "# TYPE oidc_http_request_duration_seconds histogram\n");
+    strbuf_printf(b, "# HELP oidc_http_request_duration_seconds Time from request arrival to the last byte.\n"
+                     "# TYPE oidc_http_request_duration_seconds histogram\n");
     for (int i = 0; i < METRICS_NBUCKETS; i++) {
         cumulative += METRICS_SUM(latency_buckets[i]);
         if (i < METRICS_NBUCKETS - 1)
-            mb_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                      (double)metrics_bounds_us[i] / 1e6, (unsigned long long)cumulative);
+            strbuf_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                          (double)metrics_bounds_us[i] / 1e6, (unsigned long long)cumulative);
         else
-            mb_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-                      (unsigned long long)cumulative);
+            strbuf_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+                          (unsigned long long)cumulative);
     }
-    mb_printf(b, "oidc_http_request_duration_seconds_sum %.6f\n", (double)METRICS_SUM(latency_sum_us) / 1e6);
-    mb_printf(b, "oidc_http_request_duration_seconds_count %llu\n", (unsigned long long)cumulative);
+    strbuf_printf(b, "oidc_http_request_duration_seconds_sum %.6f\n", (double)METRICS_SUM(latency_sum_us) / 1e6);
+    strbuf_printf(b, "oidc_http_request_duration_seconds_count %llu\n", (unsigned long long)cumulative);
 }
 
-static void metrics_render_reviews(struct metrics_buf *b, size_t n)
+static void metrics_render_reviews(struct strbuf *b, size_t n)
 {
-    mb_printf(b, "# HELP oidc_token_reviews_total Token reviews by result and reason.\n"
-                 "# TYPE oidc_token_reviews_total counter\n");
+    strbuf_printf(b, "# HELP oidc_token_reviews_total Token reviews by result and reason.\n"
+                     "# TYPE oidc_token_reviews_total counter\n");
     for (int r = 0; r < METRICS_NREASONS; r++) {
         uint64_t v = METRICS_SUM(reviews[r]);
         if (v > 0 || r == TOKEN_OK)
-            mb_printf(b, "oidc_token_reviews_total{authenticated=\"%s\",reason=\"%s\"} %llu\n",
-                      r == TOKEN_OK ? "true" : "false", r == TOKEN_OK ? "" : token_error_name((enum token_error)r),
-                      (unsigned long long)v);
+            strbuf_printf(b, "oidc_token_reviews_total{authenticated=\"%s\",reason=\"%s\"} %llu\n",
+                          r == TOKEN_OK ? "true" : "false", r == TOKEN_OK ? "" : token_error_name((enum token_error)r),
+                          (unsigned long long)v);
     }
-    mb_printf(b, "# HELP oidc_token_review_requests_total TokenReview requests by outcome: the caller "
-                 "unauthenticated (401) or forbidden (403), or the reviewed token authenticated or not (201).\n"
-                 "# TYPE oidc_token_review_requests_total counter\n");
+    strbuf_printf(b, "# HELP oidc_token_review_requests_total TokenReview requests by outcome: the caller "
+                     "unauthenticated (401) or forbidden (403), or the reviewed token authenticated or not (201).\n"
+                     "# TYPE oidc_token_review_requests_total counter\n");
     for (int o = 0; o < METRICS_NREVIEW_OUTCOMES; o++)
-        mb_printf(b, "oidc_token_review_requests_total{outcome=\"%s\"} %llu\n", metrics_review_outcome_names[o],
-                  (unsigned long long)METRICS_SUM(review_outcomes[o]));
-    mb_printf(b,
-              "# HELP oidc_verification_cache_hits_total Token verifications (reviews and TokenReview callers) "
-              "answered from the cache.\n"
-              "# TYPE oidc_verification_cache_hits_total counter\n"
-              "oidc_verification_cache_hits_total %llu\n"
-              "# HELP oidc_verification_cache_entries Verified tokens cached, all threads.\n"
-              "# TYPE oidc_verification_cache_entries gauge\n"
-              "oidc_verification_cache_entries %llu\n",
-              (unsigned long long)METRICS_SUM(cache_hits), (unsigned long long)METRICS_SUM(cache_entries));
+        strbuf_printf(b, "oidc_token_review_requests_total{outcome=\"%s\"} %llu\n", metrics_review_outcome_names[o],
+                      (unsigned long long)METRICS_SUM(review_outcomes[o]));
+    strbuf_printf(b,
+                  "# HELP oidc_verification_cache_hits_total Token verifications (reviews and TokenReview callers) "
+                  "answered from the cache.\n"
+                  "# TYPE oidc_verification_cache_hits_total counter\n"
+                  "oidc_verification_cache_hits_total %llu\n"
+                  "# HELP oidc_verification_cache_entries Verified tokens cached, all threads.\n"
+                  "# TYPE oidc_verification_cache_entries gauge\n"
+                  "oidc_verification_cache_entries %llu\n",
+                  (unsigned long long)METRICS_SUM(cache_hits), (unsigned long long)METRICS_SUM(cache_entries));
 }
 
-static void metrics_gauge(struct metrics_buf *b, const char *name, const char *help, long long v)
+static void metrics_gauge(struct strbuf *b, const char *name, const char *help, long long v)
 {
-    mb_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
+    strbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
 }
 
 /* Connections by listener, and those the server closed on its own. */
-static void metrics_render_connections(struct metrics_buf *b, size_t n)
+static void metrics_render_connections(struct strbuf *b, size_t n)
 {
     struct metrics_process *p = &metrics_process;
 
-    mb_printf(b, "# HELP oidc_open_connections Open client connections by listener.\n"
-                 "# TYPE oidc_open_connections gauge\n");
+    strbuf_printf(b, "# HELP oidc_open_connections Open client connections by listener.\n"
+                     "# TYPE oidc_open_connections gauge\n");
     for (int l = 0; l < METRICS_NLISTENERS; l++)
-        mb_printf(b, "oidc_open_connections{listener=\"%s\"} %llu\n", metrics_listener_names[l],
-                  (unsigned long long)p->connections[l]);
-    mb_printf(b, "# HELP oidc_connections_refused_total Connections closed at once because their listener was at "
-                 "its budget (--max-connections, --token-review-max-connections, --admin-max-connections).\n"
-                 "# TYPE oidc_connections_refused_total counter\n");
+        strbuf_printf(b, "oidc_open_connections{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                      (unsigned long long)p->connections[l]);
+    strbuf_printf(b, "# HELP oidc_connections_refused_total Connections closed at once because their listener was at "
+                     "its budget (--max-connections, --token-review-max-connections, --admin-max-connections).\n"
+                     "# TYPE oidc_connections_refused_total counter\n");
     for (int l = 0; l < METRICS_NLISTENERS; l++)
-        mb_printf(b, "oidc_connections_refused_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
-                  (unsigned long long)p->connections_refused[l]);
-    mb_printf(b,
-              "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
-              "out of file descriptors or memory.\n"
-              "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
-              (unsigned long long)p->accept_pauses);
-    mb_printf(b,
-              "# HELP oidc_write_timeouts_total Connections closed because the client took none of a pending "
-              "response for --write-timeout.\n"
-              "# TYPE oidc_write_timeouts_total counter\noidc_write_timeouts_total %llu\n",
-              (unsigned long long)METRICS_SUM(write_timeouts));
+        strbuf_printf(b, "oidc_connections_refused_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                      (unsigned long long)p->connections_refused[l]);
+    strbuf_printf(b,
+                  "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
+                  "out of file descriptors or memory.\n"
+                  "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
+                  (unsigned long long)p->accept_pauses);
+    strbuf_printf(b,
+                  "# HELP oidc_write_timeouts_total Connections closed because the client took none of a pending "
+                  "response for --write-timeout.\n"
+                  "# TYPE oidc_write_timeouts_total counter\noidc_write_timeouts_total %llu\n",
+                  (unsigned long long)METRICS_SUM(write_timeouts));
 }
 
-static void metrics_render_process(struct metrics_buf *b)
+static void metrics_render_process(struct strbuf *b)
 {
     struct metrics_process *p = &metrics_process;
     long long first = (long long)atomic_load(&p->signing_key_first_published);
@@ -217,11 +213,11 @@ static void metrics_render_process(struct metrics_buf *b)
     metrics_gauge(b, "oidc_keys_retained", "Published keys kept by --key-retention.", (long long)p->keys_retained);
     metrics_gauge(b, "oidc_last_reload_success_timestamp_seconds", "When the keys were last loaded successfully.",
                   (long long)p->last_reload_success);
-    mb_printf(b, "# HELP oidc_reload_failures_total Failed reloads by source.\n"
-                 "# TYPE oidc_reload_failures_total counter\n");
+    strbuf_printf(b, "# HELP oidc_reload_failures_total Failed reloads by source.\n"
+                     "# TYPE oidc_reload_failures_total counter\n");
     for (int s = 0; s < METRICS_NSOURCES; s++)
-        mb_printf(b, "oidc_reload_failures_total{source=\"%s\"} %llu\n", metrics_source_names[s],
-                  (unsigned long long)p->reload_failures[s]);
+        strbuf_printf(b, "oidc_reload_failures_total{source=\"%s\"} %llu\n", metrics_source_names[s],
+                      (unsigned long long)p->reload_failures[s]);
     if (first > 0)
         metrics_gauge(b, "oidc_signing_key_published_seconds",
                       "Seconds since the --signing-key-file key was first published.", (long long)time(NULL) - first);
@@ -231,15 +227,15 @@ static void metrics_render_process(struct metrics_buf *b)
     if (atomic_load(&p->token_review_cert_not_after) > 0)
         metrics_gauge(b, "oidc_token_review_tls_certificate_expiry_timestamp_seconds",
                       "notAfter of the TokenReview listener's certificate.", (long long)p->token_review_cert_not_after);
-    mb_printf(b,
-              "# HELP oidc_build_info Version, commit and build date of the running binary.\n"
-              "# TYPE oidc_build_info gauge\n"
-              "oidc_build_info{version=\"%s\",commit=\"%s\",build_date=\"%s\"} 1\n",
-              OIDC_VERSION, metrics_build_commit, metrics_build_date);
+    strbuf_printf(b,
+                  "# HELP oidc_build_info Version, commit and build date of the running binary.\n"
+                  "# TYPE oidc_build_info gauge\n"
+                  "oidc_build_info{version=\"%s\",commit=\"%s\",build_date=\"%s\"} 1\n",
+                  OIDC_VERSION, metrics_build_commit, metrics_build_date);
 }
 
 /* The signer's schedule and calls, when it is on. */
-static void metrics_render_signer(struct metrics_buf *b)
+static void metrics_render_signer(struct strbuf *b)
 {
     static const char *const roles[] = {"next", "signing", "retired"};
     static const char *const results[METRICS_NSIGN_RESULTS] = {"ok", "bad_claims", "unavailable", "failed"};
@@ -259,33 +255,35 @@ static void metrics_render_signer(struct metrics_buf *b)
                   "1 while this process signs with a retired key: it has not published the new one for "
                   "--publish-ahead yet.",
                   (long long)m->signing_fallback);
-    mb_printf(b, "# HELP oidc_signer_keys Keys of the signing key directory by role.\n"
-                 "# TYPE oidc_signer_keys gauge\n");
+    strbuf_printf(b, "# HELP oidc_signer_keys Keys of the signing key directory by role.\n"
+                     "# TYPE oidc_signer_keys gauge\n");
     for (int r = 0; r < 3; r++)
-        mb_printf(b, "oidc_signer_keys{role=\"%s\"} %llu\n", roles[r], (unsigned long long)m->keys[r]);
-    mb_printf(b, "# HELP oidc_signer_calls_total External signer calls answered, by method.\n"
-                 "# TYPE oidc_signer_calls_total counter\n");
+        strbuf_printf(b, "oidc_signer_keys{role=\"%s\"} %llu\n", roles[r], (unsigned long long)m->keys[r]);
+    strbuf_printf(b, "# HELP oidc_signer_calls_total External signer calls answered, by method.\n"
+                     "# TYPE oidc_signer_calls_total counter\n");
     for (int c = 0; c < METRICS_NSIGNER_CALLS; c++)
-        mb_printf(b, "oidc_signer_calls_total{method=\"%s\"} %llu\n", calls[c], (unsigned long long)m->calls[c]);
-    mb_printf(b, "# HELP oidc_signer_signatures_total Sign calls by result.\n"
-                 "# TYPE oidc_signer_signatures_total counter\n");
+        strbuf_printf(b, "oidc_signer_calls_total{method=\"%s\"} %llu\n", calls[c], (unsigned long long)m->calls[c]);
+    strbuf_printf(b, "# HELP oidc_signer_signatures_total Sign calls by result.\n"
+                     "# TYPE oidc_signer_signatures_total counter\n");
     for (int r = 0; r < METRICS_NSIGN_RESULTS; r++)
-        mb_printf(b, "oidc_signer_signatures_total{result=\"%s\"} %llu\n", results[r], (unsigned long long)m->signs[r]);
+        strbuf_printf(b, "oidc_signer_signatures_total{result=\"%s\"} %llu\n", results[r],
+                      (unsigned long long)m->signs[r]);
 }
 
 /* The --upstream's reads and freshness, when there is one. */
-static void metrics_render_upstream(struct metrics_buf *b)
+static void metrics_render_upstream(struct strbuf *b)
 {
     struct metrics_process *p = &metrics_process;
     long long last = (long long)atomic_load(&p->upstream_last_success);
 
     if (!atomic_load(&p->upstream_enabled))
         return;
-    mb_printf(b, "# HELP oidc_upstream_fetches_total Reads of the --upstream API server's two documents, by "
-                 "result.\n# TYPE oidc_upstream_fetches_total counter\n");
+    strbuf_printf(b, "# HELP oidc_upstream_fetches_total Reads of the --upstream API server's two documents, by "
+                     "result.\n# TYPE oidc_upstream_fetches_total counter\n");
     for (int r = 0; r < UPSTREAM_NRESULTS; r++)
-        mb_printf(b, "oidc_upstream_fetches_total{result=\"%s\"} %llu\n", upstream_result_name((enum upstream_result)r),
-                  (unsigned long long)atomic_load(&p->upstream_fetches[r]));
+        strbuf_printf(b, "oidc_upstream_fetches_total{result=\"%s\"} %llu\n",
+                      upstream_result_name((enum upstream_result)r),
+                      (unsigned long long)atomic_load(&p->upstream_fetches[r]));
     metrics_gauge(b, "oidc_upstream_last_success_timestamp_seconds",
                   "When the --upstream last answered well (200 or 304); 0: never.", last);
     if (last > 0)
@@ -300,34 +298,34 @@ static void metrics_render_upstream(struct metrics_buf *b)
  * was found current, and the objects repaired after they drifted. Target
  * URLs hold no quote, backslash or newline (config/bucket_url.c), so they
  * need no escaping as label values. */
-static void metrics_render_publish(struct metrics_buf *b)
+static void metrics_render_publish(struct strbuf *b)
 {
     size_t n = push_status_count();
     struct push_status st;
 
     if (n == 0)
         return;
-    mb_printf(b, "# HELP oidc_publish_attempts_total Pushes to object storage (and drift checks) by target and "
-                 "result.\n# TYPE oidc_publish_attempts_total counter\n");
+    strbuf_printf(b, "# HELP oidc_publish_attempts_total Pushes to object storage (and drift checks) by target and "
+                     "result.\n# TYPE oidc_publish_attempts_total counter\n");
     for (size_t i = 0; i < n && push_status_get(i, &st) == 0; i++)
         for (int r = 0; r < PUSH_NRESULTS; r++)
-            mb_printf(b, "oidc_publish_attempts_total{target=\"%s\",result=\"%s\"} %llu\n", st.target,
-                      push_result_name((enum push_result)r), (unsigned long long)st.results[r]);
-    mb_printf(b, "# HELP oidc_publish_last_success_timestamp_seconds When the target last held the published key "
-                 "set (or a newer one); 0: never.\n# TYPE oidc_publish_last_success_timestamp_seconds gauge\n");
+            strbuf_printf(b, "oidc_publish_attempts_total{target=\"%s\",result=\"%s\"} %llu\n", st.target,
+                          push_result_name((enum push_result)r), (unsigned long long)st.results[r]);
+    strbuf_printf(b, "# HELP oidc_publish_last_success_timestamp_seconds When the target last held the published key "
+                     "set (or a newer one); 0: never.\n# TYPE oidc_publish_last_success_timestamp_seconds gauge\n");
     for (size_t i = 0; i < n && push_status_get(i, &st) == 0; i++)
-        mb_printf(b, "oidc_publish_last_success_timestamp_seconds{target=\"%s\"} %lld\n", st.target,
-                  (long long)st.last_current);
-    mb_printf(b, "# HELP oidc_publish_drift_repairs_total Objects rewritten because they differed from the "
-                 "published documents after a push.\n# TYPE oidc_publish_drift_repairs_total counter\n");
+        strbuf_printf(b, "oidc_publish_last_success_timestamp_seconds{target=\"%s\"} %lld\n", st.target,
+                      (long long)st.last_current);
+    strbuf_printf(b, "# HELP oidc_publish_drift_repairs_total Objects rewritten because they differed from the "
+                     "published documents after a push.\n# TYPE oidc_publish_drift_repairs_total counter\n");
     for (size_t i = 0; i < n && push_status_get(i, &st) == 0; i++)
-        mb_printf(b, "oidc_publish_drift_repairs_total{target=\"%s\"} %llu\n", st.target,
-                  (unsigned long long)st.drift_repairs);
+        strbuf_printf(b, "oidc_publish_drift_repairs_total{target=\"%s\"} %llu\n", st.target,
+                      (unsigned long long)st.drift_repairs);
 }
 
 char *metrics_render(size_t *len)
 {
-    struct metrics_buf b = {0};
+    struct strbuf b = {0};
     size_t n = atomic_load(&metrics_nthreads);
 
     n = n < METRICS_MAX_THREADS ? n : METRICS_MAX_THREADS;
