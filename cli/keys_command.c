@@ -25,8 +25,7 @@ struct keys_row {
     char size[16];           /* "2048" or "P-256" */
     char first_seen[32];     /* RFC 3339, or "new" for a key serve has not published yet */
     char retained_until[32]; /* RFC 3339, or "" while the key is in the inputs */
-    const char *role;        /* a --signing-key-dir key's: "next", "signing", "retired"; else NULL */
-    char role_until[32];     /* retired: RFC 3339 of when it leaves the published set at the earliest */
+    struct keydir_role role; /* a --signing-key-dir key's role (keydir_role_of); name NULL for other keys */
 };
 
 static void keys_time(time_t t, char *buf, size_t len)
@@ -54,34 +53,19 @@ static void keys_fill_row(struct keys_row *row, const struct key *k, const struc
         keys_time(history_until(e, retention), row->retained_until, sizeof(row->retained_until));
 }
 
-/* The role of a key of the signing key directory, and until when a
- * retired one stays published. */
-static void keys_fill_role(struct keys_row *row, const struct keydir *signer, const struct rotation_policy *p,
-                           time_t now)
-{
-    int i = signer ? keydir_find(signer, row->key->kid) : -1;
-
-    row->role = i >= 0 ? rotation_role_name(signer->rot[i].role) : NULL;
-    row->role_until[0] = '\0';
-    if (i >= 0 && signer->rot[i].role == ROTATION_RETIRED)
-        keys_time(rotation_until(&signer->rot[i], p, now), row->role_until, sizeof(row->role_until));
-}
-
 /* The table, one key a line; the source is quoted, as a state file or a
  * file name could hold a newline or a terminal escape. */
 static void keys_print_table(const struct keys_row *rows, size_t n)
 {
-    char source[KEYS_SOURCE_SHOWN], role[64];
+    char source[KEYS_SOURCE_SHOWN];
 
     printf("%-43s  %-5s  %-5s  %-34s  %-20s  %-20s  %s\n", "KID", "ALG", "SIZE", "ROLE", "FIRST SEEN", "RETAINED UNTIL",
            "SOURCE");
-    for (size_t i = 0; i < n; i++) {
-        snprintf(role, sizeof(role), "%s%s%s", rows[i].role ? rows[i].role : "-",
-                 rows[i].role_until[0] ? " until " : "", rows[i].role_until);
-        printf("%-43s  %-5s  %-5s  %-34s  %-20s  %-20s  %s\n", rows[i].key->kid, rows[i].key->alg, rows[i].size, role,
-               rows[i].first_seen, rows[i].retained_until[0] ? rows[i].retained_until : "-",
+    for (size_t i = 0; i < n; i++)
+        printf("%-43s  %-5s  %-5s  %-34s  %-20s  %-20s  %s\n", rows[i].key->kid, rows[i].key->alg, rows[i].size,
+               rows[i].role.name ? rows[i].role.text : "-", rows[i].first_seen,
+               rows[i].retained_until[0] ? rows[i].retained_until : "-",
                printable_quote(rows[i].key->source, source, sizeof(source)));
-    }
 }
 
 static void keys_json_str_or_null(struct jsonw *w, const char *name, const char *value)
@@ -217,8 +201,8 @@ static int keys_print_json(const struct keys_row *rows, size_t n, const struct k
         keys_json_str_or_null(&w, "source", k->source);
         keys_json_str_or_null(&w, "first_seen", strcmp(rows[i].first_seen, "new") ? rows[i].first_seen : NULL);
         keys_json_str_or_null(&w, "retained_until", rows[i].retained_until[0] ? rows[i].retained_until : NULL);
-        keys_json_str_or_null(&w, "role", rows[i].role);
-        keys_json_str_or_null(&w, "role_until", rows[i].role_until[0] ? rows[i].role_until : NULL);
+        keys_json_str_or_null(&w, "role", rows[i].role.name);
+        keys_json_str_or_null(&w, "role_until", rows[i].role.until[0] ? rows[i].role.until : NULL);
         jsonw_lit(&w, "}");
     }
     jsonw_lit(&w, "]");
@@ -277,7 +261,7 @@ int keys_command(const struct config *cfg)
     for (size_t i = 0; i < ks->count; i++) {
         keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid),
                       keys_was_known(before, nbefore, ks->keys[i].kid), cfg->key_retention);
-        keys_fill_role(&rows[i], signer, &policy, now);
+        keydir_role_of(signer, ks->keys[i].kid, &policy, now, &rows[i].role);
     }
     if (cfg->publish_to.count > 0 && (pub = keys_read_published(cfg, snap)) == NULL) {
         fprintf(stderr, "oidc-discovery keys: out of memory\n");

@@ -65,6 +65,25 @@ int keydir_find(const struct keydir *kd, const char *kid)
     return -1;
 }
 
+void keydir_role_of(const struct keydir *kd, const char *kid, const struct rotation_policy *p, time_t now,
+                    struct keydir_role *out)
+{
+    int i = kd != NULL ? keydir_find(kd, kid) : -1;
+    time_t until;
+    struct tm tm;
+
+    memset(out, 0, sizeof(*out));
+    if (i < 0)
+        return;
+    out->name = rotation_role_name(kd->rot[i].role);
+    if (kd->rot[i].role == ROTATION_RETIRED) {
+        until = rotation_until(&kd->rot[i], p, now);
+        gmtime_r(&until, &tm);
+        strftime(out->until, sizeof(out->until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    snprintf(out->text, sizeof(out->text), "%s%s%s", out->name, out->until[0] ? " until " : "", out->until);
+}
+
 /* Appends a zeroed key; its index, or -1 when out of memory. */
 static int keydir_push(struct keydir *kd)
 {

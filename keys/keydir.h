@@ -104,6 +104,19 @@ void keydir_report_foreign(const char *dir, const struct keydir *kd, keyset_warn
 /* The index of kid in kd, or -1. */
 int keydir_find(const struct keydir *kd, const char *kid);
 
+/* A key's role in the directory, as `keys` and the admin listener's
+ * status page show it. */
+struct keydir_role {
+    const char *name; /* rotation_role_name, or NULL: not a key of the directory */
+    char until[32];   /* retired: RFC 3339 of when it leaves the published set at the earliest; else "" */
+    char text[72];    /* "next", "signing", "retired until <until>"; "" when name is NULL */
+};
+
+/* The role of kid in kd (NULL: no directory) under the policy p, its
+ * retired time read at now (rotation_until). */
+void keydir_role_of(const struct keydir *kd, const char *kid, const struct rotation_policy *p, time_t now,
+                    struct keydir_role *out);
+
 /* A new empty key list; NULL when out of memory. */
 struct keydir *keydir_new(void);
 

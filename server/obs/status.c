@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "push/status.h"
+#include "server/reload/mirror.h"
 #include "util/strbuf.h"
 
 static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -189,14 +190,23 @@ static void status_time(struct strbuf *b, time_t t)
     strbuf_puts(b, when);
 }
 
-/* <tr><th>name</th><td>value</td></tr>, value escaped. */
-static void status_row(struct strbuf *b, const char *name, const char *value)
+/* <tr><th>name</th><td class="cls">value</td></tr>, value escaped; cls
+ * is a literal, or NULL for none. */
+static void status_row_class(struct strbuf *b, const char *name, const char *cls, const char *value)
 {
     strbuf_puts(b, "<tr><th>");
     status_text(b, name);
-    strbuf_puts(b, "</th><td>");
+    if (cls != NULL)
+        strbuf_printf(b, "</th><td class=\"%s\">", cls);
+    else
+        strbuf_puts(b, "</th><td>");
     status_text(b, value);
     strbuf_puts(b, "</td></tr>\n");
+}
+
+static void status_row(struct strbuf *b, const char *name, const char *value)
+{
+    status_row_class(b, name, NULL, value);
 }
 
 /* <td class="cls">text</td>, text escaped; cls is a literal. */
@@ -330,6 +340,51 @@ static void status_render_pushes(struct strbuf *b)
     strbuf_puts(b, "</tbody></table>\n");
 }
 
+/* --upstream: the mirror's reads (mirror.h), read now, as the mirror
+ * thread updates them after every read, between reload passes; the age
+ * grows with every view. */
+static void status_render_upstream(struct strbuf *b, const struct status *st, time_t now)
+{
+    struct mirror_status m;
+    char text[160];
+    int good;
+
+    if (!mirror_status_get(&m))
+        return;
+    good = strcmp(m.last_result, "ok") == 0 || strcmp(m.last_result, "not_modified") == 0;
+    strbuf_puts(b, "<h2>Upstream</h2>\n<table id=\"upstream\">\n");
+    status_row(b, "url", m.url);
+    status_row_class(b, "documents", st->unavailable ? "failed" : "ok",
+                     st->unavailable ? "unavailable: both answer 503 until the upstream's first good answer"
+                                     : "served");
+    status_row_time(b, "last good read", m.last_success);
+    if (m.last_success == 0)
+        snprintf(text, sizeof(text), "-");
+    else if (now - m.last_success > m.max_staleness)
+        snprintf(text, sizeof(text), "%llds, more than --upstream-max-staleness (%llds): not ready",
+                 (long long)(now - m.last_success), (long long)m.max_staleness);
+    else
+        snprintf(text, sizeof(text), "%llds", (long long)(now - m.last_success));
+    status_row(b, "age", text);
+    status_row_time(b, "last read", m.last_attempt);
+    status_row_class(b, "last read result",
+                     m.last_result[0] == '\0' ? NULL
+                     : good                   ? "ok"
+                                              : "failed",
+                     m.last_result[0] != '\0' ? m.last_result : "-");
+    status_row(b, "last error", m.last_error[0] != '\0' ? m.last_error : "-");
+    strbuf_printf(b, "<tr><th>failed reads since the last good one</th><td>%lu</td></tr>\n", m.failures);
+    status_row_class(b, "issuer", m.issuer_mismatch ? "failed" : NULL,
+                     m.issuer_mismatch ? "mismatch: what it answers is not published"
+                     : m.has_data      ? "matches --service-account-issuer"
+                                       : "-");
+    if (m.issuer_mismatch) {
+        status_row(b, "the upstream's issuer", m.mismatch);
+        status_row(b, "--service-account-issuer", st->issuer);
+    }
+    strbuf_puts(b, "</table>\n");
+}
+
 static void status_render_counters(struct strbuf *b, const struct metrics_summary_row *rows, size_t nrows)
 {
     strbuf_puts(b, "<h2>Counters</h2>\n<table id=\"counters\">\n");
@@ -352,6 +407,7 @@ char *status_render_html(const struct status *st, const struct metrics_summary_r
         status_render_documents(&b, st, build, now);
         status_render_keys(&b, st);
         status_render_reload(&b, st);
+        status_render_upstream(&b, st, now);
         status_render_sections(&b, st);
         status_render_pushes(&b);
     } else {

@@ -1,8 +1,9 @@
 /*
  * status: what the admin listener's page at "/" shows an operator — the
- * issuer, the jwks_uri, every published key with where it came from and
- * how long it stays, the last reload and its result, and the counters —
- * as a small HTML page with no script.
+ * issuer, the jwks_uri, every published key with where it came from, how
+ * long it stays and its role, the last reload and its result, the
+ * --upstream's freshness when mirroring one, and the counters — as a
+ * small HTML page with no script.
  *
  * The reload thread builds a struct status after every pass (reload.h's
  * reload_status) and publishes it here; from then on it is read-only and
@@ -18,9 +19,11 @@
  *    issuer, or the last push of the documents to a bucket. Sections are
  *    shown in the order added, between the last reload and the counters.
  *  - a key's role (struct status_key.role): "signing" for the
- *    --signing-key-file key today; other roles of a key go there.
+ *    --signing-key-file key, "next", "signing" or "retired until ..." for
+ *    a --signing-key-dir key (keys/keydir.h's keydir_role_of, as `keys`).
  *  - what changes between passes, read when the page is rendered: the
- *    pushes to object storage (push/status.h) are shown this way.
+ *    pushes to object storage (push/status.h) and the --upstream's reads
+ *    (server/reload/mirror.h's mirror_status) are shown this way.
  */
 #ifndef OIDC_STATUS_H
 #define OIDC_STATUS_H
@@ -62,6 +65,7 @@ struct status {
     time_t reload_at;   /* the last reload pass, wall clock; 0: none yet */
     char *reload_error; /* why it failed, or NULL when it succeeded */
     unsigned long reload_failures;
+    int unavailable; /* the documents answer 503: an --upstream has not answered yet */
     struct status_section *sections;
     size_t nsections;
 };
@@ -100,7 +104,8 @@ struct status_build {
 };
 
 /* The page for st at now, with the counters rows (metrics_summary), the
- * pushes to object storage as they are now (push/status.h) and build:
+ * pushes to object storage and the --upstream's reads as they are now
+ * (push/status.h, mirror_status_get) and build:
  * malloc'ed HTML whose length is *len, or NULL when out of memory. Every
  * value is escaped; st may be NULL (nothing published yet). */
 char *status_render_html(const struct status *st, const struct metrics_summary_row *rows, size_t nrows,

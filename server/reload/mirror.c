@@ -129,6 +129,8 @@ void mirror_status_of(const struct mirror *m, const char *url, const char *messa
     snprintf(out->url, sizeof(out->url), "%s", url);
     out->has_data = m->has_data;
     out->issuer_mismatch = m->mismatch != NULL;
+    if (m->mismatch != NULL)
+        snprintf(out->mismatch, sizeof(out->mismatch), "%s", m->mismatch);
     out->last_success = m->last_success;
     out->last_attempt = m->last_attempt;
     out->last_change = m->last_change;

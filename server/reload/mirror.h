@@ -92,6 +92,7 @@ struct mirror_status {
     char url[512];           /* the upstream's base URL */
     int has_data;            /* a good answer was read: the documents are served */
     int issuer_mismatch;     /* the last answer named another issuer */
+    char mismatch[512];      /* issuer_mismatch: the issuer the upstream names, else "" */
     time_t last_success;     /* wall clock of the last good answer (200 or 304); 0: none */
     time_t last_attempt;     /* wall clock the last read ended; 0: none */
     time_t last_change;      /* wall clock the upstream's keys last changed; 0: none */

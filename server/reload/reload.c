@@ -361,9 +361,15 @@ struct reload *reload_create(const struct config *cfg, time_t now, int64_t now_m
     return r;
 }
 
-/* A key's role on the status page: the --signing-key-file key's. */
-static const char *reload_role(const struct reload *r, const struct key *k)
+/* A key's role on the status page: a --signing-key-dir key's as `keys`
+ * shows it (its text in dir), else the --signing-key-file key's. */
+static const char *reload_role(const struct reload *r, const struct key *k, struct keydir_role *dir)
 {
+    if (r->signer != NULL) {
+        signerdir_role(r->signer, k->kid, r->last_pass, dir);
+        if (dir->name != NULL)
+            return dir->text;
+    }
     if (strcmp(k->kid, r->signing.kid) != 0)
         return NULL;
     if (r->signing.state == SIGNING_MATURE)
@@ -383,17 +389,19 @@ struct status *reload_status(const struct reload *r)
     st->published_at = r->current->loaded_at;
     st->reload_at = r->last_pass;
     st->reload_failures = r->failures;
+    st->unavailable = r->current->unavailable;
     if (r->last_error[0] != '\0' && (st->reload_error = strdup(r->last_error)) == NULL)
         st->failed = 1;
     for (size_t i = 0; i < ks->count; i++) {
         const struct key *k = &ks->keys[i];
         const struct history_entry *e = history_find(r->history, k->kid);
+        struct keydir_role dir;
         struct status_key row = {.kid = k->kid,
                                  .alg = k->alg,
                                  .source = k->source,
                                  .bits = k->bits,
                                  .curve = k->curve,
-                                 .role = reload_role(r, k)};
+                                 .role = reload_role(r, k, &dir)};
         if (e != NULL) {
             row.first_seen = e->first_seen;
             row.retained_until = e->present ? 0 : history_until(e, cfg->key_retention);

@@ -418,6 +418,11 @@ struct signer_state *signerdir_current(const struct signerdir *sd)
     return sd->current;
 }
 
+void signerdir_role(const struct signerdir *sd, const char *kid, time_t now, struct keydir_role *out)
+{
+    keydir_role_of(sd->kd, kid, &sd->policy, now, out);
+}
+
 int64_t signerdir_due(const struct signerdir *sd)
 {
     int64_t a = sd->lockfd >= 0 ? sd->rotate_due_ms : 0, b = sd->choose_due_ms;

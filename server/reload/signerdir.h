@@ -64,6 +64,10 @@ struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot
 /* The state signerdir_state last returned, or NULL. */
 struct signer_state *signerdir_current(const struct signerdir *sd);
 
+/* The role of kid among the directory's keys (keydir_role_of: "next",
+ * "signing", "retired until ..."), as of the last pass at now. */
+void signerdir_role(const struct signerdir *sd, const char *kid, time_t now, struct keydir_role *out);
+
 /* The monotonic ms of the next pass the directory needs (a key due to be
  * generated, promoted, dropped, or to become this process's signing key),
  * or 0 for none. */

@@ -9,7 +9,7 @@ with `Cache-Control: public, max-age=N` (kube-apiserver's is 3600) and a
 strong ETag, answering 304 to a matching If-None-Match.
 
 The documents are files in its directory that the test rewrites
-(set_documents, set_jwks_bytes); the failures a mirror must live through
+(set_documents, set_jwks_bytes, set_discovery_bytes); the failures a mirror must live through
 are switched with set_mode: "ok", "down" (the port refuses connections),
 "401", "500", "garbage" (200 with a body that is not JSON) and "empty"
 (200 with {"keys":[]}). Every request is recorded (path, token,
@@ -87,6 +87,9 @@ class StandInAPIServer:
 
     def set_jwks_bytes(self, body: bytes):
         H.atomic_write(self.docs[JWKS], body)
+
+    def set_discovery_bytes(self, body: bytes):
+        H.atomic_write(self.docs[DISCOVERY], body)
 
     def document(self, path) -> bytes:
         return H.read_bytes(self.docs[path])

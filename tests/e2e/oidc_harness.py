@@ -1486,6 +1486,16 @@ def html_rows(tables, table_id):
     return {r[0]: r[1] for r in tables.get(table_id, []) if len(r) == 2}
 
 
+# A time as the status page and `keys` show it.
+RFC3339 = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"
+
+
+def parse_rfc3339(text):
+    """Unix seconds of a time of RFC3339's form."""
+    import calendar
+    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+
+
 CHROMIUM = shutil.which("chromium")
 
 # Flags for Debian's chromium in a test: headless as root, no GPU, nothing

@@ -12,7 +12,8 @@ answering OPTIONS with 405 as before.
 
 Status page: chromium loads it, takes a screenshot (into the test's
 temporary directory, removed after) and dumps the DOM, whose key rows must
-be the published keys; a key file named like a script must stay text.
+be the published keys; a key file named like a script must stay text, and
+so must an --upstream's issuer written as a script (the Upstream section).
 """
 
 import json
@@ -239,14 +240,10 @@ def png_size_and_colours(path):
 
 class StatusPage(BrowserCase):
 
-    def test_status_page_in_chromium(self):
-        evil_dir = os.path.join(self.tmp, "<script>document.title='pwned'<")
-        os.mkdir(evil_dir)
-        evil = os.path.join(evil_dir, "script>.pub")
-        rsa = self.keys.rsa()
-        with open(evil, "wb") as f:
-            f.write(H.read_bytes(rsa.pub))
-        srv = self.start_server(self.args("--service-account-key-file", evil))
+    def load(self, srv):
+        """The status page in chromium: a screenshot (into the test's
+        temporary directory) that must not be blank, then the DOM, in which
+        no script ran."""
         url = "http://127.0.0.1:%d/" % srv.admin_port
         shot = os.path.join(self.tmp, "status.png")
         H.chromium_run(self.profile, "--screenshot=" + shot, "--window-size=1200,900", url,
@@ -257,6 +254,17 @@ class StatusPage(BrowserCase):
         dom = H.chromium_run(self.profile, "--dump-dom", url, timeout=BROWSER_TIMEOUT)
         self.assertIn("<title>oidc-discovery status</title>", dom, "a script ran: " + dom[:300])
         self.assertNotIn("<script", dom)
+        return dom
+
+    def test_status_page_in_chromium(self):
+        evil_dir = os.path.join(self.tmp, "<script>document.title='pwned'<")
+        os.mkdir(evil_dir)
+        evil = os.path.join(evil_dir, "script>.pub")
+        rsa = self.keys.rsa()
+        with open(evil, "wb") as f:
+            f.write(H.read_bytes(rsa.pub))
+        srv = self.start_server(self.args("--service-account-key-file", evil))
+        dom = self.load(srv)
         tables = H.html_tables(dom)
         header, *rows = tables["keys"]
         self.assertEqual(header[:4], ["kid", "alg", "size", "source"])
@@ -265,6 +273,33 @@ class StatusPage(BrowserCase):
         self.assertEqual(H.html_rows(tables, "documents")["issuer"], ISSUER)
         self.assertEqual(H.html_rows(tables, "reload")["result"], "ok")
         self.assertIn("requests " + JWKS, H.html_rows(tables, "counters"))
+
+    def test_upstream_section_in_chromium(self):
+        """With --upstream, the page's Upstream section: an API server
+        naming another issuer, one written as markup, is shown as text
+        beside ours, and the documents as unavailable."""
+        from apiserver_standin import StandInAPIServer
+        api = StandInAPIServer(os.path.join(self.tmp, "apiserver"), tokens=("token-one",))
+        api.__enter__()
+        self.addCleanup(api.stop)
+        token = os.path.join(self.tmp, "token")
+        H.atomic_write(token, b"token-one\n")
+        other = "https://other.example/<script>document.title='pwned'</script>"
+        api.set_documents(ISSUER, [self.key])
+        api.set_discovery_bytes(json.dumps({"issuer": other, "jwks_uri": ISSUER + JWKS}).encode())
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--upstream", api.url, "--upstream-ca-file",
+                                 api.ca_file, "--upstream-token-file", token, "--upstream-refresh-interval", "1s"])
+        self.assertTrue(H.wait_until(lambda: b"issuer_mismatch" in H.admin_get(srv.admin_port, "/")[2], 10),
+                        srv.stderr())
+        dom = self.load(srv)
+        rows = H.html_rows(H.html_tables(dom), "upstream")
+        self.assertEqual(rows.get("url"), api.url, dom)
+        self.assertEqual(rows["issuer"], "mismatch: what it answers is not published")
+        self.assertEqual(rows["the upstream's issuer"], other)
+        self.assertEqual(rows["--service-account-issuer"], ISSUER)
+        self.assertEqual(rows["last read result"], "issuer_mismatch")
+        self.assertEqual(rows["documents"], "unavailable: both answer 503 until the upstream's first good answer")
+        self.assertEqual(rows["last good read"], "-")
 
 
 if __name__ == "__main__":

@@ -158,6 +158,50 @@ class KeyDirectory(SignerCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(H.read_bytes(os.path.join(out_dir, "openid", "v1", "jwks")), srv.get(H.JWKS)[2])
 
+    def test_status_page_shows_each_keys_role_as_keys_does(self):
+        """The admin page's role column: next, signing, retired until a
+        time, the same text as `keys` prints for the same directory. With
+        a 3s period and 2s ahead the three coexist from about 6s to 10s
+        after the start; a retired key stays for 60s + 1s."""
+        policy = ["--max-age", "1s", "--publish-ahead", "2s", "--rotation-period", "3s", "--max-token-lifetime",
+                  "60s", "--allow-short-token-lifetime", "--token-leeway", "0", "--key-reload-interval", "1s"]
+        srv = self.start_signer(*policy)
+        last = [None]
+
+        def page_roles():
+            tables = H.html_tables(H.admin_get(srv.admin_port, "/")[2].decode())
+            header, *rows = tables["keys"]
+            return {r[0]: r[header.index("role")] for r in rows}
+
+        def three_roles():
+            last[0] = page_roles()
+            return sorted(r.split(" ")[0] for r in last[0].values()) == ["next", "retired", "signing"]
+        self.assertTrue(H.wait_until(three_roles, 20, interval=0.2), "%r\n%s" % (last[0], srv.stderr()[-3000:]))
+        (retired,) = [r for r in last[0].values() if r.startswith("retired")]
+        self.assertRegex(retired, r"^retired until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        until = H.parse_rfc3339(retired[len("retired until "):])
+        self.assertGreater(until, time.time() + 50, "kept for 61s from its retirement, a few seconds ago")
+        self.assertLessEqual(until, time.time() + 62)
+        self.assertEqual(H.jwks_kids(srv.get(H.JWKS)[2]), list(last[0]), "every published key, in order")
+
+        def same_as_keys():
+            page = page_roles()
+            rc, out, err = H.run_once(["keys", "--signing-key-dir", self.dir, "--output", "json", *policy])
+            self.assertEqual(rc, 0, err)
+            cli = {k["kid"]: k for k in json.loads(out)["keys"]}
+            last[0] = (page, cli)
+            if set(page) != set(cli):
+                return False
+            for kid, role in page.items():
+                name, _, when = role.partition(" until ")
+                if name != cli[kid]["role"] or bool(when) != bool(cli[kid]["role_until"]):
+                    return False
+                # keys reads the ages rotation.json last saved: "at the earliest", a little later
+                if when and not 0 <= H.parse_rfc3339(cli[kid]["role_until"]) - H.parse_rfc3339(when) <= 10:
+                    return False
+            return True
+        self.assertTrue(H.wait_until(same_as_keys, 10, interval=0.5), last[0])
+
     def test_sa_key_is_imported_beside_the_published_key_files(self):
         old = self.keys.rsa()       # the API server's key until now, still published
         other = self.keys.ec()      # another published key

@@ -304,6 +304,80 @@ class TestFailures(MirrorBase):
         self.assertEqual(H.metric(H.scrape_metrics(srv.admin_port), "oidc_upstream_issuer_mismatch"), 1)
 
 
+class TestStatusPage(MirrorBase):
+    """The admin listener's page at / shows the upstream's freshness, read
+    from what the mirror keeps (the same values as /metrics and /readyz)."""
+
+    def upstream_rows(self, srv):
+        st, h, body = H.admin_get(srv.admin_port, "/")
+        self.assertEqual(st, 200, body)
+        return H.html_rows(H.html_tables(body.decode()), "upstream")
+
+    def wait_rows(self, srv, check, timeout=FOLLOW):
+        last = [None]
+
+        def ok():
+            last[0] = self.upstream_rows(srv)
+            return check(last[0])
+        self.assertTrue(H.wait_until(ok, timeout, interval=0.2), "%r\n%s" % (last[0], srv.stderr()[-3000:]))
+        return last[0]
+
+    def test_before_and_after_the_first_read_then_a_failure(self):
+        self.api.set_documents(ISSUER, [self.a])
+        self.api.set_mode("500")
+        srv = self.start("--upstream-max-staleness", "1h", ready=False)
+        rows = self.wait_rows(srv, lambda r: r.get("last read result") == "status")
+        self.assertEqual(rows["url"], self.api.url)
+        self.assertEqual(rows["documents"], "unavailable: both answer 503 until the upstream's first good answer")
+        self.assertEqual((rows["last good read"], rows["age"]), ("-", "-"), "never read well")
+        self.assertRegex(rows["last read"], H.RFC3339)
+        self.assertRegex(rows["last error"], r"^GET %s\S+: HTTP 500" % re.escape(self.api.url))
+        self.assertGreaterEqual(int(rows["failed reads since the last good one"]), 1)
+        self.assertEqual(rows["issuer"], "-", "no answer named an issuer yet")
+        self.assertNotIn("the upstream's issuer", rows)
+
+        self.api.set_mode("ok")
+        self.wait_ready(srv)
+        rows = self.wait_rows(srv, lambda r: r.get("documents") == "served")
+        self.assertIn(rows["last read result"], ("ok", "not_modified"))
+        self.assertEqual(rows["last error"], "-")
+        self.assertEqual(rows["failed reads since the last good one"], "0")
+        self.assertEqual(rows["issuer"], "matches --service-account-issuer")
+        last_good = H.parse_rfc3339(rows["last good read"])
+        self.assertLessEqual(abs(last_good - time.time()), 5 * H.SLOW)
+        self.assertRegex(rows["age"], r"^\d+s$")
+        self.assertLessEqual(int(rows["age"][:-1]), 5 * H.SLOW)
+        # the same value /metrics shows (the reads go on, every second)
+        metric = H.metric(H.scrape_metrics(srv.admin_port), "oidc_upstream_last_success_timestamp_seconds")
+        self.assertLessEqual(abs(metric - last_good), 3 * H.SLOW)
+
+        # a failure after good reads: the last good read stays, its age grows
+        self.api.set_mode("401")
+        rows = self.wait_rows(srv, lambda r: r.get("last read result") == "unauthorized")
+        self.assertEqual(rows["documents"], "served", "the last good set stays")
+        self.assertRegex(rows["last error"], r"HTTP 401")
+        self.assertRegex(rows["last good read"], H.RFC3339)
+        self.stop_ok(srv)
+
+    def test_another_issuer_shows_both(self):
+        other = "https://kubernetes.default.svc.cluster.local/<b>x</b>"
+        self.api.set_documents(ISSUER, [self.a])
+        self.api.set_discovery_bytes(json.dumps({"issuer": other, "jwks_uri": other + H.JWKS}).encode())
+        srv = self.start(ready=False)
+        rows = self.wait_rows(srv, lambda r: r.get("last read result") == "issuer_mismatch")
+        self.assertEqual(rows["issuer"], "mismatch: what it answers is not published")
+        self.assertEqual(rows["the upstream's issuer"], other)
+        self.assertEqual(rows["--service-account-issuer"], ISSUER)
+        self.assertEqual(rows["documents"], "unavailable: both answer 503 until the upstream's first good answer")
+        body = H.admin_get(srv.admin_port, "/")[2].decode()
+        self.assertIn("https://kubernetes.default.svc.cluster.local/&lt;b&gt;x&lt;/b&gt;", body, "escaped")
+        self.assertNotIn("<b>x", body)
+        # it names ours again: the mismatch rows go
+        self.api.set_documents(ISSUER, [self.a])
+        rows = self.wait_rows(srv, lambda r: r.get("issuer") == "matches --service-account-issuer")
+        self.assertNotIn("the upstream's issuer", rows)
+
+
 class TestRetention(MirrorBase):
 
     def test_a_key_the_upstream_dropped_stays_for_the_retention(self):

@@ -6,7 +6,8 @@
  * refuses what cannot sign; rotation.json that could let a guess sign is
  * refused whole (a kid that is not its key's, two signing keys, an unknown
  * role, a negative age, a link); a key file that is not the key of its
- * name is refused; files that are not the directory's are reported.
+ * name is refused; files that are not the directory's are reported; a
+ * key's role as `keys` and the status page show it.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -309,4 +310,33 @@ Test(keydir, public_keys_join_a_set_once)
     cr_expect_null(keydir_load_private(dir, kid, err, sizeof(err)));
     keyset_free(ks);
     keydir_free(kd);
+}
+
+/* The role text `keys` and the status page show: the role's name, and for
+ * a retired key until when it stays published at the earliest. */
+Test(keydir, role_of_a_key_as_keys_shows_it)
+{
+    struct rotation_key rot[3] = {
+        {.kid = "kid-next", .role = ROTATION_NEXT},
+        {.kid = "kid-signing", .role = ROTATION_SIGNING, .keep_ms = 3600000},
+        {.kid = "kid-retired", .role = ROTATION_RETIRED, .keep_ms = 3600000, .retired_ms = 600000}};
+    struct keydir kd = {.rot = rot, .count = 3, .cap = 3};
+    struct rotation_policy p = {.keep_ms = 60000};
+    struct keydir_role r;
+
+    keydir_role_of(&kd, "kid-next", &p, T0, &r);
+    cr_expect_str_eq(r.name, "next");
+    cr_expect_str_eq(r.until, "");
+    cr_expect_str_eq(r.text, "next");
+    keydir_role_of(&kd, "kid-signing", &p, T0, &r);
+    cr_expect_str_eq(r.text, "signing");
+    keydir_role_of(&kd, "kid-retired", &p, T0, &r);
+    cr_expect_str_eq(r.name, "retired");
+    cr_expect_str_eq(r.until, "2027-01-15T08:50:00Z", "its keep time less the 10 minutes it has been retired");
+    cr_expect_str_eq(r.text, "retired until 2027-01-15T08:50:00Z");
+    keydir_role_of(&kd, "kid-elsewhere", &p, T0, &r);
+    cr_expect_null(r.name, "not a key of the directory");
+    cr_expect_str_eq(r.text, "");
+    keydir_role_of(NULL, "kid-next", &p, T0, &r);
+    cr_expect_null(r.name, "no directory");
 }

@@ -196,6 +196,7 @@ Test(mirror, issuer_mismatch_logged_once_per_change)
     cr_assert_eq(one_read(&m, now, T0 + 1, &other), MIRROR_LOG_FAILED | MIRROR_LOG_ISSUER);
     mirror_status_of(&m, "https://api", NULL, &s);
     cr_assert(s.issuer_mismatch && s.has_data);
+    cr_assert_str_eq(s.mismatch, "https://kubernetes.default.svc", "the issuer it names, for the status page");
     cr_assert_not(mirror_ready(&s, T0 + 1, why, sizeof why), "ready with another issuer");
     cr_assert(strstr(why, "another issuer") != NULL, "%s", why);
     now = mirror_next(&m);
@@ -207,6 +208,7 @@ Test(mirror, issuer_mismatch_logged_once_per_change)
     cr_assert_eq(one_read(&m, now, T0 + 4, &ok), MIRROR_LOG_RECOVERED | MIRROR_LOG_ISSUER_OK);
     mirror_status_of(&m, "https://api", NULL, &s);
     cr_assert(mirror_ready(&s, T0 + 4, why, sizeof why), "%s", why);
+    cr_assert_str_eq(s.mismatch, "");
     mirror_clear(&m);
 }
 

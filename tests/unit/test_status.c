@@ -1,7 +1,8 @@
 /*
  * Unit tests for the status page (server/obs/status): what it shows, that
  * every value is escaped wherever it lands (text, the sections other
- * features add, the reload error, the pushes to object storage), its
+ * features add, the reload error, the pushes to object storage, the
+ * --upstream's reads), its
  * order, and the publication of the status between threads (a reader
  * keeps its status while a newer one is published). Also util/strbuf,
  * which the page is written with.
@@ -13,6 +14,7 @@
 
 #include "push/status.h"
 #include "server/obs/status.h"
+#include "server/reload/mirror.h"
 #include "util/strbuf.h"
 
 #define T0 1800000000L /* 2027-01-15T08:00:00Z */
@@ -154,6 +156,69 @@ Test(status, shows_the_pushes_to_object_storage)
                        "%s", html);
     cr_expect_lt(strstr(html, "id=\"pushes\""), strstr(html, "id=\"counters\""));
     push_status_reset();
+    free(html);
+    status_release(st);
+}
+
+/* With --upstream, its reads as the mirror thread last left them, read
+ * when the page is rendered (the age at that moment); an issuer it names
+ * is text, beside ours. Without, no such table. */
+Test(status, shows_the_upstream_read_now)
+{
+    struct mirror_status ms = {.enabled = 1,
+                               .has_data = 1,
+                               .issuer_mismatch = 1,
+                               .last_success = T0 - 60,
+                               .last_attempt = T0 + 59,
+                               .max_staleness = 300,
+                               .failures = 4,
+                               .last_result = "issuer_mismatch"};
+    struct status *st = sample("/k/a.pub", "bad", "x");
+    size_t len;
+    char *html = render(st, &len);
+
+    cr_expect_null(strstr(html, "id=\"upstream\""), "no --upstream: no table");
+    free(html);
+    snprintf(ms.url, sizeof(ms.url), "https://api.example:6443");
+    snprintf(ms.mismatch, sizeof(ms.mismatch), "https://other.example/<script>x</script>");
+    snprintf(ms.last_error, sizeof(ms.last_error), "its issuer \"<b>\" is not ...");
+    mirror_status_set(&ms);
+    html = render(st, &len);
+    cr_expect_not_null(strstr(html, "<tr><th>url</th><td>https://api.example:6443</td></tr>\n"
+                                    "<tr><th>documents</th><td class=\"ok\">served</td></tr>\n"
+                                    "<tr><th>last good read</th><td>2027-01-15T07:59:00Z</td></tr>\n"
+                                    "<tr><th>age</th><td>121s</td></tr>\n"
+                                    "<tr><th>last read</th><td>2027-01-15T08:00:59Z</td></tr>\n"
+                                    "<tr><th>last read result</th><td class=\"failed\">issuer_mismatch</td></tr>\n"
+                                    "<tr><th>last error</th><td>its issuer &quot;&lt;b&gt;&quot; is not ...</td></tr>\n"
+                                    "<tr><th>failed reads since the last good one</th><td>4</td></tr>\n"
+                                    "<tr><th>issuer</th><td class=\"failed\">mismatch: what it answers is not "
+                                    "published</td></tr>\n"
+                                    "<tr><th>the upstream&#39;s issuer</th><td>https://other.example/&lt;script&gt;x"
+                                    "&lt;/script&gt;</td></tr>\n"
+                                    "<tr><th>--service-account-issuer</th><td>https://issuer.example</td></tr>\n"),
+                       "%s", html);
+    cr_expect_null(strstr(html, "<script"));
+    cr_expect_lt(strstr(html, "id=\"reload\""), strstr(html, "id=\"upstream\""));
+    cr_expect_lt(strstr(html, "id=\"upstream\""), strstr(html, "id=\"counters\""));
+    free(html);
+    /* stale, never read well, not read yet */
+    ms.max_staleness = 60;
+    mirror_status_set(&ms);
+    html = render(st, &len);
+    cr_expect_not_null(strstr(html, "<td>121s, more than --upstream-max-staleness (60s): not ready</td>"), "%s", html);
+    free(html);
+    ms = (struct mirror_status){.enabled = 1, .last_result = ""};
+    mirror_status_set(&ms);
+    st->unavailable = 1;
+    html = render(st, &len);
+    cr_expect_not_null(strstr(html, "<td class=\"failed\">unavailable: both answer 503 until the upstream&#39;s "
+                                    "first good answer</td>"),
+                       "%s", html);
+    cr_expect_not_null(strstr(html, "<tr><th>age</th><td>-</td></tr>"));
+    cr_expect_not_null(strstr(html, "<tr><th>last read result</th><td>-</td></tr>"));
+    cr_expect_not_null(strstr(html, "<tr><th>issuer</th><td>-</td></tr>"));
+    mirror_status_set(&(struct mirror_status){0});
     free(html);
     status_release(st);
 }
