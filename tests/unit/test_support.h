@@ -112,7 +112,7 @@ static inline void fixture_write(const char *dir, const char *name, const char *
     FILE *out;
     size_t n;
 
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    cr_assert_lt((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name), sizeof(path));
     cr_assert_not_null(out = fopen(path, "wb"), "%s", path);
     for (size_t i = 0; fixtures[i] != NULL; i++) {
         snprintf(src, sizeof(src), "%s/%s", FIXTURES, fixtures[i]);
