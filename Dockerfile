@@ -29,6 +29,9 @@ RUN apt-get update \
     && groupadd --gid 65532 oidc \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin oidc
 COPY --from=build /usr/local/bin/oidc-discovery /usr/local/bin/oidc-discovery
+# The external signer's module (libgrpc29 and libprotobuf-c1 above are its
+# libraries), loaded only for --external-signer-listen.
+COPY --from=build /usr/local/lib/oidc-discovery/ /usr/local/lib/oidc-discovery/
 USER 65532:65532
 EXPOSE 8080 9090
 ENTRYPOINT ["/usr/local/bin/oidc-discovery"]

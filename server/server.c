@@ -13,7 +13,7 @@
 
 #include "publish/paths.h"
 #include "push/publisher.h"
-#include "server/extsigner/grpc_server.h"
+#include "server/extsigner/extsigner.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/listener.h"

@@ -65,14 +65,14 @@ struct extsigner_call {
 };
 
 struct extsigner_thread {
-    struct extsigner *x;
+    struct extsigner_grpc *x;
     grpc_completion_queue *cq;
     pthread_t thread;
     int started;
     struct extsigner_call calls[(EXTSIGNER_NPATHS + 1) * EXTSIGNER_AHEAD];
 };
 
-struct extsigner {
+struct extsigner_grpc {
     grpc_server *server;
     void *methods[EXTSIGNER_NPATHS];
     struct extsigner_thread *threads;
@@ -91,7 +91,7 @@ struct extsigner {
 /* Asks the core for the next call of c's method. */
 static void extsigner_request(struct extsigner_call *c)
 {
-    struct extsigner *x = c->t->x;
+    struct extsigner_grpc *x = c->t->x;
     grpc_call_error e;
 
     grpc_metadata_array_init(&c->metadata);
@@ -139,7 +139,7 @@ static grpc_slice extsigner_request_bytes(grpc_byte_buffer *request)
 /* Computes the answer of a call that has arrived. */
 static void extsigner_answer_of(struct extsigner_call *c, struct service_reply *reply)
 {
-    struct extsigner *x = c->t->x;
+    struct extsigner_grpc *x = c->t->x;
     grpc_slice bytes;
     struct signer_state *s;
 
@@ -212,7 +212,7 @@ static void extsigner_event(struct extsigner_call *c, int ok)
 static void *extsigner_main(void *arg)
 {
     struct extsigner_thread *t = arg;
-    struct extsigner *x = t->x;
+    struct extsigner_grpc *x = t->x;
 
     for (;;) {
         grpc_event ev = grpc_completion_queue_next(t->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
@@ -319,7 +319,7 @@ static int extsigner_own_socket(const struct config *cfg, const char *path, char
 /* Binds the socket, never readable by others: it is created under a
  * umask that leaves only the owner (the threads that exist now are
  * gRPC's, which create no files), then given its mode and owner. */
-static int extsigner_bind(struct extsigner *x, const struct config *cfg, char *err, size_t errlen)
+static int extsigner_bind(struct extsigner_grpc *x, const struct config *cfg, char *err, size_t errlen)
 {
     char addr[sizeof(x->path) + 8];
     grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
@@ -359,7 +359,7 @@ static grpc_server *extsigner_create_server(size_t max_message)
 }
 
 /* Creates the server, its queues and methods, and binds the socket. */
-static int extsigner_setup(struct extsigner *x, const struct config *cfg, char *err, size_t errlen)
+static int extsigner_setup(struct extsigner_grpc *x, const struct config *cfg, char *err, size_t errlen)
 {
     grpc_init();
     x->grpc_ready = 1;
@@ -384,7 +384,7 @@ static int extsigner_setup(struct extsigner *x, const struct config *cfg, char *
 
 /* Asks for the first calls of every method on each thread's queue and
  * starts the thread. */
-static int extsigner_start_threads(struct extsigner *x, char *err, size_t errlen)
+static int extsigner_start_threads(struct extsigner_grpc *x, char *err, size_t errlen)
 {
     for (size_t i = 0; i < x->nthreads; i++) {
         struct extsigner_thread *t = &x->threads[i];
@@ -404,9 +404,10 @@ static int extsigner_start_threads(struct extsigner *x, char *err, size_t errlen
     return 0;
 }
 
-struct extsigner *extsigner_start(const struct config *cfg, struct signer_slot *slot, char *err, size_t errlen)
+struct extsigner_grpc *extsigner_grpc_start(const struct config *cfg, struct signer_slot *slot, char *err,
+                                            size_t errlen)
 {
-    struct extsigner *x = calloc(1, sizeof(*x));
+    struct extsigner_grpc *x = calloc(1, sizeof(*x));
 
     if (x == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -417,7 +418,7 @@ struct extsigner *extsigner_start(const struct config *cfg, struct signer_slot *
     x->max_claims = cfg->max_token_size;
     snprintf(x->path, sizeof(x->path), "%s", cfg->external_signer_listen + strlen("unix:"));
     if (extsigner_setup(x, cfg, err, errlen) != 0 || extsigner_start_threads(x, err, errlen) != 0) {
-        extsigner_stop(x);
+        extsigner_grpc_stop(x);
         return NULL;
     }
     log_msg(LOG_INFO,
@@ -428,7 +429,7 @@ struct extsigner *extsigner_start(const struct config *cfg, struct signer_slot *
 }
 
 /* Removes the socket this server created, not one put there since. */
-static void extsigner_unlink(const struct extsigner *x)
+static void extsigner_unlink(const struct extsigner_grpc *x)
 {
     struct stat st;
 
@@ -436,7 +437,7 @@ static void extsigner_unlink(const struct extsigner *x)
         unlink(x->path);
 }
 
-void extsigner_stop(struct extsigner *x)
+void extsigner_grpc_stop(struct extsigner_grpc *x)
 {
     if (x == NULL)
         return;

@@ -21,6 +21,9 @@
  * requests must not spend. Each call answers from the signer state the
  * reload thread last handed over (jose/signer.h), taken under a lock held
  * for a pointer copy.
+ *
+ * This file and service.c build into the module oidc-discovery-extsigner.so
+ * (module.c is its entry), never into the executable: see extsigner.h.
  */
 #ifndef OIDC_EXTSIGNER_GRPC_SERVER_H
 #define OIDC_EXTSIGNER_GRPC_SERVER_H
@@ -30,17 +33,18 @@
 #include "config/config.h"
 #include "jose/signer.h"
 
-struct extsigner;
+struct extsigner_grpc;
 
 /* Creates the socket of --external-signer-listen with its mode and owner
  * (--external-signer-socket-mode, --external-signer-socket-owner) and
  * starts the threads, which answer from slot. A stale socket left by a
  * process that is gone is replaced; one another process still serves, or
  * any other file at the path, is refused. NULL with the reason in err. */
-struct extsigner *extsigner_start(const struct config *cfg, struct signer_slot *slot, char *err, size_t errlen);
+struct extsigner_grpc *extsigner_grpc_start(const struct config *cfg, struct signer_slot *slot, char *err,
+                                            size_t errlen);
 
 /* Stops accepting, cancels the calls in flight, joins the threads and
  * removes the socket. */
-void extsigner_stop(struct extsigner *x);
+void extsigner_grpc_stop(struct extsigner_grpc *x);
 
 #endif

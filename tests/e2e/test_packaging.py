@@ -4,8 +4,11 @@ sandbox directives are the ones its comment rates with `systemd-analyze
 security` (at or below the score it states), its open-file limit holds the
 default --max-connections, and serve does everything it does under the
 unit's SystemCallFilter (loaded with libseccomp, as systemd loads it); the
-Dockerfile builds in one stage and runs unprivileged, compiler-free, in a
-debian:12-slim stage that has every library the binary links."""
+external signer's module goes to <libdir>/oidc-discovery, where an
+installed binary (any --prefix, any DESTDIR) finds it and starts the
+signer; the Dockerfile builds in one stage and runs unprivileged,
+compiler-free, in a debian:12-slim stage that has the module where the
+binary looks for it and every library the binary and the module link."""
 
 import errno
 import functools
@@ -22,9 +25,14 @@ import unittest
 
 import oidc_harness as H
 
+H.ensure_system_modules("grpc", "grpc_tools")
+
+import extsigner_client as X  # noqa: E402
+
 BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(H.REPO, "build")
 UNIT = os.path.join(H.REPO, "deploy", "oidc-discovery.service")
 DOCKERFILE = os.path.join(H.REPO, "Dockerfile")
+MODULE = "oidc-discovery-extsigner.so"
 COMPILERS = re.compile(r"^(build-essential|gcc(-[0-9]+)?|g\+\+(-[0-9]+)?|clang.*|cmake|make|pkg-config|.*-dev)$")
 
 
@@ -116,6 +124,20 @@ def apt_packages(stage):
     return pkgs
 
 
+def cmake_cache(name):
+    """A value of the build directory's CMakeCache.txt."""
+    with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
+        m = re.search(r"^%s:[A-Z]+=(.*)$" % re.escape(name), f.read(), re.M)
+    if m is None:
+        raise AssertionError("%s is not in %s/CMakeCache.txt" % (name, BUILD_DIR))
+    return m.group(1)
+
+
+def installed_module(root):
+    """Where `cmake --install` puts the module under an install root."""
+    return os.path.join(root, cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", MODULE)
+
+
 def owning_package(path):
     """The Debian package that ships a library file, whichever of / and /usr
     (merged on Debian 12) the package lists it under; None if none does."""
@@ -157,6 +179,12 @@ class Install(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"^oidc-discovery [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), "
                                    r"built \d{4}-\d\d-\d\d\)\n$")
+
+    def test_extsigner_module(self):
+        """The module is in <libdir>/oidc-discovery (InstalledSigner
+        starts it from there), not among the programs."""
+        self.assertTrue(os.path.isfile(installed_module(self.prefix)))
+        self.assertFalse(os.path.exists(self.path("bin", MODULE)), "the module is not a program")
 
     def test_man_page(self):
         page = H.read_bytes(self.path("share", "man", "man1", "oidc-discovery.1")).decode()
@@ -250,6 +278,44 @@ class Install(unittest.TestCase):
         r = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True, timeout=60, env=env)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stderr.strip(), "", r.stderr)
+
+
+class InstalledSigner(X.SignerTestCase):
+    """`cmake --install` to a DESTDIR and to another --prefix: the binary
+    there starts the external signer from the module installed beside it,
+    not the build tree's."""
+
+    def install(self, env=None, args=()):
+        r = subprocess.run(["cmake", "--install", BUILD_DIR, *args], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, **(env or {})))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def check_signer(self, prefix):
+        """The binary installed under prefix starts the signer, which
+        answers Metadata, with the module installed under prefix."""
+        sock = os.path.join(self.tmp, "signer.sock")
+        srv = H.Server(["--service-account-issuer", "https://issuer.example", "--signing-key-dir", self.dir,
+                        "--signing-key-type", "ec-p256",
+                        "--external-signer-listen", "unix:" + sock, "--max-token-lifetime", "90m"])
+        srv.argv[0] = os.path.join(prefix, cmake_cache("CMAKE_INSTALL_BINDIR"), "oidc-discovery")
+        self._servers.append(srv)
+        srv.start()
+        self.assertTrue(X.wait_socket(sock), srv.stderr())
+        c = X.Signer(sock)
+        self.addCleanup(c.close)
+        self.assertEqual(c.metadata().max_token_expiration_seconds, 5400)
+        with open("/proc/%d/maps" % srv.proc.pid) as f:
+            self.assertIn(os.path.realpath(installed_module(prefix)), f.read())
+
+    def test_destdir(self):
+        root = os.path.join(self.tmp, "root")
+        self.install(env={"DESTDIR": root})
+        self.check_signer(root + cmake_cache("CMAKE_INSTALL_PREFIX"))
+
+    def test_prefix(self):
+        prefix = os.path.join(self.tmp, "opt")
+        self.install(args=("--prefix", prefix))
+        self.check_signer(prefix)
 
 
 class UnitLimits(H.ServerTestCase):
@@ -415,6 +481,14 @@ class Dockerfile(unittest.TestCase):
         copies = [a for i, a in final["instructions"] if i == "COPY"]
         self.assertTrue(copies and all(c.startswith("--from=%s " % build["name"]) for c in copies), copies)
 
+    def test_final_stage_has_the_signer_module_where_the_binary_looks(self):
+        """The binary at /usr/local/bin finds the module in
+        ../lib/oidc-discovery (a --prefix /usr/local install on Debian)."""
+        build, final = self.stages
+        self.assertIn("--prefix /usr/local", " ".join(a for i, a in build["instructions"] if i == "RUN"))
+        copies = [a.split()[1:] for i, a in final["instructions"] if i == "COPY"]
+        self.assertIn(["/usr/local/lib/oidc-discovery/", "/usr/local/lib/oidc-discovery/"], copies)
+
     def test_final_stage_unprivileged(self):
         final = self.stages[-1]
         users = [a for i, a in final["instructions"] if i == "USER"]
@@ -440,13 +514,19 @@ class Dockerfile(unittest.TestCase):
 
     @unittest.skipUnless(shutil.which("readelf") and shutil.which("dpkg"), "needs readelf and dpkg")
     def test_final_stage_has_every_linked_library(self):
-        """Each library the built binary needs comes from a package the
-        final stage installs (or libc6, which every image has)."""
+        """Each library the built binary and the signer's module need comes
+        from a package the final stage installs (or libc6, which every
+        image has)."""
+        for elf in (H.BIN, os.path.join(os.path.dirname(H.BIN), MODULE)):
+            with self.subTest(elf=elf):
+                self.check_libraries(elf)
+
+    def check_libraries(self, elf):
         pkgs = set(apt_packages(self.stages[-1])) | {"libc6"}
-        dyn = subprocess.run(["readelf", "-d", H.BIN], capture_output=True, text=True, timeout=30).stdout
+        dyn = subprocess.run(["readelf", "-d", elf], capture_output=True, text=True, timeout=30).stdout
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
         self.assertTrue(needed, dyn)
-        ldd = subprocess.run(["ldd", H.BIN], capture_output=True, text=True, timeout=30).stdout
+        ldd = subprocess.run(["ldd", elf], capture_output=True, text=True, timeout=30).stdout
         for lib in needed:
             if lib.startswith(("libasan", "libubsan")):
                 continue  # a sanitizer build; the image builds without
