@@ -347,11 +347,9 @@ static void status_render_upstream(struct strbuf *b, const struct status *st, ti
 {
     struct mirror_status m;
     char text[160];
-    int good;
 
     if (!mirror_status_get(&m))
         return;
-    good = strcmp(m.last_result, "ok") == 0 || strcmp(m.last_result, "not_modified") == 0;
     strbuf_puts(b, "<h2>Upstream</h2>\n<table id=\"upstream\">\n");
     status_row(b, "url", m.url);
     status_row_class(b, "documents", st->unavailable ? "failed" : "ok",
@@ -360,7 +358,7 @@ static void status_render_upstream(struct strbuf *b, const struct status *st, ti
     status_row_time(b, "last good read", m.last_success);
     if (m.last_success == 0)
         snprintf(text, sizeof(text), "-");
-    else if (now - m.last_success > m.max_staleness)
+    else if (mirror_stale(&m, now))
         snprintf(text, sizeof(text), "%llds, more than --upstream-max-staleness (%llds): not ready",
                  (long long)(now - m.last_success), (long long)m.max_staleness);
     else
@@ -369,8 +367,8 @@ static void status_render_upstream(struct strbuf *b, const struct status *st, ti
     status_row_time(b, "last read", m.last_attempt);
     status_row_class(b, "last read result",
                      m.last_result[0] == '\0' ? NULL
-                     : good                   ? "ok"
-                                              : "failed",
+                     : m.last_failed          ? "failed"
+                                              : "ok",
                      m.last_result[0] != '\0' ? m.last_result : "-");
     status_row(b, "last error", m.last_error[0] != '\0' ? m.last_error : "-");
     strbuf_printf(b, "<tr><th>failed reads since the last good one</th><td>%lu</td></tr>\n", m.failures);

@@ -137,8 +137,14 @@ void mirror_status_of(const struct mirror *m, const char *url, const char *messa
     out->max_staleness = m->max_staleness;
     out->failures = m->failures;
     out->last_result = m->last_result < UPSTREAM_NRESULTS ? upstream_result_name(m->last_result) : "";
-    if (failed && m->last_result < UPSTREAM_NRESULTS && message != NULL)
+    out->last_failed = failed && m->last_result < UPSTREAM_NRESULTS;
+    if (out->last_failed && message != NULL)
         snprintf(out->last_error, sizeof(out->last_error), "%s", message);
+}
+
+int mirror_stale(const struct mirror_status *s, time_t now)
+{
+    return now - s->last_success > s->max_staleness;
 }
 
 int mirror_ready(const struct mirror_status *s, time_t now, char *why, size_t len)
@@ -155,7 +161,7 @@ int mirror_ready(const struct mirror_status *s, time_t now, char *why, size_t le
                  s->last_error);
         return 0;
     }
-    if (now - s->last_success > s->max_staleness) {
+    if (mirror_stale(s, now)) {
         snprintf(why, len,
                  "the last good answer from the --upstream %s is %llds old, more than "
                  "--upstream-max-staleness (%llds)%s%s",

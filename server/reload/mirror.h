@@ -99,11 +99,16 @@ struct mirror_status {
     time_t max_staleness;    /* --upstream-max-staleness, seconds */
     unsigned long failures;  /* failed reads since the last good one */
     const char *last_result; /* upstream_result_name of the last read, "" before the first */
+    int last_failed;         /* the last read failed (not 200 or 304) */
     char last_error[512];    /* the last failure's message, "" after a good answer */
 };
 
 /* The status of m, with the upstream's url and the last read's message. */
 void mirror_status_of(const struct mirror *m, const char *url, const char *message, struct mirror_status *out);
+
+/* Whether s's last good answer is older than --upstream-max-staleness at
+ * now: /readyz fails then, and the status page says so. */
+int mirror_stale(const struct mirror_status *s, time_t now);
 
 /* 1 when s is ready at now; otherwise 0 with the reason in why. */
 int mirror_ready(const struct mirror_status *s, time_t now, char *why, size_t len);

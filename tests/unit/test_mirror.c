@@ -162,10 +162,12 @@ Test(mirror, ready_after_data_until_stale)
     cr_assert_not(mirror_ready(&s, T0, why, sizeof why));
     cr_assert(strstr(why, "HTTP 401") != NULL, "the reason says why: %s", why);
     cr_assert_str_eq(s.last_result, "unauthorized");
+    cr_assert(s.last_failed);
     now = mirror_next(&m);
     one_read(&m, now, T0 + 1, &ok);
     mirror_status_of(&m, "https://api.example:6443", NULL, &s);
     cr_assert(mirror_ready(&s, T0 + 1, why, sizeof why), "%s", why);
+    cr_assert_not(s.last_failed);
     cr_assert_str_eq(s.last_error, "", "a good answer clears the error");
     for (int i = 0; i < 5; i++) {
         now = mirror_next(&m);

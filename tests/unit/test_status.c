@@ -172,7 +172,8 @@ Test(status, shows_the_upstream_read_now)
                                .last_attempt = T0 + 59,
                                .max_staleness = 300,
                                .failures = 4,
-                               .last_result = "issuer_mismatch"};
+                               .last_result = "issuer_mismatch",
+                               .last_failed = 1};
     struct status *st = sample("/k/a.pub", "bad", "x");
     size_t len;
     char *html = render(st, &len);
