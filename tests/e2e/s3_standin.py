@@ -128,6 +128,11 @@ class Request(http.server.BaseHTTPRequestHandler):
         pass
 
     def answer(self, status, body=b"", headers=None):
+        # Logged before the answer leaves: once the client has it, it may
+        # send its next request on another connection, whose thread would
+        # otherwise log first and misorder the record.
+        with self.standin.lock:
+            self.standin.log.append((self.command, self.path, status))
         self.send_response(status)
         for name, value in (headers or {}).items():
             self.send_header(name, value)
@@ -135,8 +140,6 @@ class Request(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        with self.standin.lock:
-            self.standin.log.append((self.command, self.path, status))
 
     def refuse(self, status, code, message):
         self.answer(status, error_xml(code, message), {"Content-Type": "application/xml"})
