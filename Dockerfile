@@ -10,7 +10,7 @@ FROM debian:12 AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         build-essential cmake pkg-config libh2o-dev libh2o-evloop-dev libssl-dev libcurl4-openssl-dev \
-        libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
+        libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -23,14 +23,14 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DOIDC_TESTS=OFF -DOIDC_BUIL
 
 FROM debian:12-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libh2o-evloop0.13 libssl3 libcurl4 libgrpc29 libprotobuf-c1 \
+    && apt-get install -y --no-install-recommends libh2o-evloop0.13 libssl3 libcurl4 libnghttp2-14 libprotobuf-c1 \
         ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --gid 65532 oidc \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin oidc
 COPY --from=build /usr/local/bin/oidc-discovery /usr/local/bin/oidc-discovery
-# The external signer's module (libgrpc29 and libprotobuf-c1 above are its
-# libraries), loaded only for --external-signer-listen.
+# The external signer's module (libnghttp2-14 and libprotobuf-c1 above are
+# its libraries), loaded only for --external-signer-listen.
 COPY --from=build /usr/local/lib/oidc-discovery/ /usr/local/lib/oidc-discovery/
 USER 65532:65532
 EXPOSE 8080 9090

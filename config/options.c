@@ -202,7 +202,8 @@ const struct config_option config_options[] = {
     {.name = "external-signer-threads", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
      .max = 64, .commands = CONFIG_FOR_SERVERS, .def_fn = online_cpus, .def_text = "the number of online CPUs",
      SCALAR(external_signer_threads), .group = CONFIG_GROUP_SIGNER,
-     .help = "Threads that answer the external signer's calls, apart from the HTTP threads"},
+     .help = "Threads that serve the external signer's connections (each connection on one of them), apart "
+             "from the HTTP threads"},
 
     /* Listeners and serving */
     {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,

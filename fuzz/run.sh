@@ -11,11 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_http|fuzz_doctor ...]" >&2; exit 2; }
+usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_http|fuzz_doctor|fuzz_extsigner ...]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 secs=$1; shift
 [[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || usage
-all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview fuzz_http fuzz_doctor)
+all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview fuzz_http fuzz_doctor fuzz_extsigner)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -29,7 +29,7 @@ if [ -z "$CC" ]; then
         exit 1
     fi
 fi
-for pc in libcrypto libssl libcurl yajl libh2o-evloop; do
+for pc in libcrypto libssl libcurl yajl libh2o-evloop libnghttp2 libprotobuf-c; do
     pkg-config --exists "$pc" || { echo "fuzz/run.sh: pkg-config cannot find $pc (run scripts/setup.sh)" >&2; exit 1; }
 done
 
@@ -40,34 +40,45 @@ mkdir -p "$bin" "$obj"
 # The product sources the targets link: the oidccore library, read from
 # CMakeLists.txt so that the two cannot drift; fuzz_http also links the
 # oidcruntime library (read the same way), the server's h2o sites, their
-# handlers and the worker.
+# handlers and the worker; fuzz_extsigner oidcruntime, the signer's
+# connection and calls, and the messages protoc-c generates here.
 lib_srcs() { sed -n "/^add_library($1 /,/^)/s/^ *\([a-z0-9_/]*\.c\)$/\1/p" CMakeLists.txt; }
 core_srcs=($(lib_srcs oidccore))
 runtime_srcs=($(lib_srcs oidcruntime))
 [ ${#core_srcs[@]} -gt 10 ] && [ ${#runtime_srcs[@]} -gt 3 ] ||
     { echo "fuzz/run.sh: cannot read oidccore's and oidcruntime's sources from CMakeLists.txt" >&2; exit 2; }
 http_srcs=(server/http/site.c server/http/handler_docs.c server/http/http_framing.c server/http/handler_tokenreview.c
-           server/http/handler_admin.c server/http/request_log.c server/worker.c server/peer_progress.c server/tls.c
-           "${runtime_srcs[@]}")
+           server/http/handler_admin.c server/http/request_log.c server/worker.c server/peer_progress.c server/tls.c)
+command -v protoc-c >/dev/null || { echo "fuzz/run.sh: protoc-c not found (run scripts/setup.sh)" >&2; exit 1; }
+mkdir -p "$work/proto"
+protoc-c -Iproto -I/usr/include --c_out="$work/proto" externaljwt.proto google/protobuf/timestamp.proto
+extsigner_srcs=(server/extsigner/grpc_conn.c server/extsigner/service.c "$work/proto/externaljwt.pb-c.c"
+                "$work/proto/google/protobuf/timestamp.pb-c.c")
 version=$(sed -n 's/^project(oidc-discovery VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. $(pkg-config --cflags libcrypto libcurl yajl libh2o-evloop))
+cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. -I"$work/proto"
+        $(pkg-config --cflags libcrypto libcurl yajl libh2o-evloop libnghttp2 libprotobuf-c))
 libs=($(pkg-config --libs libcrypto libssl libcurl yajl) -lpthread -lm)
 http_libs=($(pkg-config --libs libh2o-evloop libssl))
+extsigner_libs=($(pkg-config --libs libnghttp2 libprotobuf-c))
 san=address,undefined
 
 echo "== building with $CC into $bin"
-objs=() http_objs=()
+objs=() http_objs=() runtime_objs=() extsigner_objs=()
 pids=()
-for src in "${core_srcs[@]}" "${http_srcs[@]}"; do
-    o=$obj/$(echo "${src%.c}" | tr / _).o
-    case " ${http_srcs[*]} " in *" $src "*) http_objs+=("$o") ;; *) objs+=("$o") ;; esac
+for src in "${core_srcs[@]}" "${http_srcs[@]}" "${runtime_srcs[@]}" "${extsigner_srcs[@]}"; do
+    o=$obj/$(echo "${src#$work/}" | sed 's/\.c$//' | tr / _).o
+    case " ${http_srcs[*]} " in *" $src "*) http_objs+=("$o") ;; esac
+    case " ${runtime_srcs[*]} " in *" $src "*) runtime_objs+=("$o") ;; esac
+    case " ${extsigner_srcs[*]} " in *" $src "*) extsigner_objs+=("$o") ;; esac
+    case " ${core_srcs[*]} " in *" $src "*) objs+=("$o") ;; esac
     "$CC" "${cflags[@]}" -fsanitize=fuzzer-no-link,$san -c "$src" -o "$o" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
 for t in "${targets[@]}"; do
     [ -f "fuzz/$t.c" ] || { echo "fuzz/run.sh: no target fuzz/$t.c" >&2; exit 2; }
     extra=()
-    [ "$t" != fuzz_http ] || extra=("${http_objs[@]}" "${http_libs[@]}")
+    [ "$t" != fuzz_http ] || extra=("${http_objs[@]}" "${runtime_objs[@]}" "${http_libs[@]}")
+    [ "$t" != fuzz_extsigner ] || extra=("${extsigner_objs[@]}" "${runtime_objs[@]}" "${extsigner_libs[@]}")
     "$CC" "${cflags[@]}" -fsanitize=fuzzer,$san "fuzz/$t.c" "${objs[@]}" "${extra[@]}" "${libs[@]}" -o "$bin/$t"
 done
 

@@ -14,8 +14,8 @@ void push_docs_init(struct push_docs *d, const struct snapshot *s, int64_t gen_m
     const struct snapshot_doc *docs[PUSH_NOBJECTS] = {&s->jwks, &s->discovery};
 
     memset(d, 0, sizeof(*d));
-    d->keys[0] = PATHS_JWKS + 1;
-    d->keys[1] = PATHS_DISCOVERY + 1;
+    d->keys[0] = &PATHS_JWKS[1];
+    d->keys[1] = &PATHS_DISCOVERY[1];
     push_generation(gen_ms, d->generation);
     for (size_t i = 0; i < PUSH_NOBJECTS; i++) {
         push_sha256_hex(docs[i]->body.bytes, docs[i]->body.len, d->sha256[i]);

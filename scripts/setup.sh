@@ -12,9 +12,12 @@ packages=(build-essential cmake pkg-config openssl curl
           python3-yaml unzip strace valgrind clang-14 libclang-rt-14-dev
           systemd python3-seccomp
           python3-botocore
-          libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev python3-grpcio python3-grpc-tools
+          libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev python3-grpcio python3-grpc-tools
+          libgrpc-dev
           chromium)  # the browser tests: CORS from another origin, the status page
 # python3-botocore recomputes the S3 signatures in tests/e2e/s3_standin.py.
+# libgrpc-dev: bench/sign_bench, the external signer's load generator (a
+# client on gRPC's C core); python3-grpcio is the tests' client.
 # Node.js runs the independent relying-party tests (panva/jose) and Azurite
 # (tests/e2e/test_bucket_azure.py); keep an
 # existing installation (it may not come from Debian) and add Debian's

@@ -48,8 +48,8 @@ static size_t extsigner_places(char places[EXTSIGNER_NPLACES][PATH_MAX])
 }
 
 /* Opens the module at path and takes its table. The handle is never
- * closed: gRPC keeps threads and exit handlers of its own once
- * initialised, so its code must stay mapped until the process ends. */
+ * closed: it is loaded once per process (extsigner_start may run
+ * again, on a restart of the signer) and unloading it would gain nothing. */
 static const struct extsigner_module *extsigner_open(const char *path, char *err, size_t errlen)
 {
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -58,7 +58,7 @@ static const struct extsigner_module *extsigner_open(const char *path, char *err
 
     if (handle == NULL) {
         snprintf(err, errlen,
-                 "--external-signer-listen: cannot load the external signer's module: %s (are libgrpc29 and "
+                 "--external-signer-listen: cannot load the external signer's module: %s (are libnghttp2-14 and "
                  "libprotobuf-c1 installed?)",
                  dlerror());
         return NULL;

@@ -2,9 +2,11 @@
  * extsigner: kube-apiserver's external signer (--external-signer-listen)
  * as the server starts and stops it. The gRPC server itself
  * (grpc_server.h) is in the module oidc-discovery-extsigner.so, which this
- * loads only when the flag is given: linked into the executable, gRPC's
- * core and its ~75 libraries cost every process about 9 MiB of memory and
- * 9 ms of start-up (docs/BENCHMARKS.md), and most never sign.
+ * loads only when the flag is given, so that a process that never signs
+ * maps neither its code nor protobuf-c. (The module was made when the
+ * transport was gRPC's C core, whose ~75 libraries cost every process
+ * about 9 MiB and 9 ms of start-up; on nghttp2, which libcurl maps
+ * anyway, it saves far less.)
  *
  * Where the module is looked for, in this order, the first file that
  * exists being the one loaded (a module that exists but does not load is

@@ -1,29 +1,36 @@
 /*
  * grpc_server: kube-apiserver's external signer on a Unix socket
- * (--external-signer-listen), served by gRPC's C core (Debian's
- * libgrpc-dev), answering v1alpha1.ExternalJWTSigner (kube-apiserver 1.32
- * and 1.33) and v1.ExternalJWTSigner (later releases): the same three
- * calls and messages (service.h).
+ * (--external-signer-listen), answering v1alpha1.ExternalJWTSigner
+ * (kube-apiserver 1.32 and 1.33) and v1.ExternalJWTSigner (later
+ * releases): the same three calls and messages (service.h), carried by
+ * HTTP/2 (grpc_conn.h).
  *
- * Why gRPC's own core rather than HTTP/2 framing of our own (nghttp2 and
- * protobuf-c): kube-apiserver's client is grpc-go, and the core is the
- * reference peer of every gRPC implementation: HTTP/2 settings and flow
- * control, grpc-timeout deadlines, status and trailers, keepalive and
- * GOAWAY handling are its own, interoperability-tested code, where framing
- * of our own would be several hundred lines of protocol to get exactly
- * right and keep right. What is ours is the few lines that take a call,
- * decode it and answer (the completion-queue loop below) and the
- * messages, which protoc-c generates into the build directory.
+ * Why nghttp2 and protobuf-c rather than gRPC's C core: a Sign call is
+ * the signature and little else, and every pod start and token refresh in
+ * the cluster makes one. Measured on one core (bench/signer.sh), gRPC's
+ * core spent about 22 us per call around a 37 us ES256 signature (its
+ * completion queue, combiner, allocations and threads), 0.6x the
+ * signatures per second of `openssl speed`; the calls carried by nghttp2
+ * on an event loop of our own spend a few, which is what the 0.8x goal
+ * needs (docs/BENCHMARKS.md). What gRPC needs of a unary server is small
+ * and fixed (doc/PROTOCOL-HTTP2.md: HEADERS, one length-prefixed message,
+ * trailers with grpc-status): nghttp2 does all of HTTP/2 (framing, HPACK,
+ * flow control, SETTINGS, PING, GOAWAY) and protoc-c generates the
+ * messages, so what is ours is that mapping (grpc_conn.c). Clients nobody
+ * here wrote (Python's grpcio, gRPC's C core in bench/sign_bench) are the
+ * tests' peers.
  *
- * The calls run on threads of their own (--external-signer-threads), each
- * with a completion queue, never on the HTTP event loops: an RSA signature
- * takes a millisecond, which an event loop serving thousands of JWKS
- * requests must not spend. Each call answers from the signer state the
- * reload thread last handed over (jose/signer.h), taken under a lock held
- * for a pointer copy.
+ * --external-signer-threads threads each run an event loop (epoll) and
+ * accept connections from the one socket; a connection stays on the
+ * thread that accepted it and its calls are answered there, never on the
+ * HTTP event loops: an RSA signature takes a millisecond, which an event
+ * loop serving thousands of JWKS requests must not spend. Each call
+ * answers from the signer state the reload thread last handed over
+ * (jose/signer.h), taken under a lock held for a pointer copy.
  *
- * This file and service.c build into the module oidc-discovery-extsigner.so
- * (module.c is its entry), never into the executable: see extsigner.h.
+ * This file, grpc_conn.c, unix_socket.c and service.c build into the
+ * module oidc-discovery-extsigner.so (module.c is its entry), never into
+ * the executable: see extsigner.h.
  */
 #ifndef OIDC_EXTSIGNER_GRPC_SERVER_H
 #define OIDC_EXTSIGNER_GRPC_SERVER_H
@@ -43,8 +50,8 @@ struct extsigner_grpc;
 struct extsigner_grpc *extsigner_grpc_start(const struct config *cfg, struct signer_slot *slot, char *err,
                                             size_t errlen);
 
-/* Stops accepting, cancels the calls in flight, joins the threads and
- * removes the socket. */
+/* Stops accepting, tells every client the server goes away (GOAWAY),
+ * joins the threads and removes the socket. */
 void extsigner_grpc_stop(struct extsigner_grpc *x);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * module: what oidc-discovery-extsigner.so (grpc_server.c, service.c and
- * the generated messages, linked with gRPC's C core and protobuf-c) gives
- * the executable that loads it (extsigner.c): one exported function that
+ * module: what oidc-discovery-extsigner.so (grpc_server.c, grpc_conn.c,
+ * unix_socket.c, service.c and the generated messages, linked with
+ * nghttp2 and protobuf-c) gives the executable that loads it (extsigner.c): one exported function that
  * returns a table of the signer's start and stop, with the build the module
  * comes from.
  *

@@ -13,15 +13,15 @@ static void service_pack(const ProtobufCMessage *msg, struct service_reply *out)
 {
     out->len = protobuf_c_message_get_packed_size(msg);
     if ((out->body = malloc(out->len ? out->len : 1)) == NULL) {
-        out->status = GRPC_STATUS_INTERNAL;
+        out->status = RPC_INTERNAL;
         snprintf(out->message, sizeof(out->message), "out of memory");
         return;
     }
     protobuf_c_message_pack(msg, out->body);
-    out->status = GRPC_STATUS_OK;
+    out->status = RPC_OK;
 }
 
-static void service_fail(struct service_reply *out, grpc_status_code status, const char *message)
+static void service_fail(struct service_reply *out, enum rpc_status status, const char *message)
 {
     out->status = status;
     snprintf(out->message, sizeof(out->message), "%s", message);
@@ -47,13 +47,13 @@ static void service_sign(const struct signer_state *s, const uint8_t *req, size_
     case SIGNER_BAD_CLAIMS:
         snprintf(why, sizeof(why),
                  "claims must be base64url without padding, from 1 to %zu characters (--max-token-size)", max_claims);
-        service_fail(out, GRPC_STATUS_INVALID_ARGUMENT, in ? why : "not a SignJWTRequest");
+        service_fail(out, RPC_INVALID_ARGUMENT, in ? why : "not a SignJWTRequest");
         break;
     case SIGNER_UNAVAILABLE:
-        service_fail(out, GRPC_STATUS_UNAVAILABLE, s->unavailable);
+        service_fail(out, RPC_UNAVAILABLE, s->unavailable);
         break;
     default:
-        service_fail(out, GRPC_STATUS_INTERNAL, "the signature could not be made");
+        service_fail(out, RPC_INTERNAL, "the signature could not be made");
     }
     free(signature);
     v1alpha1__sign_jwtrequest__free_unpacked(in, NULL);
@@ -67,7 +67,7 @@ static void service_fetch_keys(const struct signer_state *s, time_t now, struct 
     V1alpha1__Key **ptrs = calloc(s->nkeys ? s->nkeys : 1, sizeof(*ptrs));
 
     if (keys == NULL || ptrs == NULL) {
-        service_fail(out, GRPC_STATUS_INTERNAL, "out of memory");
+        service_fail(out, RPC_INTERNAL, "out of memory");
     } else {
         for (size_t i = 0; i < s->nkeys; i++) {
             v1alpha1__key__init(&keys[i]);
@@ -112,11 +112,11 @@ void service_call(enum service_method m, const struct signer_state *s, const uin
     memset(out, 0, sizeof(*out));
     atomic_fetch_add(&metrics_signer.calls[m], 1);
     if (s == NULL)
-        service_fail(out, GRPC_STATUS_UNAVAILABLE, "no key set published yet");
+        service_fail(out, RPC_UNAVAILABLE, "no key set published yet");
     else if (m == SERVICE_SIGN)
         service_sign(s, req, len, max_claims, out);
     else if (!service_empty_ok(m, req, len))
-        service_fail(out, GRPC_STATUS_INVALID_ARGUMENT, "the request does not decode");
+        service_fail(out, RPC_INVALID_ARGUMENT, "the request does not decode");
     else if (m == SERVICE_FETCH_KEYS)
         service_fetch_keys(s, now, out);
     else

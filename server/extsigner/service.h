@@ -3,7 +3,7 @@
  * (docs/compatibility.md §9), from the request's bytes to the response's
  * bytes and a gRPC status, with the messages protoc-c generates from
  * proto/externaljwt.proto at build time. It knows nothing of the transport
- * (grpc_server.c carries the bytes) and answers from one signer state
+ * (grpc_conn.c carries the bytes) and answers from one signer state
  * (jose/signer.h).
  */
 #ifndef OIDC_EXTSIGNER_SERVICE_H
@@ -13,14 +13,24 @@
 #include <stdint.h>
 #include <time.h>
 
-#include <grpc/status.h>
-
 #include "jose/signer.h"
 
 enum service_method { SERVICE_SIGN, SERVICE_FETCH_KEYS, SERVICE_METADATA, SERVICE_NMETHODS };
 
+/* The gRPC status codes this service answers with (their numbers are the
+ * protocol's, doc/statuscodes.md in the gRPC repository). */
+enum rpc_status {
+    RPC_OK = 0,
+    RPC_INVALID_ARGUMENT = 3,
+    RPC_DEADLINE_EXCEEDED = 4,
+    RPC_RESOURCE_EXHAUSTED = 8,
+    RPC_UNIMPLEMENTED = 12,
+    RPC_INTERNAL = 13,
+    RPC_UNAVAILABLE = 14,
+};
+
 struct service_reply {
-    grpc_status_code status;
+    enum rpc_status status;
     char message[512]; /* the status details when not OK */
     uint8_t *body;     /* the packed response when OK, malloc'ed */
     size_t len;

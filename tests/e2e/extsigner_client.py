@@ -49,10 +49,11 @@ def problem():
     return H.modules_problem("grpc", "grpc_tools", "jwt", "cryptography")
 
 
-class SignerTestCase(H.ServerTestCase):
+class SignerTestCase(H.SanitizerCheck, H.ServerTestCase):
     """ServerTestCase for the signer's tests: fails (never skips) when the
-    Python modules are missing, and gives each test a key directory path,
-    self.dir, not created yet."""
+    Python modules are missing, fails on a sanitizer report of a server it
+    started (the -DOIDC_SANITIZE=ON build), and gives each test a key
+    directory path, self.dir, not created yet."""
 
     def setUp(self):
         super().setUp()

@@ -1,7 +1,8 @@
 """The external signer is a module (oidc-discovery-extsigner.so) the binary
-loads only for --external-signer-listen: the executable links neither
-gRPC nor protobuf-c, a server without the flag never maps them, one with it
-maps the module from beside the executable; a binary without its module
+loads only for --external-signer-listen: the module links nghttp2 and
+protobuf-c and no gRPC library; the executable links no protobuf-c, a
+server without the flag never maps it or the module, one with it maps the
+module from beside the executable; a binary without its module
 serves without the flag and, with it, refuses to start with an error that
 names the flag and every path tried; a module that exists but does not
 load is that error too, never a reason to look elsewhere."""
@@ -20,7 +21,8 @@ import extsigner_client as X  # noqa: E402
 
 MODULE = "oidc-discovery-extsigner.so"
 ISSUER = "https://issuer.example"
-GRPC_LIBS = re.compile(r"\blib(grpc|gpr|protobuf-c|absl_)[^/\s]*\.so")
+GRPC_LIBS = re.compile(r"\blib(grpc|gpr|absl_)[^/\s]*\.so")
+PROTOBUF_C = re.compile(r"\blibprotobuf-c[^/\s]*\.so")
 
 
 def needed(path):
@@ -64,19 +66,20 @@ class Module(X.SignerTestCase):
                            capture_output=True, text=True, timeout=H.RUN_TIMEOUT)
         return r.returncode, r.stderr
 
-    def test_executable_links_no_grpc_the_module_does(self):
-        self.assertEqual([lib for lib in needed(H.BIN) if GRPC_LIBS.search(lib)], [])
+    def test_the_module_links_nghttp2_and_protobuf_c_the_executable_neither_of_ours(self):
         ldd = subprocess.run(["ldd", H.BIN], capture_output=True, text=True, timeout=30).stdout
         self.assertIsNone(GRPC_LIBS.search(ldd), ldd)
+        self.assertIsNone(PROTOBUF_C.search(ldd), ldd)
         module = os.path.join(os.path.dirname(H.BIN), MODULE)
         libs = needed(module)
-        self.assertTrue(any(lib.startswith("libgrpc") for lib in libs), libs)
+        self.assertTrue(any(lib.startswith("libnghttp2") for lib in libs), libs)
         self.assertTrue(any(lib.startswith("libprotobuf-c") for lib in libs), libs)
+        self.assertEqual([lib for lib in libs if GRPC_LIBS.search(lib)], [], "gRPC's core is not the transport")
 
-    def test_grpc_is_mapped_only_with_the_flag(self):
+    def test_the_module_and_protobuf_c_are_mapped_only_with_the_flag(self):
         plain = self.start_server(self.plain_args())
         files = mapped(plain.proc.pid)
-        self.assertEqual([f for f in files if GRPC_LIBS.search(f) or f.endswith(MODULE)], [])
+        self.assertEqual([f for f in files if PROTOBUF_C.search(f) or f.endswith(MODULE)], [])
 
         sock = os.path.join(self.tmp, "s.sock")
         signer = self.start_server(self.signer_args(sock))
@@ -84,7 +87,8 @@ class Module(X.SignerTestCase):
         files = mapped(signer.proc.pid)
         self.assertIn(os.path.realpath(os.path.join(os.path.dirname(H.BIN), MODULE)), files,
                       "the module beside the executable is the one loaded")
-        self.assertTrue(any(GRPC_LIBS.search(f) for f in files), sorted(files))
+        self.assertTrue(any(PROTOBUF_C.search(f) for f in files), sorted(files))
+        self.assertEqual([f for f in files if GRPC_LIBS.search(f)], [])
 
     def test_missing_module_is_a_start_up_error_naming_the_flag_and_paths(self):
         b = self.lone_binary()

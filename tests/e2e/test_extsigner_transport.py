@@ -1,0 +1,285 @@
+"""The external signer's transport, gRPC over HTTP/2 on the Unix socket,
+as a client other than grpcio sees it: Python's h2 (Debian's python3-h2, an
+HTTP/2 implementation nobody here wrote) sends what grpcio never would.
+An answer's exact shape (HEADERS, one length-prefixed message, trailers
+with grpc-status 0); requests that are not gRPC (405, 415); an unknown
+method, a compressed or badly framed message, an expired or malformed
+grpc-timeout and a request over the size limit, each answered with its
+gRPC status in one HEADERS frame while the connection goes on; fifty
+calls in flight on one connection; calls cut off by the client leaving; a client that sends calls and never
+reads holds up no other client of the same thread; GOAWAY when the server
+stops."""
+
+import os
+import select
+import signal
+import socket
+import time
+import unittest
+
+import oidc_harness as H
+
+H.ensure_system_modules("grpc", "grpc_tools", "h2")
+
+import extsigner_client as X  # noqa: E402
+
+ISSUER = "https://issuer.example"
+METADATA = b"/v1alpha1.ExternalJWTSigner/Metadata"
+EMPTY_MESSAGE = b"\x00\x00\x00\x00\x00"
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def framed(message, compressed=False):
+    """A gRPC length-prefixed message."""
+    return bytes([1 if compressed else 0]) + len(message).to_bytes(4, "big") + message
+
+
+class Answer:
+    def __init__(self):
+        self.headers, self.data, self.trailers, self.ended, self.reset = None, b"", None, False, None
+
+    def status(self):
+        """grpc-status from the trailers, or from the headers of a
+        Trailers-Only answer."""
+        for block in (self.trailers, self.headers):
+            if block and b"grpc-status" in block:
+                return int(block[b"grpc-status"])
+        return None
+
+
+class RawClient:
+    """An HTTP/2 client (python3-h2) on the signer's socket."""
+
+    def __init__(self, path):
+        import h2.config
+        import h2.connection
+        import h2.events
+        self.events = h2.events
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(10 * H.SLOW)
+        self.sock.connect(path)
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+        self.conn.initiate_connection()
+        self.flush()
+        self.answers = {}
+        self.goaway = None
+
+    def close(self):
+        self.sock.close()
+
+    def flush(self):
+        data = self.conn.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def start(self, path=METADATA, body=EMPTY_MESSAGE, method=b"POST", content_type=b"application/grpc",
+              extra=()):
+        sid = self.conn.get_next_available_stream_id()
+        headers = [(b":method", method), (b":scheme", b"http"), (b":path", path), (b":authority", b"localhost"),
+                   (b"content-type", content_type), (b"te", b"trailers")] + list(extra)
+        self.conn.send_headers(sid, headers, end_stream=body is None)
+        if body is not None:
+            self.conn.send_data(sid, body, end_stream=True)
+        self.answers[sid] = Answer()
+        self.flush()
+        return sid
+
+    def pump(self, timeout):
+        """Reads what arrives within timeout; False once the server closed."""
+        r, _, _ = select.select([self.sock], [], [], timeout)
+        if not r:
+            return True
+        data = self.sock.recv(65536)
+        if not data:
+            return False
+        for ev in self.conn.receive_data(data):
+            a = self.answers.get(getattr(ev, "stream_id", None))
+            if isinstance(ev, self.events.ResponseReceived):
+                a.headers = dict(ev.headers)
+            elif isinstance(ev, self.events.DataReceived):
+                a.data += ev.data
+                self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, self.events.TrailersReceived):
+                a.trailers = dict(ev.headers)
+            elif isinstance(ev, self.events.StreamEnded):
+                a.ended = True
+            elif isinstance(ev, self.events.StreamReset):
+                a.reset = ev.error_code
+            elif isinstance(ev, self.events.ConnectionTerminated):
+                self.goaway = ev.error_code
+        self.flush()
+        return True
+
+    def wait(self, *sids):
+        deadline = time.monotonic() + 10 * H.SLOW
+        while not all(self.answers[s].ended or self.answers[s].reset is not None for s in sids):
+            if time.monotonic() > deadline or not self.pump(0.2):
+                break
+        return [self.answers[s] for s in sids]
+
+    def call(self, *args, **kwargs):
+        return self.wait(self.start(*args, **kwargs))[0]
+
+
+class Transport(X.SignerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.sock = os.path.join(self.tmp, "signer.sock")
+
+    def start_signer(self, *extra):
+        srv = self.start_server(["--service-account-issuer", ISSUER, "--signing-key-dir", self.dir,
+                                 "--signing-key-type", "ec-p256", "--external-signer-listen", "unix:" + self.sock,
+                                 "--max-token-lifetime", "1h", *extra])
+        self.assertTrue(X.wait_socket(self.sock), srv.stderr())
+        return srv
+
+    def raw(self):
+        c = RawClient(self.sock)
+        self.addCleanup(c.close)
+        return c
+
+    def assert_refused(self, a, status, details):
+        """A Trailers-Only answer: one HEADERS frame with grpc-status,
+        ending the stream, no message."""
+        self.assertTrue(a.ended, vars(a))
+        self.assertEqual(a.headers[b":status"], b"200")
+        self.assertEqual(a.headers[b"content-type"], b"application/grpc")
+        self.assertEqual(int(a.headers[b"grpc-status"]), status, vars(a))
+        self.assertIn(details, a.headers[b"grpc-message"])
+        self.assertEqual((a.data, a.trailers), (b"", None))
+
+    def test_an_answer_is_headers_one_message_and_trailers(self):
+        self.start_signer()
+        pb, _ = X.stubs()
+        a = self.raw().call()
+        self.assertTrue(a.ended)
+        self.assertEqual(a.headers, {b":status": b"200", b"content-type": b"application/grpc"})
+        self.assertEqual(a.trailers, {b"grpc-status": b"0"})
+        self.assertEqual(a.data[0], 0, "not compressed")
+        self.assertEqual(int.from_bytes(a.data[1:5], "big"), len(a.data) - 5, "one length-prefixed message")
+        self.assertEqual(pb.MetadataResponse.FromString(a.data[5:]).max_token_expiration_seconds, 3600)
+
+    def test_requests_that_are_not_grpc_get_http_statuses(self):
+        self.start_signer()
+        c = self.raw()
+        a = c.call(method=b"GET", body=None)
+        self.assertEqual((a.headers[b":status"], a.status()), (b"405", None))
+        a = c.call(content_type=b"application/json")
+        self.assertEqual((a.headers[b":status"], a.status()), (b"415", None))
+        self.assertEqual(c.call().status(), 0, "the connection goes on")
+
+    def test_bad_calls_get_their_grpc_status_and_the_connection_goes_on(self):
+        self.start_signer("--max-token-size", "256")
+        c = self.raw()
+        self.assert_refused(c.call(path=b"/v1alpha1.ExternalJWTSigner/Verify"), 12, b"ExternalJWTSigner only")
+        self.assert_refused(c.call(body=framed(b"", compressed=True)), 12, b"grpc-accept-encoding: identity")
+        self.assert_refused(c.call(body=b"\x00\x00\x00\x00\x09abc"), 13, b"not one length-prefixed message")
+        self.assert_refused(c.call(body=b""), 13, b"not one length-prefixed message")
+        self.assert_refused(c.call(body=EMPTY_MESSAGE * 2), 13, b"not one length-prefixed message")
+        self.assert_refused(c.call(extra=[(b"grpc-timeout", b"0n")]), 4, b"deadline passed")
+        self.assert_refused(c.call(extra=[(b"grpc-timeout", b"5x")]), 13, b"malformed grpc-timeout")
+        self.assert_refused(c.call(extra=[(b"grpc-timeout", b"123456789S")]), 13, b"malformed grpc-timeout")
+        self.assertEqual(c.call(extra=[(b"grpc-timeout", b"10S")]).status(), 0)
+        # over 256 claims + 64 + the prefix: refused as soon as it is over,
+        # the rest of the request dropped
+        big = c.call(path=b"/v1alpha1.ExternalJWTSigner/Sign", body=framed(b"\x0a" + b"x" * 400))
+        self.assert_refused(big, 8, b"larger than 325 bytes (--max-token-size)")
+        pb, _ = X.stubs()
+        claims = H.b64url(b'{"iss":"%s"}' % ISSUER.encode())
+        ok = c.call(path=b"/v1.ExternalJWTSigner/Sign", body=framed(pb.SignJWTRequest(claims=claims)
+                                                                     .SerializeToString()))
+        self.assertEqual(ok.status(), 0, vars(ok))
+        self.assertTrue(pb.SignJWTResponse.FromString(ok.data[5:]).signature)
+
+    def test_fifty_calls_in_flight_on_one_connection(self):
+        self.start_signer()
+        c = self.raw()
+        sids = [c.start() for _ in range(50)]
+        answers = c.wait(*sids)
+        self.assertEqual([a.status() for a in answers], [0] * 50)
+
+    def test_a_client_that_never_reads_holds_up_no_other(self):
+        """One thread serves both connections: while the answers to the
+        first cannot be written, the thread must still answer the second,
+        and stop reading the first instead of buffering its answers."""
+        srv = self.start_signer("--external-signer-threads", "1")
+        rss = rss_kib(srv.proc.pid)
+        hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(hog.close)
+        hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        hog.connect(self.sock)
+        import h2.config
+        import h2.connection
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+        conn.initiate_connection()
+        headers = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", b"/v1alpha1.ExternalJWTSigner/FetchKeys"),
+                   (b":authority", b"localhost"), (b"content-type", b"application/grpc")]
+        hog.setblocking(False)
+        sent, pending, deadline = 0, b"", time.monotonic() + 20 * H.SLOW
+        stalled_since = None
+        # send calls until the server has stopped taking them for a second
+        while time.monotonic() < deadline:
+            if not pending:
+                for _ in range(100):
+                    sid = conn.get_next_available_stream_id()
+                    conn.send_headers(sid, headers)
+                    # the server's WINDOW_UPDATEs are never read: the
+                    # connection window (64 KiB) is spent after 13,107
+                    # calls, which a server that stops reading never takes
+                    self.assertGreaterEqual(conn.local_flow_control_window(sid), len(EMPTY_MESSAGE),
+                                            "the server kept reading %d calls it could not answer" % sent)
+                    conn.send_data(sid, EMPTY_MESSAGE, end_stream=True)
+                    sent += 1
+                pending = conn.data_to_send()
+            try:
+                n = hog.send(pending)
+                pending, stalled_since = pending[n:], None
+            except BlockingIOError:
+                stalled_since = stalled_since or time.monotonic()
+                if time.monotonic() - stalled_since > 1.0:
+                    break
+                time.sleep(0.01)
+        self.assertIsNotNone(stalled_since, "the server kept reading %d calls it could not answer" % sent)
+        t0 = time.monotonic()
+        other = X.Signer(self.sock, timeout=5)
+        self.addCleanup(other.close)
+        self.assertEqual(other.metadata().max_token_expiration_seconds, 3600)
+        self.assertLess(time.monotonic() - t0, 5 * H.SLOW)
+        self.assertLess(rss_kib(srv.proc.pid) - rss, 16 * 1024, "the server does not buffer the answers")
+        hog.close()
+        self.assertEqual(other.metadata().max_token_expiration_seconds, 3600, "and after the hog is gone")
+
+    def test_calls_cut_off_by_the_client_going_away(self):
+        """Streams still open when a connection ends are freed with it (the
+        sanitizer build's leak check at exit fails the test otherwise)."""
+        self.start_signer()
+        for _ in range(3):
+            c = RawClient(self.sock)
+            sid = c.conn.get_next_available_stream_id()
+            c.conn.send_headers(sid, [(b":method", b"POST"), (b":scheme", b"http"), (b":path", METADATA),
+                                      (b":authority", b"localhost"), (b"content-type", b"application/grpc")])
+            c.conn.send_data(sid, EMPTY_MESSAGE[:3])
+            c.flush()
+            c.close()
+        self.assertEqual(self.raw().call().status(), 0)
+
+    def test_stopping_says_goaway(self):
+        srv = self.start_signer()
+        c = self.raw()
+        self.assertEqual(c.call().status(), 0)
+        srv.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10 * H.SLOW
+        while c.goaway is None and time.monotonic() < deadline and c.pump(0.2):
+            pass
+        self.assertEqual(c.goaway, 0, "GOAWAY with NO_ERROR before the connection closes")
+        srv.proc.wait(10 * H.SLOW)
+        self.assertFalse(os.path.exists(self.sock), "the socket goes with the server")
+
+
+if __name__ == "__main__":
+    unittest.main()
