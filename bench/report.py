@@ -227,10 +227,12 @@ class Report:
     def signer_section(self):
         self.out("## External signer (`bench/signer.sh 3`)")
         self.out()
-        self.out("kube-apiserver's `Sign` calls over the Unix socket (gRPC), the server on one core with one signer "
-                 "thread, against `openssl speed` signing with the same key type on that core in the same round; "
-                 "and the latency of calls made on a fixed schedule at 1,000/s, timed from when each was due. "
-                 "The load generator is `bench/sign_bench` (gRPC's C core).")
+        self.out("kube-apiserver's `Sign` calls over the Unix socket (gRPC on nghttp2), the server on one core with "
+                 "one signer thread, against `openssl speed` signing with the same key type on that core, the two "
+                 "measured in alternating one-second slices (five of each per round; each rate is its slices' total "
+                 "over their CPU time, because this machine's speed drifts by up to 30% between two-second "
+                 "windows); and the latency of calls made on a fixed schedule at 1,000/s, timed from when each was "
+                 "due. The load generator is `bench/sign_bench` (a client on gRPC's C core).")
         self.out()
         self.out("```")
         self.out(self.signer_text.rstrip())

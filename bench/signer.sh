@@ -6,15 +6,20 @@
 # the issue's goals in brackets:
 #   - Sign calls per second over the socket, the server pinned to one core
 #     (taskset) with one signer thread, the load generator (bench/sign_bench,
-#     gRPC's C core; its header says why not Python) on the other core,
-#     8 calls in flight; per server CPU-second: the calls over the utime +
-#     stime of the whole server process (gRPC's own threads included), so a
-#     core shared with other work does not skew the ratio;
-#   - `openssl speed -seconds S rsa2048|ecdsap256` sign/s on the same core in
-#     the same round (per user CPU-second, as openssl counts), and
+#     a client on gRPC's C core; its header says why not Python) on the
+#     other core, 8 calls in flight; per server CPU-second: the calls over
+#     the utime + stime of the whole server process, so a core shared with
+#     other work does not skew the ratio;
+#   - `openssl speed -seconds 1 rsa2048|ecdsap256` signatures on the same
+#     core (per user CPU-second, as openssl counts), and
 #         Sign calls per server CPU-s / openssl sign/s   [>= 0.8]
 #     (openssl signs a precomputed digest with a reused context; a Sign call
-#     also hashes the claims, encodes the signature, and goes through gRPC);
+#     also hashes the claims, encodes the signature, and goes through gRPC).
+#     The two are measured in alternating one-second slices, SLICES of
+#     each per round, and each rate is its slices' total over their total
+#     CPU time: this machine's speed changes by up to 30% from one
+#     two-second window to the next (openssl alone, measured), which one
+#     5-second run of each compared unevenly;
 #   - latency at a steady 1,000 Sign calls/s, open loop (sign_bench rate:
 #     each call is due on a fixed schedule and timed from when it was due):
 #     p50 and p99                                          [p99 < 2 ms]
@@ -24,11 +29,11 @@
 #
 # Usage: bench/signer.sh [ROUNDS=3]
 # Environment: SIGNER_CORE (default: the last CPU this shell may use),
-# SIGNER_SECONDS (5: each throughput run and each openssl speed),
-# SIGNER_RATE_SECONDS (10: each run at 1,000/s), OIDC_BIN (default
-# build/oidc-discovery; sign_bench is built in build/ when missing).
-# Everything runs on a Unix socket in a temporary directory; about 2.5
-# minutes with the defaults. Exits 1 when a tool is missing, the server
+# SIGNER_SLICES (5: one-second slices of each, openssl and the server, per
+# round and key type), SIGNER_RATE_SECONDS (10: each run at 1,000/s),
+# OIDC_BIN (default build/oidc-discovery; sign_bench is built in build/
+# when missing). Everything runs on a Unix socket in a temporary directory;
+# about 3 minutes with the defaults. Exits 1 when a tool is missing, the server
 # does not start, or a call fails; a missed goal shows in the table (MISS)
 # but does not change the exit status.
 set -euo pipefail
@@ -37,7 +42,7 @@ ROUNDS=${1:-3}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${OIDC_BIN:-$REPO/build/oidc-discovery}
 LOADGEN=$REPO/build/sign_bench
-SECONDS_T=${SIGNER_SECONDS:-5}
+SLICES=${SIGNER_SLICES:-5}
 SECONDS_R=${SIGNER_RATE_SECONDS:-10}
 
 for tool in openssl taskset python3 cmake; do
@@ -63,13 +68,39 @@ log() { echo "[$(date +%T)] $*" >&2; }
 RESULTS=$WORK/results
 : >"$RESULTS"
 
-# openssl_sign TYPE ROUND: sign/s of openssl speed on the core.
-openssl_sign() {
-    local alg out=$WORK/ossl
+# openssl_slice TYPE: one second of openssl speed signing on the core:
+# "SIGNATURES CPU_SECONDS", from its "Doing ...: N ... in 1.00s" line.
+openssl_slice() {
+    local alg
     alg=$([ "$1" = rsa-2048 ] && echo rsa2048 || echo ecdsap256)
-    taskset -c "$CORE" openssl speed -seconds "$SECONDS_T" "$alg" >"$out" 2>/dev/null
-    awk -v t="$1" -v r="$2" '/^rsa 2048 bits/ || /^ *256 bits ecdsa \(nistp256\)/ { print "openssl_" t, r, $(NF-1) }' \
-        "$out" >>"$RESULTS"
+    taskset -c "$CORE" openssl speed -seconds 1 "$alg" 2>&1 >/dev/null |
+        awk '/^Doing .*(private rsa|sign ecdsa)/ { n = $(NF-6); s = $NF; sub(/s$/, "", s); print n, s }'
+}
+
+# server_slice: one second of Sign load: "CALLS CPU_SECONDS WALL_SECONDS".
+server_slice() {
+    local t0 t1 w0 w1 out=$WORK/bench
+    t0=$(server_ticks) w0=$(date +%s.%N)
+    taskset -c "$OTHERS" "$LOADGEN" "unix:$WORK/signer.sock" throughput 1 8 >"$out"
+    t1=$(server_ticks) w1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" -v hz="$TICK" -v w0="$w0" -v w1="$w1" \
+        '/^throughput/ { printf "%d %.3f %.3f\n", $5, (b - a) / hz, w1 - w0 }' "$out"
+}
+
+# throughput TYPE ROUND: SLICES alternating slices of openssl and of the
+# running server; each rate is its total over its CPU time.
+throughput() {
+    local i
+    : >"$WORK/slices"
+    for i in $(seq "$SLICES"); do
+        echo "openssl $(openssl_slice "$1")" >>"$WORK/slices"
+        echo "server $(server_slice)" >>"$WORK/slices"
+    done
+    awk -v t="$1" -v r="$2" '
+        $1 == "openssl" { on += $2; os += $3 }
+        $1 == "server" { n += $2; cpu += $3; wall += $4 }
+        END { printf "openssl_%s %s %.1f\ncpu_%s %s %.1f\nwall_%s %s %.1f\nshare_%s %s %.4f\n",
+              t, r, on / os, t, r, n / cpu, t, r, n / wall, t, r, cpu / wall }' "$WORK/slices" >>"$RESULTS"
 }
 
 server_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
@@ -79,7 +110,7 @@ server_waited() { cat /proc/"$SERVER_PID"/task/*/schedstat | awk '{ w += $2 } EN
 
 # server_run TYPE ROUND: throughput and latency of one server.
 server_run() {
-    local dir=$WORK/keys-$1-$2 sock=$WORK/signer.sock out=$WORK/bench t0 t1 w0 w1 q0 q1
+    local dir=$WORK/keys-$1-$2 sock=$WORK/signer.sock out=$WORK/bench q0 q1
     taskset -c "$CORE" "$BIN" serve --service-account-issuer https://bench.example --signing-key-dir "$dir" \
         --signing-key-type "$1" --external-signer-listen "unix:$sock" --external-signer-threads 1 --threads 1 \
         --listen 127.0.0.1:0 --admin-listen none --log-level warn --shutdown-grace 0s 2>"$WORK/server.log" &
@@ -89,14 +120,9 @@ server_run() {
         sleep 0.1
     done
     taskset -c "$OTHERS" "$LOADGEN" "unix:$sock" throughput 1 8 >/dev/null # warm up
-    t0=$(server_ticks) w0=$(date +%s.%N)
-    taskset -c "$OTHERS" "$LOADGEN" "unix:$sock" throughput "$SECONDS_T" 8 >"$out"
-    t1=$(server_ticks) w1=$(date +%s.%N)
-    awk -v t="$1" -v r="$2" -v a="$t0" -v b="$t1" -v hz="$TICK" -v w0="$w0" -v w1="$w1" '
-        /^throughput/ { n = $5 + 0
-            printf "wall_%s %s %.1f\n", t, r, $2
-            printf "cpu_%s %s %.1f\n", t, r, n / ((b - a) / hz)
-            printf "share_%s %s %.4f\n", t, r, (b - a) / hz / (w1 - w0) }' "$out" >>"$RESULTS"
+    log "round $2: $1: $SLICES slices of openssl and of the server, alternating"
+    throughput "$1" "$2"
+    log "round $2: $1: latency at 1,000/s"
     q0=$(server_waited)
     taskset -c "$OTHERS" "$LOADGEN" "unix:$sock" rate "$SECONDS_R" 1000 >"$out"
     q1=$(server_waited)
@@ -110,9 +136,6 @@ server_run() {
 
 for r in $(seq "$ROUNDS"); do
     for t in rsa-2048 ec-p256; do
-        log "round $r: $t: openssl speed"
-        openssl_sign "$t" "$r"
-        log "round $r: $t: server"
         server_run "$t" "$r"
     done
 done
@@ -159,10 +182,10 @@ print("(server: --external-signer-threads 1 --threads 1, pinned to cpu %s with e
       " latencies do not.)" % core)
 EOF
 echo
-echo "== commands (every round runs the same) =="
-echo "  taskset -c $CORE openssl speed -seconds $SECONDS_T rsa2048   (and ecdsap256)"
+echo "== commands (every round runs the same; the first and the third alternate, $SLICES times each) =="
+echo "  taskset -c $CORE openssl speed -seconds 1 rsa2048   (and ecdsap256; the signatures of its 'Doing' line)"
 echo "  taskset -c $CORE $BIN serve --service-account-issuer https://bench.example --signing-key-dir DIR" \
      "--signing-key-type rsa-2048|ec-p256 --external-signer-listen unix:SOCK --external-signer-threads 1 --threads 1" \
      "--listen 127.0.0.1:0 --admin-listen none --log-level warn"
-echo "  taskset -c $OTHERS build/sign_bench unix:SOCK throughput $SECONDS_T 8"
+echo "  taskset -c $OTHERS build/sign_bench unix:SOCK throughput 1 8"
 echo "  taskset -c $OTHERS build/sign_bench unix:SOCK rate $SECONDS_R 1000"

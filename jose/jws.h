@@ -32,6 +32,10 @@ const struct jws_alg *jws_alg_find(const char *name);
  * P-521 coordinates with a sign byte (2 + 67 each). */
 #define JWS_DER_MAX (3 + 2 * (2 + JWS_ORDER_MAX + 1))
 
+/* Largest signature a key makes: an RSA modulus of 16384 bits, the most
+ * OpenSSL works with (OPENSSL_RSA_MAX_MODULUS_BITS). */
+#define JWS_SIG_MAX 2048
+
 /* A public key prepared for verification, so that no verification looks
  * anything up by name. Read-only once prepared: threads that share it
  * verify concurrently. */

@@ -72,6 +72,8 @@ struct grpc_conn {
     uint8_t in[GRPC_CONN_READ];
 };
 
+/* A header for nghttp2_submit_*: nghttp2 copies name and value unless
+ * flags say otherwise. */
 static nghttp2_nv grpc_nv(const char *name, const char *value, uint8_t flags)
 {
     nghttp2_nv nv = {(uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value), flags};
@@ -125,6 +127,7 @@ static void grpc_parse_timeout(struct grpc_stream *st, const uint8_t *v, size_t 
     st->has_deadline = 1;
 }
 
+/* Whether a header name or value (not NUL-terminated) is exactly want. */
 static int grpc_name_is(const uint8_t *name, size_t len, const char *want)
 {
     return len == strlen(want) && memcmp(name, want, len) == 0;
@@ -139,6 +142,8 @@ static int grpc_content_type_ok(const uint8_t *v, size_t len)
     return len >= n && memcmp(v, base, n) == 0 && (len == n || v[n] == '+' || v[n] == ';');
 }
 
+/* Notes what the answer depends on of one request header; the others
+ * (te, user-agent, grpc-accept-encoding, ...) change nothing. */
 static void grpc_take_header(struct grpc_stream *st, const uint8_t *name, size_t namelen, const uint8_t *value,
                              size_t valuelen)
 {
@@ -231,6 +236,8 @@ static int grpc_answer_message(struct grpc_conn *c, int32_t id, struct grpc_stre
     return nghttp2_submit_response(c->session, id, nv, 2, &body);
 }
 
+/* Whether the caller has given up on the call already: answering it would
+ * spend a signature nobody reads. */
 static int grpc_deadline_passed(const struct grpc_stream *st)
 {
     struct timespec now;
@@ -303,6 +310,7 @@ static int grpc_answer(struct grpc_conn *c, int32_t id, struct grpc_stream *st)
 
 /* ---- nghttp2's callbacks ------------------------------------------------ */
 
+/* A new request: its stream's state, the connection's to free. */
 static int grpc_on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     struct grpc_conn *c = user_data;
@@ -324,6 +332,8 @@ static int grpc_on_begin_headers(nghttp2_session *session, const nghttp2_frame *
     return 0;
 }
 
+/* One request header (HPACK-decoded and validated by nghttp2), counted
+ * against GRPC_CONN_MAX_HEADERS: a stream over it is reset. */
 static int grpc_on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
                           const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data)
 {
@@ -368,6 +378,8 @@ static int grpc_on_data(nghttp2_session *session, uint8_t flags, int32_t id, con
     return 0;
 }
 
+/* A frame that ends a request (HEADERS or DATA with END_STREAM): the call
+ * is complete and answered now, on this thread. */
 static int grpc_on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     struct grpc_stream *st;
@@ -381,6 +393,7 @@ static int grpc_on_frame(nghttp2_session *session, const nghttp2_frame *frame, v
     return grpc_answer(user_data, frame->hd.stream_id, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
+/* Frees a stream nghttp2 has closed, or one still open at the end. */
 static void grpc_stream_free(struct grpc_conn *c, struct grpc_stream *st)
 {
     if (st->prev)
@@ -395,6 +408,7 @@ static void grpc_stream_free(struct grpc_conn *c, struct grpc_stream *st)
     free(st);
 }
 
+/* A stream is over (answered, reset, or refused). */
 static int grpc_on_close(nghttp2_session *session, int32_t id, uint32_t error_code, void *user_data)
 {
     struct grpc_stream *st = nghttp2_session_get_stream_user_data(session, id);
@@ -407,6 +421,8 @@ static int grpc_on_close(nghttp2_session *session, int32_t id, uint32_t error_co
 
 /* ---- the connection ----------------------------------------------------- */
 
+/* A server session whose callbacks take calls for c, with the server's
+ * SETTINGS queued. */
 static nghttp2_session *grpc_session_new(struct grpc_conn *c)
 {
     nghttp2_session_callbacks *cb;

@@ -51,6 +51,7 @@ struct extsigner_grpc {
 
 /* ---- connections -------------------------------------------------------- */
 
+/* Ends a connection: closed, freed and forgotten by its thread. */
 static void extsigner_drop(struct extsigner_thread *t, struct extsigner_conn *n)
 {
     if (n->prev)
@@ -139,6 +140,8 @@ static void extsigner_serve(struct extsigner_thread *t, struct extsigner_conn *n
 
 /* ---- threads ------------------------------------------------------------ */
 
+/* One thread's event loop, until the stop eventfd wakes it; the
+ * connections it still has are told GOAWAY and closed. */
 static void *extsigner_main(void *arg)
 {
     struct extsigner_thread *t = arg;

@@ -114,6 +114,44 @@ Test(signer, rs256_and_es256_tokens_verify_with_the_published_key)
     }
 }
 
+/* ECDSA r and s are 32 bytes raw but shorter in DER when they begin with
+ * zero bytes (one signature in 128 or so): those must come out padded.
+ * 2000 signatures all verify, and some had a leading zero (the chance of
+ * none is about 1e-7). */
+Test(signer, es256_signatures_with_short_r_or_s_are_padded)
+{
+    EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
+    struct keyset *ks = fixture_keyset1("ec256.pub");
+    struct signer_state *s = state_of(ks, priv, ks->keys[0].kid);
+    char *claims = claims_of(priv), *signature, *token;
+    struct verifier *v = verifier_new(ks);
+    char *issuers[] = {ISSUER};
+    struct token_policy policy = {
+        .issuers = issuers, .nissuers = 1, .audiences = issuers, .naudiences = 1, .leeway = 60, .now = time(NULL)};
+    struct token_result r;
+    unsigned char raw[64];
+    size_t len;
+    int short_ones = 0;
+
+    for (int i = 0; i < 2000; i++) {
+        cr_assert_eq(signer_sign(s, claims, strlen(claims), 16384, &signature), SIGNER_OK);
+        cr_assert_eq(b64url_decode(signature, strlen(signature), raw, &len), 0);
+        cr_assert_eq(len, 64);
+        short_ones += raw[0] == 0 || raw[32] == 0;
+        cr_assert_geq(asprintf(&token, "%s.%s.%s", s->header, claims, signature), 0);
+        cr_assert_eq(token_verify(v, &policy, token, strlen(token), &r), 0, "signature %d: %s", i, r.message);
+        token_result_clear(&r);
+        free(token);
+        free(signature);
+    }
+    cr_expect_gt(short_ones, 0, "no signature had a short r or s");
+    verifier_free(v);
+    free(claims);
+    signer_state_release(s);
+    keyset_free(ks);
+    EVP_PKEY_free(priv);
+}
+
 Test(signer, claims_must_be_base64url_and_bounded)
 {
     EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
