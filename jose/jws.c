@@ -284,15 +284,15 @@ static int jws_der_read_integer(const unsigned char **p, const unsigned char *en
  * ES256 Sign call, and 0.3% by hand (perf, bench/sign_bench's load). */
 static unsigned char *jws_der_to_raw(const struct jws_alg *a, const unsigned char *der, size_t derlen, size_t *siglen)
 {
-    const unsigned char *p = der, *end = der + derlen;
+    const unsigned char *p, *end = der + derlen;
     unsigned char *raw = NULL;
-    size_t body;
+    size_t head;
 
     if (derlen < 2 || der[0] != 0x30 || (der[1] >= 0x80 && (der[1] != 0x81 || derlen < 3)))
         return NULL;
-    body = der[1] == 0x81 ? der[2] : der[1];
-    p += der[1] == 0x81 ? 3 : 2;
-    if ((size_t)(end - p) != body || (raw = malloc(2 * a->coord_len)) == NULL)
+    head = der[1] == 0x81 ? 3 : 2; /* the SEQUENCE's tag and length: P-521's body is over 127 bytes */
+    p = der + head;
+    if ((size_t)(end - p) != der[head - 1] || (raw = malloc(2 * a->coord_len)) == NULL)
         return NULL;
     if (jws_der_read_integer(&p, end, raw, a->coord_len) != 0 ||
         jws_der_read_integer(&p, end, raw + a->coord_len, a->coord_len) != 0 || p != end) {

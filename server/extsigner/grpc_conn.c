@@ -23,8 +23,6 @@
 /* The request headers of one call (kube-apiserver sends well under 1 KiB),
  * counted as HTTP/2 counts a header list (RFC 9113 §6.5.2). */
 #define GRPC_CONN_MAX_HEADERS 16384
-/* gRPC's message prefix: a compressed flag and a 32-bit big-endian length. */
-#define GRPC_PREFIX 5
 /* A request is claims (at most --max-token-size) and a field header. */
 #define GRPC_MESSAGE_SLACK 64
 
@@ -218,21 +216,21 @@ static ssize_t grpc_read_answer(nghttp2_session *session, int32_t id, uint8_t *b
     return (ssize_t)n;
 }
 
-/* Answers OK with reply's message, which st takes. */
+/* Answers OK with reply's message, whose body st takes: the prefix is
+ * written into the room the service left before it. */
 static int grpc_answer_message(struct grpc_conn *c, int32_t id, struct grpc_stream *st, struct service_reply *reply)
 {
     nghttp2_nv nv[2] = {grpc_nv_static(":status", "200"), grpc_nv_static("content-type", "application/grpc")};
     nghttp2_data_provider body = {.source.ptr = st, .read_callback = grpc_read_answer};
 
-    if ((st->resp = malloc(GRPC_PREFIX + reply->len)) == NULL)
-        return grpc_answer_status(c, id, RPC_INTERNAL, "out of memory");
+    st->resp = reply->body;
+    reply->body = NULL;
     st->resp[0] = 0;
     st->resp[1] = (uint8_t)(reply->len >> 24);
     st->resp[2] = (uint8_t)(reply->len >> 16);
     st->resp[3] = (uint8_t)(reply->len >> 8);
     st->resp[4] = (uint8_t)reply->len;
-    memcpy(st->resp + GRPC_PREFIX, reply->body, reply->len);
-    st->resp_len = GRPC_PREFIX + reply->len;
+    st->resp_len = SERVICE_MESSAGE_PREFIX + reply->len;
     return nghttp2_submit_response(c->session, id, nv, 2, &body);
 }
 
@@ -253,7 +251,7 @@ static int grpc_deadline_passed(const struct grpc_stream *st)
 static enum rpc_status grpc_refusal(const struct grpc_stream *st, const char **why)
 {
     size_t len =
-        st->req_len >= GRPC_PREFIX
+        st->req_len >= SERVICE_MESSAGE_PREFIX
             ? ((size_t)st->req[1] << 24 | (size_t)st->req[2] << 16 | (size_t)st->req[3] << 8 | (size_t)st->req[4])
             : 0;
 
@@ -269,7 +267,7 @@ static enum rpc_status grpc_refusal(const struct grpc_stream *st, const char **w
         *why = "the deadline passed before the call could be answered";
         return RPC_DEADLINE_EXCEEDED;
     }
-    if (st->req_len < GRPC_PREFIX || st->req_len - GRPC_PREFIX != len) {
+    if (st->req_len < SERVICE_MESSAGE_PREFIX || st->req_len - SERVICE_MESSAGE_PREFIX != len) {
         *why = "the request is not one length-prefixed message";
         return RPC_INTERNAL;
     }
@@ -299,8 +297,8 @@ static int grpc_answer(struct grpc_conn *c, int32_t id, struct grpc_stream *st)
     if ((refusal = grpc_refusal(st, &why)) != RPC_OK)
         return grpc_answer_status(c, id, refusal, why);
     s = signer_slot_get(c->env->slot);
-    service_call(grpc_paths[st->path].method, s, st->req + GRPC_PREFIX, st->req_len - GRPC_PREFIX, c->env->max_claims,
-                 time(NULL), &reply);
+    service_call(grpc_paths[st->path].method, s, st->req + SERVICE_MESSAGE_PREFIX, st->req_len - SERVICE_MESSAGE_PREFIX,
+                 c->env->max_claims, time(NULL), &reply);
     signer_state_release(s);
     rc = reply.status == RPC_OK ? grpc_answer_message(c, id, st, &reply)
                                 : grpc_answer_status(c, id, reply.status, reply.message);
@@ -358,7 +356,7 @@ static int grpc_on_data(nghttp2_session *session, uint8_t flags, int32_t id, con
 {
     struct grpc_conn *c = user_data;
     struct grpc_stream *st = nghttp2_session_get_stream_user_data(session, id);
-    size_t limit = GRPC_PREFIX + c->env->max_claims + GRPC_MESSAGE_SLACK;
+    size_t limit = SERVICE_MESSAGE_PREFIX + c->env->max_claims + GRPC_MESSAGE_SLACK;
     uint8_t *grown;
 
     (void)flags;

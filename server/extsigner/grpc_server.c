@@ -65,6 +65,26 @@ static void extsigner_drop(struct extsigner_thread *t, struct extsigner_conn *n)
     free(n);
 }
 
+/* Serves one connection that epoll says is ready, and waits next for what
+ * it needs: to write its answers, or to read. */
+static void extsigner_serve(struct extsigner_thread *t, struct extsigner_conn *n)
+{
+    struct epoll_event ev;
+    int blocked;
+
+    if (grpc_conn_io(n->c) != 0) {
+        extsigner_drop(t, n);
+        return;
+    }
+    if ((blocked = grpc_conn_blocked(n->c)) == n->blocked)
+        return;
+    ev.events = blocked ? EPOLLOUT : EPOLLIN;
+    ev.data.ptr = n;
+    n->blocked = blocked;
+    if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, n->fd, &ev) != 0)
+        extsigner_drop(t, n);
+}
+
 /* Takes one accepted connection onto thread t. */
 static void extsigner_adopt(struct extsigner_thread *t, int fd)
 {
@@ -91,9 +111,11 @@ static void extsigner_adopt(struct extsigner_thread *t, int fd)
         t->conns->prev = n;
     t->conns = n;
     t->nconns++;
-    /* The server's SETTINGS go out now; a failure drops the connection. */
-    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) != 0 || grpc_conn_io(n->c) != 0)
+    /* The server's SETTINGS go out now, as any answer would. */
+    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
         extsigner_drop(t, n);
+    else
+        extsigner_serve(t, n);
 }
 
 /* Accepts what the socket has. Another thread may have taken it first. */
@@ -116,26 +138,6 @@ static void extsigner_accept(struct extsigner_thread *t)
         }
         return;
     }
-}
-
-/* Serves one connection that epoll says is ready, and waits next for what
- * it needs: to write its answers, or to read. */
-static void extsigner_serve(struct extsigner_thread *t, struct extsigner_conn *n)
-{
-    struct epoll_event ev;
-    int blocked;
-
-    if (grpc_conn_io(n->c) != 0) {
-        extsigner_drop(t, n);
-        return;
-    }
-    if ((blocked = grpc_conn_blocked(n->c)) == n->blocked)
-        return;
-    ev.events = blocked ? EPOLLOUT : EPOLLIN;
-    ev.data.ptr = n;
-    n->blocked = blocked;
-    if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, n->fd, &ev) != 0)
-        extsigner_drop(t, n);
 }
 
 /* ---- threads ------------------------------------------------------------ */

@@ -8,16 +8,17 @@
 #include "externaljwt.pb-c.h"
 #include "server/obs/metrics.h"
 
-/* Packs a message into out->body; OK, or INTERNAL when out of memory. */
+/* Packs a message into out->body, after room for the message prefix; OK,
+ * or INTERNAL when out of memory. */
 static void service_pack(const ProtobufCMessage *msg, struct service_reply *out)
 {
     out->len = protobuf_c_message_get_packed_size(msg);
-    if ((out->body = malloc(out->len ? out->len : 1)) == NULL) {
+    if ((out->body = malloc(SERVICE_MESSAGE_PREFIX + out->len)) == NULL) {
         out->status = RPC_INTERNAL;
         snprintf(out->message, sizeof(out->message), "out of memory");
         return;
     }
-    protobuf_c_message_pack(msg, out->body);
+    protobuf_c_message_pack(msg, out->body + SERVICE_MESSAGE_PREFIX);
     out->status = RPC_OK;
 }
 

@@ -29,11 +29,17 @@ enum rpc_status {
     RPC_UNAVAILABLE = 14,
 };
 
+/* gRPC's message prefix: a compressed flag and a 32-bit big-endian length
+ * (doc/PROTOCOL-HTTP2.md in the gRPC repository). A reply's body leaves
+ * room for it, so that the transport frames the message without copying
+ * it. */
+#define SERVICE_MESSAGE_PREFIX 5
+
 struct service_reply {
     enum rpc_status status;
     char message[512]; /* the status details when not OK */
-    uint8_t *body;     /* the packed response when OK, malloc'ed */
-    size_t len;
+    uint8_t *body;     /* when OK, malloc'ed: SERVICE_MESSAGE_PREFIX bytes, then the packed response */
+    size_t len;        /* of the packed response */
 };
 
 /* Answers method m for the request bytes req (len of them) from s (NULL
