@@ -1,5 +1,7 @@
 #include "jose/jws.h"
 
+#include "jose/ecdsa_raw.h"
+
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/obj_mac.h>
@@ -257,73 +259,16 @@ enum token_error jws_verify(const struct jws_alg *a, const struct jws_key *k, co
     return e;
 }
 
-/* Reads the DER INTEGER at *p (before end) into out, left-padded to len
- * bytes, and moves *p past it. 0, or -1 when it is not an INTEGER of at
- * most len bytes (its sign byte aside). */
-static int jws_der_read_integer(const unsigned char **p, const unsigned char *end, unsigned char *out, size_t len)
-{
-    const unsigned char *q = *p;
-    size_t n;
-
-    if (end - q < 2 || q[0] != 0x02 || (n = q[1]) == 0 || n > 127 || (size_t)(end - q - 2) < n)
-        return -1;
-    for (q += 2; n > len && *q == 0; q++, n--)
-        ;
-    if (n > len)
-        return -1;
-    memset(out, 0, len - n);
-    memcpy(out + len - n, q, n);
-    *p = q + n;
-    return 0;
-}
-
-/* Turns OpenSSL's DER ECDSA signature into raw r || s, each left-padded to
- * the coordinate size. Read by hand, like jws_raw_to_der writes it: with
- * d2i_ECDSA_SIG and BN_bn2binpad, which allocate and free two BIGNUMs and
- * a structure for every signature, this took 1.3% of an external signer's
- * ES256 Sign call, and 0.3% by hand (perf, bench/sign_bench's load). */
-static unsigned char *jws_der_to_raw(const struct jws_alg *a, const unsigned char *der, size_t derlen, size_t *siglen)
-{
-    const unsigned char *p, *end = der + derlen;
-    unsigned char *raw = NULL;
-    size_t head;
-
-    if (derlen < 2 || der[0] != 0x30 || (der[1] >= 0x80 && (der[1] != 0x81 || derlen < 3)))
-        return NULL;
-    head = der[1] == 0x81 ? 3 : 2; /* the SEQUENCE's tag and length: P-521's body is over 127 bytes */
-    p = der + head;
-    if ((size_t)(end - p) != der[head - 1] || (raw = malloc(2 * a->coord_len)) == NULL)
-        return NULL;
-    if (jws_der_read_integer(&p, end, raw, a->coord_len) != 0 ||
-        jws_der_read_integer(&p, end, raw + a->coord_len, a->coord_len) != 0 || p != end) {
-        free(raw);
-        return NULL;
-    }
-    *siglen = 2 * a->coord_len;
-    return raw;
-}
-
 unsigned char *jws_sign(const struct jws_alg *a, EVP_PKEY *priv, const void *msg, size_t msglen, size_t *siglen)
 {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    unsigned char *sig = NULL, *raw;
-    size_t len = 0;
+    struct jws_signer s;
+    unsigned char sig[JWS_SIG_MAX], *out = NULL;
 
-    if (ctx == NULL || EVP_DigestSignInit(ctx, NULL, a->md(), NULL, priv) != 1 ||
-        EVP_DigestSign(ctx, NULL, &len, msg, msglen) != 1 || (sig = malloc(len)) == NULL ||
-        EVP_DigestSign(ctx, sig, &len, msg, msglen) != 1) {
-        free(sig);
-        sig = NULL;
-    }
-    EVP_MD_CTX_free(ctx);
-    ERR_clear_error();
-    if (sig == NULL || a->coord_len == 0) {
-        *siglen = len;
-        return sig;
-    }
-    raw = jws_der_to_raw(a, sig, len, siglen);
-    free(sig);
-    return raw;
+    if (jws_signer_prepare(&s, a, priv) == 0 && jws_signer_sign(&s, msg, msglen, sig, siglen) == 0 &&
+        (out = malloc(*siglen)) != NULL)
+        memcpy(out, sig, *siglen);
+    jws_signer_clear(&s);
+    return out;
 }
 
 int jws_signer_prepare(struct jws_signer *s, const struct jws_alg *a, EVP_PKEY *priv)
@@ -333,38 +278,54 @@ int jws_signer_prepare(struct jws_signer *s, const struct jws_alg *a, EVP_PKEY *
     if (EVP_PKEY_up_ref(priv) != 1)
         return -1;
     s->priv = priv;
-    return jws_prepare_ctx(a, priv, EVP_PKEY_sign_init, &s->md, &s->sign_ctx, &s->sign_id);
+    if (a->coord_len == 0)
+        return jws_prepare_ctx(a, priv, EVP_PKEY_sign_init, &s->md, &s->sign_ctx, &s->sign_id);
+    s->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
+    s->ec = ecdsa_raw_key(priv);
+    ERR_clear_error();
+    return s->md != NULL && s->ec != NULL ? 0 : -1;
 }
 
 void jws_signer_clear(struct jws_signer *s)
 {
+    ecdsa_raw_key_free(s->ec);
     EVP_PKEY_CTX_free(s->sign_ctx);
     EVP_MD_free(s->md);
     EVP_PKEY_free(s->priv);
     memset(s, 0, sizeof(*s));
 }
 
-/* Signs into a buffer of the largest size any key can need rather than
- * asking OpenSSL for the size first: that second EVP_PKEY_sign call cost
- * 0.9% of an external signer's ES256 Sign call (perf, as above). */
-unsigned char *jws_signer_sign(const struct jws_signer *s, const void *msg, size_t msglen, size_t *siglen)
+/* s's signature of the digest md into sig and *len. RSA signs into the
+ * largest size any key can need rather than asking OpenSSL for the size
+ * first: that second EVP_PKEY_sign call cost 0.9% of an external signer's
+ * Sign call (perf, bench/sign_bench's load). 0, or -1. */
+static int jws_signer_digest(const struct jws_signer *s, struct jws_thread *t, const unsigned char *md, unsigned mdlen,
+                             unsigned char sig[JWS_SIG_MAX], size_t *len)
 {
-    struct jws_thread *t = jws_thread_get();
-    unsigned char md[EVP_MAX_MD_SIZE], sig[JWS_SIG_MAX], *out = NULL;
-    unsigned mdlen = 0;
-    size_t len = sizeof(sig);
     EVP_PKEY_CTX *ctx;
 
-    if (t == NULL || !jws_thread_digest(t, s->md, msg, msglen, md, &mdlen) ||
-        (ctx = jws_thread_ctx(t, s->sign_id, s->sign_ctx)) == NULL || EVP_PKEY_sign(ctx, sig, &len, md, mdlen) != 1) {
+    if (s->ec != NULL) {
+        *len = 2 * s->alg->coord_len;
+        return ecdsa_raw_sign(s->ec, md, mdlen, sig, s->alg->coord_len);
+    }
+    *len = JWS_SIG_MAX;
+    if ((ctx = jws_thread_ctx(t, s->sign_id, s->sign_ctx)) == NULL || EVP_PKEY_sign(ctx, sig, len, md, mdlen) != 1) {
         ERR_clear_error();
-        return NULL;
+        return -1;
     }
-    if (s->alg->coord_len != 0)
-        return jws_der_to_raw(s->alg, sig, len, siglen);
-    if ((out = malloc(len)) != NULL) {
-        memcpy(out, sig, len);
-        *siglen = len;
+    return 0;
+}
+
+int jws_signer_sign(const struct jws_signer *s, const void *msg, size_t msglen, unsigned char sig[JWS_SIG_MAX],
+                    size_t *siglen)
+{
+    struct jws_thread *t = jws_thread_get();
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+
+    if (t == NULL || !jws_thread_digest(t, s->md, msg, msglen, md, &mdlen)) {
+        ERR_clear_error();
+        return -1;
     }
-    return out;
+    return jws_signer_digest(s, t, md, mdlen, sig, siglen);
 }

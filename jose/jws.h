@@ -69,26 +69,33 @@ enum token_error jws_verify(const struct jws_alg *a, const struct jws_key *k, co
 unsigned char *jws_sign(const struct jws_alg *a, EVP_PKEY *priv, const void *msg, size_t msglen, size_t *siglen);
 
 /* A private key prepared for signing many times, as jws_key is for
- * verifying: the digest fetched and a sign-initialised context made once,
- * so that a signature costs the hash and the private-key operation (what
- * `openssl speed` measures), not OpenSSL's look-ups and set-up, which for
- * ES256 cost as much again. Read-only once prepared. */
+ * verifying: the digest fetched and, for RSA, a sign-initialised context
+ * made once, so that a signature costs the hash and the private-key
+ * operation (what `openssl speed` measures), not OpenSSL's look-ups and
+ * set-up, which for ES256 cost as much again. ECDSA keys sign through
+ * ecdsa_raw.h, which gives r || s without a DER round trip. Read-only once
+ * prepared. */
 struct jws_signer {
     const struct jws_alg *alg;
     EVP_PKEY *priv;             /* a reference, owned */
     EVP_MD *md;                 /* owned */
-    EVP_PKEY_CTX *sign_ctx;     /* sign-initialised, owned; only ever copied */
-    unsigned long long sign_id; /* names sign_ctx's per-thread copies; never reused */
+    EVP_PKEY_CTX *sign_ctx;     /* RSA: sign-initialised, owned; only ever copied */
+    unsigned long long sign_id; /* RSA: names sign_ctx's per-thread copies; never reused */
+    EC_KEY *ec;                 /* ECDSA: priv's EC key, a reference, owned; NULL for RSA */
 };
 
 /* Prepares s to sign with priv (a reference is taken) under a, which must
  * be priv's algorithm. 0, or -1 (jws_signer_clear frees what was made). */
 int jws_signer_prepare(struct jws_signer *s, const struct jws_alg *a, EVP_PKEY *priv);
 
+/* Frees what jws_signer_prepare made; safe on a zeroed struct. */
 void jws_signer_clear(struct jws_signer *s);
 
-/* jws_sign with a prepared key: each thread signs with its own copy of
- * the context, kept for the next signature until the thread exits. */
-unsigned char *jws_signer_sign(const struct jws_signer *s, const void *msg, size_t msglen, size_t *siglen);
+/* Signs msg with a prepared key into sig, in JWS form (raw r || s for
+ * ECDSA), and sets *siglen. 0, or -1. Safe to call from many threads on one
+ * key: for RSA each thread signs with its own copy of the context, kept for
+ * the next signature until the thread exits. */
+int jws_signer_sign(const struct jws_signer *s, const void *msg, size_t msglen, unsigned char sig[JWS_SIG_MAX],
+                    size_t *siglen);
 
 #endif

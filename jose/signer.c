@@ -154,8 +154,9 @@ enum signer_result signer_sign(const struct signer_state *s, const char *claims,
                                char **signature)
 {
     size_t inlen = s->header_len + 1 + len, siglen = 0;
-    unsigned char *sig = NULL;
+    unsigned char sig[JWS_SIG_MAX];
     char *input;
+    int signed_ok;
 
     *signature = NULL;
     if (s->key.priv == NULL)
@@ -167,11 +168,10 @@ enum signer_result signer_sign(const struct signer_state *s, const char *claims,
     memcpy(input, s->header, s->header_len);
     input[s->header_len] = '.';
     memcpy(input + s->header_len + 1, claims, len);
-    sig = jws_signer_sign(&s->key, input, inlen, &siglen);
+    signed_ok = jws_signer_sign(&s->key, input, inlen, sig, &siglen) == 0;
     free(input);
-    if (sig != NULL && (*signature = malloc(B64URL_ENCODED_LEN(siglen) + 1)) != NULL)
+    if (signed_ok && (*signature = malloc(B64URL_ENCODED_LEN(siglen) + 1)) != NULL)
         b64url_encode(sig, siglen, *signature);
-    free(sig);
     return *signature != NULL ? SIGNER_OK : SIGNER_FAILED;
 }
 

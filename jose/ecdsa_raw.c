@@ -1,0 +1,32 @@
+/* The one file that uses OpenSSL's deprecated EC_KEY calls; ecdsa_raw.h
+ * says why. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include "jose/ecdsa_raw.h"
+
+#include <openssl/ec.h>
+#include <openssl/err.h>
+
+EC_KEY *ecdsa_raw_key(EVP_PKEY *priv)
+{
+    EC_KEY *ec = EVP_PKEY_get1_EC_KEY(priv);
+
+    ERR_clear_error();
+    return ec;
+}
+
+void ecdsa_raw_key_free(EC_KEY *ec)
+{
+    EC_KEY_free(ec);
+}
+
+int ecdsa_raw_sign(EC_KEY *ec, const unsigned char *md, size_t mdlen, unsigned char *raw, size_t coord_len)
+{
+    ECDSA_SIG *sig = ECDSA_do_sign(md, (int)mdlen, ec);
+    int ok = sig != NULL && BN_bn2binpad(ECDSA_SIG_get0_r(sig), raw, (int)coord_len) == (int)coord_len &&
+             BN_bn2binpad(ECDSA_SIG_get0_s(sig), raw + coord_len, (int)coord_len) == (int)coord_len;
+
+    ECDSA_SIG_free(sig);
+    if (!ok)
+        ERR_clear_error();
+    return ok ? 0 : -1;
+}
