@@ -11,10 +11,10 @@
  * core spent about 22 us per call around a 37 us ES256 signature (its
  * completion queue, combiner, allocations and threads), 0.6x the
  * signatures per second of `openssl speed`; carried by nghttp2 on an
- * event loop of our own they spend 8 to 10 us (read and send ~2, nghttp2
- * ~2.5, SHA-256 of the claims ~1, and the signature itself runs a little
- * slower between other work than in openssl's loop): 0.76x to 0.87x
- * (docs/BENCHMARKS.md). What gRPC needs of a unary server is small
+ * event loop of our own they spend 6 to 9 us (read and send ~2 with 8
+ * calls in flight, much less when calls queue; nghttp2 ~2.5; SHA-256 of
+ * the claims ~1): 0.8x to 0.9x, depending on this machine's speed of the
+ * moment (docs/BENCHMARKS.md). What gRPC needs of a unary server is small
  * and fixed (doc/PROTOCOL-HTTP2.md: HEADERS, one length-prefixed message,
  * trailers with grpc-status): nghttp2 does all of HTTP/2 (framing, HPACK,
  * flow control, SETTINGS, PING, GOAWAY) and protoc-c generates the
