@@ -17,8 +17,8 @@
 #     about 4 and each answer needed its own send (0.25 reads and 0.25
 #     sends per call), with 64 about 25 (0.04 each; perf stat's
 #     syscalls:sys_enter_read and _sendto on the server), and those
-#     syscalls were about 5% of an ES256 call (perf). The ratio with 8 in flight is
-#     shown too, beside the goal's;
+#     syscalls were about 5% of an ES256 call (perf). The ratio with 8 in
+#     flight is shown too, beside the goal's;
 #   - `openssl speed -seconds 1 rsa2048|ecdsap256` signatures on the same
 #     core (per user CPU-second, as openssl counts), and
 #         Sign calls per server CPU-s / openssl sign/s   [>= 0.8]
@@ -33,16 +33,18 @@
 #     each call is due on a fixed schedule and timed from when it was due):
 #     p50 and p99                                          [p99 < 2 ms]
 #
-# The measurements alternate (openssl, server, openssl, server, ...) for
+# The slices alternate (openssl, the server at IN_FLIGHT, the server at 8,
+# openssl, ...), and the rounds repeat them (and the latency run) for
 # ROUNDS rounds; the table gives every round and the median.
 #
 # Usage: bench/signer.sh [ROUNDS=3]
 # Environment: SIGNER_CORE (default: the last CPU this shell may use),
 # SIGNER_SLICES (5: one-second slices of each, openssl and the server, per
-# round and key type), SIGNER_IN_FLIGHT (64), SIGNER_RATE_SECONDS (10: each run at 1,000/s),
+# round and key type), SIGNER_IN_FLIGHT (64: calls in flight for the
+# throughput goal), SIGNER_RATE_SECONDS (10: each run at 1,000/s),
 # OIDC_BIN (default build/oidc-discovery; sign_bench is built in build/
 # when missing). Everything runs on a Unix socket in a temporary directory;
-# about 3 minutes with the defaults. Exits 1 when a tool is missing, the server
+# about 4 minutes with the defaults. Exits 1 when a tool is missing, the server
 # does not start, or a call fails; a missed goal shows in the table (MISS)
 # but does not change the exit status.
 set -euo pipefail
