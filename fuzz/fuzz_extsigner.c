@@ -16,7 +16,6 @@
  * The fixtures directory is $OIDC_FUZZ_FIXTURES (fuzz/run.sh sets it), else
  * tests/fixtures under the current directory. */
 #include <fcntl.h>
-#include <openssl/pem.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "jose/token_mint.h"
 #include "keys/keyset.h"
 #include "server/extsigner/grpc_conn.h"
 
@@ -32,16 +32,6 @@
 
 static struct signer_slot slot;
 static struct grpc_conn_env env = {.slot = &slot, .max_claims = 1024};
-
-static EVP_PKEY *fuzz_private_key(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    EVP_PKEY *k = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
-
-    if (f)
-        fclose(f);
-    return k;
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -55,7 +45,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     snprintf(path, sizeof(path), "%s/ec256.pkcs8.key", dir);
-    if ((ks = keyset_load(paths, 1, NULL, NULL, err, sizeof(err))) == NULL || (priv = fuzz_private_key(path)) == NULL) {
+    if ((ks = keyset_load(paths, 1, NULL, NULL, err, sizeof(err))) == NULL ||
+        (priv = token_mint_load_key(path, err, sizeof(err))) == NULL) {
         fprintf(stderr, "fuzz_extsigner: cannot load %s: %s\n", path, err);
         abort();
     }

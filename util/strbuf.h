@@ -1,6 +1,7 @@
 /*
- * strbuf: a growable text buffer for documents written piece by piece
- * (/metrics, the status page, and util/jsonw's JSON). An allocation failure is remembered, later
+ * strbuf: a growable buffer for documents written piece by piece
+ * (/metrics, the status page, util/jsonw's JSON) and for the external
+ * signer's outgoing HTTP/2 bytes. An allocation failure is remembered, later
  * appends do nothing, and strbuf_finish reports it once, so writers need
  * no error check per line.
  */

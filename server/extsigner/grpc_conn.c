@@ -12,6 +12,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "server/extsigner/service.h"
+#include "util/strbuf.h"
 
 /* Bytes read from the socket at once: a few dozen Sign calls. */
 #define GRPC_CONN_READ 16384
@@ -63,8 +64,8 @@ struct grpc_conn {
     int fd;
     nghttp2_session *session;
     const struct grpc_conn_env *env;
-    uint8_t *out; /* what nghttp2 produced and fd has not taken yet */
-    size_t out_len, out_off, out_cap;
+    struct strbuf out; /* what nghttp2 produced; fd has taken the first out_off bytes */
+    size_t out_off;
     struct grpc_stream *streams; /* open ones */
     size_t nstreams;
     uint8_t in[GRPC_CONN_READ];
@@ -463,23 +464,14 @@ struct grpc_conn *grpc_conn_new(int fd, const struct grpc_conn_env *env)
 /* Appends what nghttp2 has to send to c->out, up to a batch. */
 static int grpc_conn_collect(struct grpc_conn *c)
 {
-    while (c->out_len < GRPC_CONN_WRITE_BATCH) {
+    while (c->out.len < GRPC_CONN_WRITE_BATCH) {
         const uint8_t *data;
         ssize_t n = nghttp2_session_mem_send(c->session, &data);
         if (n <= 0)
             return n < 0 ? -1 : 0;
-        if (c->out_len + (size_t)n > c->out_cap) {
-            size_t cap = c->out_cap ? c->out_cap : 4096;
-            uint8_t *grown;
-            while (cap < c->out_len + (size_t)n)
-                cap *= 2;
-            if ((grown = realloc(c->out, cap)) == NULL)
-                return -1;
-            c->out = grown;
-            c->out_cap = cap;
-        }
-        memcpy(c->out + c->out_len, data, (size_t)n);
-        c->out_len += (size_t)n;
+        strbuf_add(&c->out, (const char *)data, (size_t)n);
+        if (c->out.failed)
+            return -1;
     }
     return 0;
 }
@@ -489,14 +481,14 @@ static int grpc_conn_flush(struct grpc_conn *c)
 {
     for (;;) {
         ssize_t n;
-        if (c->out_off == c->out_len) {
-            c->out_off = c->out_len = 0;
+        if (c->out_off == c->out.len) {
+            c->out_off = c->out.len = 0; /* the allocation is kept for the next batch */
             if (grpc_conn_collect(c) != 0)
                 return -1;
-            if (c->out_len == 0)
+            if (c->out.len == 0)
                 break;
         }
-        n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
@@ -527,7 +519,7 @@ int grpc_conn_io(struct grpc_conn *c)
 
 int grpc_conn_blocked(const struct grpc_conn *c)
 {
-    return c->out_off < c->out_len;
+    return c->out_off < c->out.len;
 }
 
 void grpc_conn_goaway(struct grpc_conn *c)
@@ -544,6 +536,6 @@ void grpc_conn_free(struct grpc_conn *c)
     while (c->streams != NULL)
         grpc_stream_free(c, c->streams);
     close(c->fd);
-    free(c->out);
+    free(c->out.p);
     free(c);
 }

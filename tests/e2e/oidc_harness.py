@@ -777,6 +777,15 @@ class ServerTestCase(unittest.TestCase):
         return b
 
 
+def rss_kib(pid):
+    """The VmRSS of process pid, in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS in /proc/%d/status" % pid)
+
+
 # --------------------------------------------------------------------------
 # key rotation helpers (files changing under a running server)
 

@@ -37,15 +37,6 @@ SYSTEMD_SOFT_LIMIT = 1024  # what systemd gives services unless LimitNOFILE= say
 REQUEST = b"GET " + H.JWKS.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
-def rss_kib(pid):
-    """The VmRSS of process pid, in KiB."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS in /proc/%d/status" % pid)
-
-
 def rss_meaningful(srv):
     """False when the server runs under memcheck or was built with
     AddressSanitizer, whose allocators hide the server's own use."""
@@ -110,10 +101,10 @@ class ReloadMemoryTest(H.SanitizerCheck, H.ServerTestCase):
         t0 = time.monotonic()
         for i in range(1, RELOADS_WARMUP + 1):
             self.reload_to(conn, i)
-        after_warmup = rss_kib(self.srv.proc.pid)
+        after_warmup = H.rss_kib(self.srv.proc.pid)
         for i in range(RELOADS_WARMUP + 1, RELOADS + 1):
             self.reload_to(conn, i)
-        end = rss_kib(self.srv.proc.pid)
+        end = H.rss_kib(self.srv.proc.pid)
         seconds = time.monotonic() - t0
         # the gauge is updated just after the workers get the new set
         self.assertTrue(H.wait_until(lambda: self.generation() == first + RELOADS, 2.0),
@@ -221,14 +212,14 @@ class IdleConnectionsTest(ConnectionsBase):
     def test_idle_connections_neither_starve_nor_bloat(self):
         self.start_with_systemd_limit()
         measured = rss_meaningful(self.srv)
-        started = rss_kib(self.srv.proc.pid)
+        started = H.rss_kib(self.srv.proc.pid)
         # warm up: buffers, pools and per-thread state exist before counting
         self.open_idle(50)
         self.close_all()
         self.fresh_get()
-        idle = rss_kib(self.srv.proc.pid)
+        idle = H.rss_kib(self.srv.proc.pid)
         self.open_idle(IDLE_CONNECTIONS)
-        loaded = rss_kib(self.srv.proc.pid)
+        loaded = H.rss_kib(self.srv.proc.pid)
         seconds = self.fresh_get()
         per_conn = (loaded - idle) * 1024 / IDLE_CONNECTIONS
         report("VmRSS %d KiB just started, %d KiB idle after warm-up, %d KiB with %d idle keep-alive "

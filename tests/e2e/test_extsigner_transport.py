@@ -6,9 +6,9 @@ with grpc-status 0); requests that are not gRPC (405, 415); an unknown
 method, a compressed or badly framed message, an expired or malformed
 grpc-timeout and a request over the size limit, each answered with its
 gRPC status in one HEADERS frame while the connection goes on; fifty
-calls in flight on one connection; calls cut off by the client leaving; a client that sends calls and never
-reads holds up no other client of the same thread; GOAWAY when the server
-stops."""
+calls in flight on one connection; calls cut off by the client leaving; a
+client that sends calls and never reads holds up no other client of the
+same thread; GOAWAY when the server stops."""
 
 import os
 import select
@@ -26,11 +26,6 @@ import extsigner_client as X  # noqa: E402
 ISSUER = "https://issuer.example"
 METADATA = b"/v1alpha1.ExternalJWTSigner/Metadata"
 EMPTY_MESSAGE = b"\x00\x00\x00\x00\x00"
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
 def framed(message, compressed=False):
@@ -208,7 +203,7 @@ class Transport(X.SignerTestCase):
         first cannot be written, the thread must still answer the second,
         and stop reading the first instead of buffering its answers."""
         srv = self.start_signer("--external-signer-threads", "1")
-        rss = rss_kib(srv.proc.pid)
+        rss = H.rss_kib(srv.proc.pid)
         hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.addCleanup(hog.close)
         hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -250,7 +245,7 @@ class Transport(X.SignerTestCase):
         self.addCleanup(other.close)
         self.assertEqual(other.metadata().max_token_expiration_seconds, 3600)
         self.assertLess(time.monotonic() - t0, 5 * H.SLOW)
-        self.assertLess(rss_kib(srv.proc.pid) - rss, 16 * 1024, "the server does not buffer the answers")
+        self.assertLess(H.rss_kib(srv.proc.pid) - rss, 16 * 1024, "the server does not buffer the answers")
         hog.close()
         self.assertEqual(other.metadata().max_token_expiration_seconds, 3600, "and after the hog is gone")
 

@@ -114,8 +114,9 @@ Test(signer, rs256_and_es256_tokens_verify_with_the_published_key)
     }
 }
 
-/* ECDSA r and s are 32 bytes raw but shorter in DER when they begin with
- * zero bytes (one signature in 128 or so): those must come out padded.
+/* ECDSA r and s are 32 bytes raw, but as numbers (OpenSSL's BIGNUMs, or
+ * DER) they are shorter when they begin with zero bytes (one signature in
+ * 128 or so): those must come out padded.
  * 2000 signatures all verify, and some had a leading zero (the chance of
  * none is about 1e-7). */
 Test(signer, es256_signatures_with_short_r_or_s_are_padded)
