@@ -9,6 +9,7 @@
 #include "config/checks.h"
 #include "diag/issuer.h"
 #include "util/printable.h"
+#include "util/redact.h"
 
 /* A max-age longer than this makes every rotation wait as long: a new key
  * must be published max-age before it signs (docs/compatibility.md §7). */
@@ -165,11 +166,11 @@ static void check_members(struct diag_report *r, const struct json_value *doc)
  * whether to fetch it. */
 static int check_jwks_uri(struct diag_report *r, const char *uri, int allow_http)
 {
-    char shown[DOC_SHOWN + 8];
+    char redacted[DOC_SHOWN + 4], shown[DOC_SHOWN + 16];
     struct issuer_url u;
     struct diag_check *c;
 
-    printable_quote(uri, shown, sizeof(shown));
+    printable_quote(redact_url(uri, redacted, DOC_SHOWN), shown, sizeof(shown));
     if (issuer_url_split(uri, &u) == 0 && strncmp(uri, "https://", 8) == 0) {
         diag_add(r, DIAG_PASS, "discovery.jwks_uri", "jwks_uri %s is https", shown);
         return 1;

@@ -12,6 +12,7 @@
 #include "publish/paths.h"
 #include "util/http_client.h"
 #include "util/printable.h"
+#include "util/redact.h"
 
 /* The longest URL doctor builds. */
 #define DOCTOR_URL_MAX 4096
@@ -72,7 +73,7 @@ static const char *fetch_fix(enum http_client_error e, const char *ca_file)
 static int fetch_document(struct doctor *d, const char *id, const char *url, const char *accept,
                           struct http_response *res, enum http_client_error *e)
 {
-    char err[1024], shown[DOCTOR_URL_MAX + 8];
+    char err[1024], redacted[DOCTOR_URL_MAX + 4], shown[DOCTOR_URL_MAX + 16];
     const char *ca_file = d->o->ca_file;
     struct diag_check *c;
 
@@ -82,7 +83,7 @@ static int fetch_document(struct doctor *d, const char *id, const char *url, con
         diag_fix(d->r, c, "%s", fetch_fix(*e, ca_file));
         return -1;
     }
-    printable_quote(url, shown, sizeof(shown));
+    printable_quote(redact_url(url, redacted, DOCTOR_URL_MAX), shown, sizeof(shown));
     if (res->status != 200) {
         c = diag_add(d->r, DIAG_FAIL, id, "GET %s: HTTP %d%s", shown, res->status,
                      res->status >= 300 && res->status < 400 ? " (relying parties do not follow redirects)" : "");

@@ -217,7 +217,7 @@ static int push_open_targets(struct push_publisher *p, char *err, size_t errlen)
             return -1;
         }
         push_schedule_init(&p->slots[i].schedule, clock_now_ms());
-        snprintf(p->slots[i].status.target, sizeof(p->slots[i].status.target), "%s", urls->items[i]);
+        snprintf(p->slots[i].status.target, sizeof(p->slots[i].status.target), "%s", p->slots[i].target.url);
     }
     if (push_status_init((const char *const *)urls->items, urls->count) != 0) {
         snprintf(err, errlen, "out of memory");

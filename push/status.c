@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/redact.h"
+
 static pthread_mutex_t push_status_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct push_status *push_statuses;
 static size_t push_nstatuses;
@@ -75,7 +77,7 @@ int push_status_init(const char *const *urls, size_t n)
     if (st == NULL)
         return -1;
     for (size_t i = 0; i < n; i++)
-        snprintf(st[i].target, sizeof(st[i].target), "%s", urls[i]);
+        redact_url(urls[i], st[i].target, PUSH_TARGET_SHOWN_MAX);
     pthread_mutex_lock(&push_status_mu);
     free(push_statuses);
     push_statuses = st;

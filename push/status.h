@@ -17,6 +17,7 @@
 
 #include "push/plan.h"
 #include "push/sync.h"
+#include "push/target.h"
 
 /* The result of one attempt, as counted. */
 enum push_result {
@@ -29,9 +30,9 @@ enum push_result {
 
 /* One target's status. */
 struct push_status {
-    char target[300];    /* the URL as given (cut at 299 characters) */
-    time_t last_attempt; /* wall clock; 0: none yet */
-    time_t last_current; /* when the target last held our key set or a newer one; 0: never */
+    char target[PUSH_TARGET_SHOWN_MAX + 4]; /* the URL as redact_url shows it */
+    time_t last_attempt;                    /* wall clock; 0: none yet */
+    time_t last_current;                    /* when the target last held our key set or a newer one; 0: never */
     enum push_result last_result;
     char last_error[768];                 /* of the last attempt when it failed, else "" */
     char generation[PUSH_GEN_MAX];        /* of the key set being pushed */

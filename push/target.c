@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config/bucket_url.h"
+#include "util/redact.h"
 #include "push/azblob.h"
 #include "push/s3.h"
 
@@ -16,20 +17,21 @@ int push_target_open(const struct config *cfg, const char *url, const atomic_int
 {
     struct config_bucket_url u;
     const char *bad = config_split_bucket_url(url, &u);
-    char why[512] = "out of memory";
+    char why[512] = "out of memory", shown[PUSH_TARGET_SHOWN_MAX + 4];
     int rc = -1;
 
     memset(t, 0, sizeof(*t));
+    redact_url(url, shown, PUSH_TARGET_SHOWN_MAX);
     if (bad != NULL)
         snprintf(why, sizeof(why), "%s", bad);
-    else if ((t->url = strdup(url)) == NULL)
+    else if ((t->url = strdup(shown)) == NULL)
         ;
     else if (u.kind == CONFIG_BUCKET_S3)
         rc = push_s3_open(cfg, &u, cancel, &t->ops, &t->store, why, sizeof(why));
     else
         rc = push_azblob_open(cfg, &u, cancel, &t->ops, &t->store, why, sizeof(why));
     if (rc != 0) {
-        snprintf(err, errlen, "%s: %s", url, why);
+        snprintf(err, errlen, "%s: %s", shown, why);
         push_target_close(t);
         return -1;
     }

@@ -11,8 +11,11 @@
 #include "config/config.h"
 #include "push/store.h"
 
+/* How much of a target URL messages show (redact_url's max). */
+#define PUSH_TARGET_SHOWN_MAX 296
+
 struct push_target {
-    char *url; /* as given, for logs, metrics and reports */
+    char *url; /* as redact_url shows it, for logs, metrics and reports */
     const struct push_store_ops *ops;
     void *store;
     void (*close)(void *store);

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "util/printable.h"
+#include "util/redact.h"
 
 #define HTTP_URL_MAX  8192 /* longer URLs are refused */
 #define HTTP_SHOW_MAX 256  /* of the URL in messages */
@@ -681,6 +682,7 @@ static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct
     rc = curl_easy_perform(curl);
     if (rc != CURLE_OK) {
         printable_copy(errbuf[0] ? errbuf : curl_easy_strerror(rc), detail, CURL_ERROR_SIZE - 1);
+        redact_url_parts_in(detail, c->req->url); /* should libcurl ever quote the URL */
         e = http_fail_curl(c, curl, u, rc, detail);
     } else {
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
@@ -707,7 +709,7 @@ enum http_client_error http_client_fetch(const struct http_request *req, struct 
     enum http_client_error e;
 
     memset(res, 0, sizeof(*res));
-    printable_copy(req->url, call.shown, HTTP_SHOW_MAX);
+    redact_url(req->url, call.shown, HTTP_SHOW_MAX);
     call.method = http_method_name(req->method);
     call.max_body = req->max_body == 0             ? HTTP_CLIENT_BODY_MAX
                     : req->max_body < SIZE_MAX / 2 ? req->max_body
@@ -747,13 +749,12 @@ int http_client_status_error(const struct http_request *req, const struct http_r
 {
     char shown[HTTP_SHOW_MAX + 4], location[HTTP_SHOW_MAX + 4];
     const char *to = http_response_header(res, "Location");
-    int n =
-        snprintf(err, errlen, "%s %s: HTTP %d%s%s", http_method_name(req->method),
-                 printable_copy(req->url, shown, HTTP_SHOW_MAX), res->status, res->reason[0] ? " " : "", res->reason);
+    int n = snprintf(err, errlen, "%s %s: HTTP %d%s%s", http_method_name(req->method),
+                     redact_url(req->url, shown, HTTP_SHOW_MAX), res->status, res->reason[0] ? " " : "", res->reason);
 
     if (res->status >= 300 && res->status < 400 && n >= 0 && (size_t)n < errlen)
         snprintf(err + n, errlen - (size_t)n, " (redirects are not followed%s%s)", to ? "; Location: " : "",
-                 to ? printable_copy(to, location, HTTP_SHOW_MAX) : "");
+                 to ? redact_url(to, location, HTTP_SHOW_MAX) : "");
     return -1;
 }
 

@@ -17,7 +17,10 @@
  *   - proxies named by the environment (https_proxy, ...) are ignored unless
  *     the request opts in: a credential meant for the server must not go to
  *     whatever a process's environment names;
- *   - HTTP/1.1, one connection per request.
+ *   - HTTP/1.1, one connection per request;
+ *   - messages show the URL (and a redirect's Location) only as redact_url
+ *     does: an Azure SAS token is a query string, and whoever reads the
+ *     logs must not get it.
  *
  * Thread-safety: any thread may call http_client_fetch at any time. The
  * first call initialises libcurl (curl_global_init) through pthread_once;

@@ -30,6 +30,7 @@
 
 #include "util/http_client.h"
 #include "util/printable.h"
+#include "util/redact.h"
 
 TestSuite(http_client, .fini = leak_check);
 
@@ -215,7 +216,7 @@ static void expect_error(const struct http_request *req, enum http_client_error 
 
     cr_expect_eq(e, want, "got %s, want %s: %s", http_client_error_name(e), http_client_error_name(want), err);
     snprintf(prefix, sizeof(prefix), "%s %s: ", req->method == HTTP_PUT ? "PUT" : "GET",
-             printable_copy(req->url, shown, 256));
+             redact_url(req->url, shown, 256));
     cr_expect(strncmp(err, prefix, strlen(prefix)) == 0, "\"%s\" does not start with \"%s\"", err, prefix);
     cr_expect(strstr(err, part) != NULL, "\"%s\" does not contain \"%s\"", err, part);
     cr_expect_null(res.body);
@@ -478,6 +479,42 @@ Test(http_client, redirect_not_followed)
     cr_expect_str_eq(err, want);
     http_response_free(&res);
     canned_stop(s);
+}
+
+/* A credential in a URL (an Azure SAS token in the query, a password in
+ * the userinfo, a token in the fragment) never reaches a message: not for
+ * a refused connection, not in a status error, not in a redirect's
+ * Location, not for a URL refused before sending. */
+Test(http_client, url_secrets_never_in_messages)
+{
+    static const char sas[] = "sv=2021-08-06&ss=b&srt=co&sp=rwc&se=2030-01-01T00:00:00Z&sig=SeCrEtSiGnAtUrE%2Bvalue%3D";
+    struct canned *s = canned_start("HTTP/1.1 302 Found\r\nLocation: https://elsewhere.example/x?"
+                                    "sig=LocationSecret123&sv=1\r\nContent-Length: 0\r\n\r\n");
+    struct http_response res;
+    char url[512], err[512] = "";
+    int closed = s->port;
+
+    canned_run(s);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/c/openid/v1/jwks?%s", s->port, sas);
+    struct http_request req = {.url = url, .allow_http = 1, .method = HTTP_PUT, .body = "{}", .body_len = 2};
+    cr_assert_eq(http_client_fetch(&req, &res, err, sizeof(err)), HTTP_CLIENT_OK, "%s", err);
+    cr_expect_eq(res.status, 302);
+    http_client_status_error(&req, &res, err, sizeof(err));
+    cr_expect(strstr(err, "SeCrEt") == NULL && strstr(err, "LocationSecret") == NULL, "%s", err);
+    cr_expect(strstr(err, "?<redacted: sv, ss, srt, sp, se, sig>") != NULL, "%s", err);
+    cr_expect(strstr(err, "Location: https://elsewhere.example/x?<redacted: sig, sv>") != NULL, "%s", err);
+    http_response_free(&res);
+    canned_stop(s);
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/c/openid/v1/jwks?%s", closed, sas);
+    cr_expect_eq(http_client_fetch(&req, &res, err, sizeof(err)), HTTP_CLIENT_ERR_CONNECT);
+    cr_expect(strstr(err, "SeCrEt") == NULL, "%s", err);
+    cr_expect(strstr(err, "/c/openid/v1/jwks?<redacted: sv, ss, srt, sp, se, sig>: ") != NULL, "%s", err);
+
+    snprintf(url, sizeof(url), "http://user:SeCrEtPassword@127.0.0.1:%d/#SeCrEtFragment", closed);
+    cr_expect_eq(http_client_fetch(&req, &res, err, sizeof(err)), HTTP_CLIENT_ERR_REQUEST);
+    cr_expect(strstr(err, "SeCrEt") == NULL, "%s", err);
+    cr_expect(strstr(err, "http://<redacted>@127.0.0.1:") != NULL, "%s", err);
 }
 
 /* URLs refused before anything is sent. */
