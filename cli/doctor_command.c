@@ -56,15 +56,24 @@ int doctor_command(const struct config *cfg)
         .now = time(NULL),
     };
     struct diag_report report = {0};
+    const char *targets[RP_TARGET_COUNT];
+    size_t ntargets = 0;
     char *token = NULL, *out;
     int rc;
 
     if (doctor_check_ca_file(cfg->ca_file) != 0 || doctor_read_token(cfg, &o, &token) != 0)
         return 2;
-    o.has_target = cfg->target != NULL && rp_target_parse(cfg->target, &o.target) == 0;
+    for (size_t i = 0; i < cfg->targets.count; i++) {
+        enum rp_target t;
+        if (rp_target_parse(cfg->targets.items[i], &t) == 0)
+            o.targets |= 1u << t;
+    }
+    for (enum rp_target t = 0; t < RP_TARGET_COUNT; t++)
+        if (o.targets & (1u << t))
+            targets[ntargets++] = rp_target_name(t);
     doctor_run(&o, &report);
-    out =
-        strcmp(cfg->output, "json") == 0 ? diag_render_json(&report, o.issuer, cfg->target) : diag_render_text(&report);
+    out = strcmp(cfg->output, "json") == 0 ? diag_render_json(&report, o.issuer, targets, ntargets)
+                                           : diag_render_text(&report);
     if (out == NULL || report.out_of_memory) {
         fprintf(stderr, "oidc-discovery doctor: out of memory\n");
         rc = 1;

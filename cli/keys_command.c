@@ -22,19 +22,11 @@
 /* What is printed for one key of the set. */
 struct keys_row {
     const struct key *key;
-    char size[16];           /* "2048" or "P-256" */
-    char first_seen[32];     /* RFC 3339, or "new" for a key serve has not published yet */
-    char retained_until[32]; /* RFC 3339, or "" while the key is in the inputs */
+    char size[16];                           /* "2048" or "P-256" */
+    char first_seen[CLOCK_RFC3339_SIZE];     /* RFC 3339, or "new" for a key serve has not published yet */
+    char retained_until[CLOCK_RFC3339_SIZE]; /* RFC 3339, or "" while the key is in the inputs */
     struct keydir_role role; /* a --signing-key-dir key's role (keydir_role_of); name NULL for other keys */
 };
-
-static void keys_time(time_t t, char *buf, size_t len)
-{
-    struct tm tm;
-
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static void keys_fill_row(struct keys_row *row, const struct key *k, const struct history_entry *e, int known_before,
                           unsigned long retention)
@@ -45,12 +37,12 @@ static void keys_fill_row(struct keys_row *row, const struct key *k, const struc
     else
         snprintf(row->size, sizeof(row->size), "%d", k->bits);
     if (known_before)
-        keys_time(e->first_seen, row->first_seen, sizeof(row->first_seen));
+        clock_rfc3339(e->first_seen, row->first_seen);
     else
         snprintf(row->first_seen, sizeof(row->first_seen), "new");
     row->retained_until[0] = '\0';
     if (!e->present)
-        keys_time(history_until(e, retention), row->retained_until, sizeof(row->retained_until));
+        clock_rfc3339(history_until(e, retention), row->retained_until);
 }
 
 /* The table, one key a line; the source is quoted, as a state file or a
@@ -125,11 +117,11 @@ static void keys_seen_text(const struct push_inspection *s, char *out, size_t le
 /* The generation metadata (Unix milliseconds) as a time, RFC 3339, or "-". */
 static void keys_generation_time(const char *gen, char *out, size_t len)
 {
-    char *end;
+    char *end, when[CLOCK_RFC3339_SIZE];
     long long t = gen[0] ? strtoll(gen, &end, 10) : 0;
 
     if (gen[0] && *end == '\0' && t > 0)
-        keys_time((time_t)(t / 1000), out, len);
+        snprintf(out, len, "%s", clock_rfc3339((time_t)(t / 1000), when));
     else
         snprintf(out, len, "-");
 }

@@ -180,15 +180,18 @@ static int command_named(const char *name)
     return -1;
 }
 
-/* Refuses a command nobody knows, listing those there are. */
+/* Refuses a command nobody knows, suggesting the one it most likely
+ * meant, listing those there are. */
 static int unknown_command(struct parser *p, const char *name, const char *more)
 {
+    const char *near = config_command_nearest(name, more);
     char names[128];
     size_t n = 0;
 
     for (int i = 0; i < CONFIG_COMMAND_COUNT; i++)
         n += (size_t)snprintf(names + n, sizeof names - n, "%s, ", config_commands[i].name);
-    return fail(p, "unknown command %s (commands: %s%s)", quote(name, strlen(name)).s, names, more);
+    return fail(p, "unknown command %s%s%s%s (commands: %s%s)", quote(name, strlen(name)).s,
+                near ? "; did you mean " : "", near ? near : "", near ? "?" : "", names, more);
 }
 
 /* Picks the subcommand from argv[1]; the flags start after it (*first = 1)
@@ -211,7 +214,8 @@ static int parse_command(struct parser *p, int argc, char **argv, int *first)
     return 0;
 }
 
-/* "help", "help COMMAND" or "help all": which help to print. */
+/* "help", "help COMMAND" or "help all": which help to print ("help
+ * --help" is the general help, which says how to use help). */
 static int parse_help(struct parser *p, int argc, char **argv)
 {
     int c;
@@ -219,7 +223,7 @@ static int parse_help(struct parser *p, int argc, char **argv)
     p->cfg.help_topic = CONFIG_CMD_HELP;
     if (argc > 3)
         return fail(p, "unexpected argument %s", quote(argv[3], strlen(argv[3])).s);
-    if (argc < 3)
+    if (argc < 3 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)
         return 0;
     if (strcmp(argv[2], "all") == 0)
         p->cfg.help_topic = CONFIG_HELP_ALL;
@@ -483,6 +487,8 @@ static int put_dev_issuer(struct parser *p)
     struct config_hostport hp;
     int v6;
 
+    if (has_none(listens))
+        return fail(p, "dev serves its documents over plain http: --listen none would leave it nothing to serve");
     for (size_t i = 0; i < listens->count; i++) {
         if (!config_is_unix_listen(listens->items[i])) {
             tcp = listens->items[i];
@@ -685,12 +691,14 @@ static int check_token_review_callers(struct parser *p)
 }
 
 /* TLS listeners need a certificate and its key, and those mean nothing
- * without them. */
+ * without them; a server without its plain-http listener serves over TLS. */
 static int check_tls(struct parser *p)
 {
     static const char *const files[] = {"tls-cert-file", "tls-private-key-file"};
     int listens = is_set(p, "tls-listen");
 
+    if (has_none(&named(p, "listen")->values) && !listens)
+        return fail(p, "--listen none needs --tls-listen: the documents must be served somewhere");
     if (listens && !(is_set(p, files[0]) && is_set(p, files[1])))
         return fail(p, "--tls-listen needs --tls-cert-file and --tls-private-key-file");
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)

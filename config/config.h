@@ -133,7 +133,7 @@ struct config {
     unsigned long duration;          /* --duration */
 
     /* `doctor` (and --issuer, --audience, --token-file, --ca-file, --output above) */
-    char *target; /* --target: aws, gcp, azure or vault, or NULL */
+    struct config_strlist targets; /* --target: aws, gcp, azure or vault, each any number of times */
 
     /* Production serving (serve and dev). */
     struct config_listen *tls_listens; /* --tls-listen */

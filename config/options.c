@@ -81,7 +81,14 @@ const struct config_option config_options[] = {
      .help = "jwks_uri to publish, https"},
     {.name = "service-account-key-file", .arg = "PATH", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
-     .def_text = "none; required without --signing-key-dir (serve: or --upstream)", .dev_def = CONFIG_DEV_KEY_FILE,
+     .def_text = "none; required without --signing-key-dir (serve: or --upstream; verify: without --discovery-url)",
+     .help_for =
+         (const struct config_help_variant[]){
+             {FOR_SERVE, NULL, "none; required without --signing-key-dir or --upstream"},
+             {FOR_KEYS | FOR_EXPORT | FOR_PUBLISH, NULL, "none; required without --signing-key-dir"},
+             {FOR_VERIFY, NULL, "none; required without --discovery-url"},
+             {0, NULL, NULL}},
+     .dev_def = CONFIG_DEV_KEY_FILE,
      SCALAR(key_files),
      .group = CONFIG_GROUP_DOCUMENTS,
      .help = "PEM file of public or private keys, a JWKS file (its kids are kept), or a directory of them (never a "
@@ -163,7 +170,7 @@ const struct config_option config_options[] = {
     {.name = "signing-key-type", .arg = "TYPE", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
      .choices = keydir_types, .commands = CONFIG_FOR_SERVING, .def = "rsa-2048", SCALAR(signing_key_type),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "Type of the keys generated: rsa-2048 (RS256), rsa-3072 (RS256) or ec-p256 (ES256)"},
+     .help = "Type of the keys generated (RSA keys sign RS256, ec-p256 ES256)"},
     {.name = "signing-key-import", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVING, .def_note = "; ignored once the directory holds keys",
      SCALAR(signing_key_import), .group = CONFIG_GROUP_SIGNER,
@@ -193,7 +200,7 @@ const struct config_option config_options[] = {
     {.name = "external-signer-socket-mode", .arg = "MODE", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
      .choices = socket_modes, .commands = CONFIG_FOR_SERVERS, .def = "0600", SCALAR(external_signer_socket_mode),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "Mode of the socket: 0600 (its owner only) or 0660 (and its group)"},
+     .help = "Mode of the socket (0600: its owner only; 0660: and its group)"},
     {.name = "external-signer-socket-owner", .arg = "USER:GROUP", .kind = CONFIG_KIND_STRING,
      .flags = CONFIG_FILE_KEY, .check = config_check_owner_row, .commands = CONFIG_FOR_SERVERS,
      .def_text = "this process's user and group", SCALAR(external_signer_socket_owner),
@@ -206,8 +213,10 @@ const struct config_option config_options[] = {
              "from the HTTP threads"},
 
     /* Listeners and serving */
-    {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,
-     .commands = CONFIG_FOR_SERVING, .def = "127.0.0.1:8080", LISTENS(listens, listen_count),
+    {.name = "listen", .arg = "HOST:PORT|none", .kind = CONFIG_KIND_LISTEN,
+     .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK | CONFIG_NONE_OK, .commands = CONFIG_FOR_SERVING,
+     .def = "127.0.0.1:8080", .def_note = "; none: no plain-http listener (serve over --tls-listen only)",
+     LISTENS(listens, listen_count),
      .group = CONFIG_GROUP_SERVING, .also = "port bind bind-address address addr",
      .help = "Listen address (IPv6: [ADDR]:PORT; port 0: a free port, logged); repeatable; --listen unix:/path "
              "serves plain HTTP on a Unix socket instead"},
@@ -350,7 +359,12 @@ const struct config_option config_options[] = {
              "--service-account-key-file"},
     {.name = "ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,
      .def_text = "the system's", SCALAR(ca_file), .group = CONFIG_GROUP_VERIFY,
-     .help = "CA certificates to verify the issuer's TLS chain with (verify: for --discovery-url)"},
+     .help = "CA certificates to verify the issuer's TLS chain with (verify: for --discovery-url)",
+     .help_for = (const struct config_help_variant[]){{FOR_VERIFY, "CA certificates to verify --discovery-url's TLS "
+                                                                   "chain with", NULL},
+                                                      {FOR_DOCTOR, "CA certificates to verify the issuer's TLS "
+                                                                   "chain with", NULL},
+                                                      {0, NULL, NULL}}},
     {.name = "repeat", .arg = "N", .kind = CONFIG_KIND_UINT, .min = 1, .max = 100000000, .commands = FOR_VERIFY,
      .def = "1", SCALAR(repeat), .group = CONFIG_GROUP_VERIFY,
      .help = "Verify N times, %r, to measure speed"},
@@ -362,10 +376,17 @@ const struct config_option config_options[] = {
     {.name = "issuer", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_web_url_row,
      .commands = FOR_TOKEN | FOR_DOCTOR, .required = FOR_TOKEN | FOR_DOCTOR, .why_required = "", SCALAR(mint_issuer),
      .group = CONFIG_GROUP_TOKEN, .also = "service-account-issuer",
-     .help = "Issuer: token's iss claim (https), or the issuer doctor checks"},
+     .help = "Issuer: token's iss claim (https), or the issuer doctor checks",
+     .help_for = (const struct config_help_variant[]){{FOR_TOKEN, "Token's iss claim (https)", NULL},
+                                                      {FOR_DOCTOR, "Issuer to check", NULL},
+                                                      {0, NULL, NULL}}},
     {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN | FOR_DOCTOR,
      .def_text = "token: the issuer; doctor: none", SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
-     .help = "Token's aud claim; for doctor, an audience the --token-file token must hold; repeatable"},
+     .help = "Token's aud claim; for doctor, an audience the --token-file token must hold; repeatable",
+     .help_for = (const struct config_help_variant[]){{FOR_TOKEN, "Token's aud claim; repeatable", "the issuer"},
+                                                      {FOR_DOCTOR, "An audience the --token-file token must hold; "
+                                                                   "repeatable", "none"},
+                                                      {0, NULL, NULL}}},
     {.name = "namespace", .arg = "NS", .kind = CONFIG_KIND_STRING, .check = config_check_dns_name_row,
      .commands = FOR_TOKEN, .def = "default", SCALAR(mint_namespace), .group = CONFIG_GROUP_TOKEN,
      .help = "Namespace, a DNS-1123 name"},
@@ -434,12 +455,12 @@ const struct config_option config_options[] = {
     /* keys */
     {.name = "output", .arg = "table|text|json", .kind = CONFIG_KIND_CHOICE, .choices = outputs,
      .commands = FOR_KEYS | FOR_DOCTOR, .def = "table", SCALAR(output), .group = CONFIG_GROUP_KEYS,
-     .help = "What keys and doctor print, for people (table and text are the same) or programs"},
+     .help = "What to print: a table for people (text is the same), or JSON for programs"},
 
     /* doctor */
-    {.name = "target", .arg = "RP", .kind = CONFIG_KIND_CHOICE, .choices = targets, .commands = FOR_DOCTOR,
-     SCALAR(target), .group = CONFIG_GROUP_DOCTOR, .also = "relying-party rp",
-     .help = "Also check the documented rules of this relying party (docs/doctor.md)"},
+    {.name = "target", .arg = "RP", .kind = CONFIG_KIND_LIST, .choices = targets, .commands = FOR_DOCTOR,
+     SCALAR(targets), .group = CONFIG_GROUP_DOCTOR, .also = "relying-party rp",
+     .help = "Also check the documented rules of this relying party (docs/doctor.md); repeatable"},
 
     /* General */
     {.name = "config", .arg = "FILE", .kind = CONFIG_KIND_ACTION, .commands = CONFIG_FOR_EVERY, NO_FIELD,
@@ -628,15 +649,44 @@ const struct config_option *config_option_nearest(const char *name, size_t len, 
     return best;
 }
 
+const char *config_command_nearest(const char *name, const char *extra)
+{
+    size_t len = strlen(name), d, best_distance = 3;
+    const char *best = NULL;
+    int ties = 0;
+
+    if (len == 0 || len > NEAR_NAME_MAX)
+        return NULL;
+    for (int i = 0; i <= CONFIG_COMMAND_COUNT; i++) {
+        const char *c = i < CONFIG_COMMAND_COUNT ? config_commands[i].name : extra;
+        d = edit_distance(name, len, c);
+        ties = d == best_distance ? ties + 1 : d < best_distance ? 0 : ties;
+        if (d < best_distance) {
+            best = c;
+            best_distance = d;
+        }
+    }
+    return best != NULL && ties == 0 && best_distance * 3 <= len ? best : NULL;
+}
+
 size_t config_option_index(const struct config_option *o)
 {
     return (size_t)(o - config_options);
 }
 
+/* "must be one of a, b, c": what is wrong with a value not among row o's
+ * choices. */
+static void choices_problem(const struct config_option *o, char out[CONFIG_PROBLEM_MAX])
+{
+    size_t n = (size_t)snprintf(out, CONFIG_PROBLEM_MAX, "must be one of");
+
+    for (const char *const *c = o->choices; *c && n < CONFIG_PROBLEM_MAX; c++)
+        n += (size_t)snprintf(out + n, CONFIG_PROBLEM_MAX - n, "%s %s", c == o->choices ? "" : ",", *c);
+}
+
 void config_option_problem(const struct config_option *o, char out[CONFIG_PROBLEM_MAX])
 {
     char lo[32], hi[32];
-    size_t n;
 
     switch (o->kind) {
     case CONFIG_KIND_UINT:
@@ -649,9 +699,7 @@ void config_option_problem(const struct config_option *o, char out[CONFIG_PROBLE
                  "must be a duration between %s and %s (like 90s, 15m, 24h, 7d or plain seconds)", lo, hi);
         return;
     case CONFIG_KIND_CHOICE:
-        n = (size_t)snprintf(out, CONFIG_PROBLEM_MAX, "must be one of");
-        for (const char *const *c = o->choices; *c && n < CONFIG_PROBLEM_MAX; c++)
-            n += (size_t)snprintf(out + n, CONFIG_PROBLEM_MAX - n, "%s %s", c == o->choices ? "" : ",", *c);
+        choices_problem(o, out);
         return;
     case CONFIG_KIND_BOOL:
         snprintf(out, CONFIG_PROBLEM_MAX, "must be true or false");
@@ -711,6 +759,12 @@ const char *config_option_check(const struct config_option *o, const char *value
             return NULL;
         return config_check_listen(value, (o->flags & CONFIG_UNIX_OK) != 0, problem);
     default:
+        if (o->choices != NULL) { /* a repeatable choice */
+            if (is_choice(o->choices, value))
+                return NULL;
+            choices_problem(o, problem);
+            return problem;
+        }
         if (o->check)
             return o->check(value, allow_http);
         return *value ? NULL : "must not be empty";

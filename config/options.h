@@ -85,6 +85,14 @@ typedef const char *config_check_fn(const char *value, int allow_http);
  * fills cors, through the row it negates). */
 #define CONFIG_NO_FIELD ((size_t)-1)
 
+/* What help says of a row for some of its commands only, where the row's
+ * own words (which help all prints) would name other commands' rules. */
+struct config_help_variant {
+    unsigned commands;    /* CONFIG_CMD_BIT of the commands it is for; 0 ends the list */
+    const char *help;     /* instead of the row's help, or NULL */
+    const char *def_text; /* instead of the row's def_text, or NULL */
+};
+
 struct config_option {
     const char *name;           /* the long flag without "--", and its config-file key */
     char short_name;            /* 'h' for -h, else 0 */
@@ -100,13 +108,14 @@ struct config_option {
     const char *def;            /* the default, as it would be typed; NULL: none */
     const char *dev_def;        /* dev's default where it differs (dev serves plain http, its own keys) */
     void (*def_fn)(const struct config_option *o, char *out, size_t len); /* a default known at run time */
-    const char *def_text;      /* help's words for a default that def cannot give */
-    const char *dev_text;      /* the same for dev */
-    const char *def_note;      /* help: appended to the default ("; needs --state-dir") */
-    size_t field, count_field; /* offsetof(struct config, ...); count_field for LISTEN only */
-    enum config_group group;   /* where help lists it */
-    const char *help;          /* one sentence; "%r" marks where the range goes (else at the end) */
-    const char *also;          /* other names people try for it, blank-separated ("port"), for suggestions */
+    const char *def_text;                       /* help's words for a default that def cannot give */
+    const char *dev_text;                       /* the same for dev */
+    const char *def_note;                       /* help: appended to the default ("; needs --state-dir") */
+    size_t field, count_field;                  /* offsetof(struct config, ...); count_field for LISTEN only */
+    enum config_group group;                    /* where help lists it */
+    const char *help;                           /* one sentence; "%r" marks where the range goes (else at the end) */
+    const struct config_help_variant *help_for; /* per-command words, or NULL */
+    const char *also; /* other names people try for it, blank-separated ("port"), for suggestions */
 };
 
 /* The rows, and how many. */
@@ -141,6 +150,12 @@ const struct config_option *config_option(const char *name);
  * the row lists under also, one the name is the last words or the first
  * words of (then the only one), or, with typos, one a few edits away.
  * NULL when none is near enough to suggest. */
+/* The command (or "help", "all") a mistyped command name most likely
+ * meant: the only one at most two edits away, none more than one edit in
+ * three letters; NULL when none is near enough. extra is the word allowed
+ * besides the commands ("help" after the program name, "all" after help). */
+const char *config_command_nearest(const char *name, const char *extra);
+
 const struct config_option *config_option_nearest(const char *name, size_t len, unsigned commands, int file_keys,
                                                   int typos);
 

@@ -89,11 +89,22 @@ static void put_commands(FILE *f, unsigned bits)
     }
 }
 
+/* The words of row o for command cmd that replace its own (ALL: none). */
+static const struct config_help_variant *variant_of(const struct config_option *o, int cmd)
+{
+    for (const struct config_help_variant *v = o->help_for; cmd != ALL && v && v->commands; v++)
+        if (v->commands & CONFIG_CMD_BIT(cmd))
+            return v;
+    return NULL;
+}
+
 /* Writes what help says of row o's default for command cmd (ALL: for
  * every command, dev's own default after the general one). */
 static void put_default(FILE *f, const struct config_option *o, int cmd)
 {
     int dev = cmd == CONFIG_CMD_DEV && (o->dev_def || o->dev_text);
+    const struct config_help_variant *v = variant_of(o, cmd);
+    const char *def_text = v && v->def_text ? v->def_text : o->def_text;
 
     if (cmd == ALL ? o->required != 0 : (o->required & CONFIG_CMD_BIT(cmd)) != 0) {
         fprintf(f, "required");
@@ -105,8 +116,8 @@ static void put_default(FILE *f, const struct config_option *o, int cmd)
         fprintf(f, "default %s", shown(o, o->dev_def));
     } else if (dev) {
         fprintf(f, "default: %s", o->dev_text);
-    } else if (o->def_text) {
-        fprintf(f, "default: %s", o->def_text);
+    } else if (def_text) {
+        fprintf(f, "default: %s", def_text);
     } else {
         fprintf(f, "default %s", o->def ? shown(o, o->def) : "none");
     }
@@ -134,10 +145,11 @@ static void put_range(FILE *f, const struct config_option *o)
  * for help all, then the commands that take it. */
 static void put_description(FILE *f, const struct config_option *o, int cmd)
 {
-    const char *mark = strstr(o->help, "%r");
+    const struct config_help_variant *v = variant_of(o, cmd);
+    const char *help = v && v->help ? v->help : o->help, *mark = strstr(help, "%r");
     int numeric = o->kind == CONFIG_KIND_UINT || o->kind == CONFIG_KIND_DURATION;
 
-    fprintf(f, "%.*s", (int)(mark ? mark - o->help : (long)strlen(o->help)), o->help);
+    fprintf(f, "%.*s", (int)(mark ? mark - help : (long)strlen(help)), help);
     if (numeric) {
         fprintf(f, "%s", mark ? "" : ", ");
         put_range(f, o);

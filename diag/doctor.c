@@ -224,8 +224,9 @@ void doctor_run(const struct doctor_options *o, struct diag_report *r)
         check_jwks(&d, uri);
     if (o->token != NULL)
         check_token(&d);
-    if (o->has_target)
-        rp_check(o->target, &d.facts, add_outcome, &d);
+    for (enum rp_target t = 0; t < RP_TARGET_COUNT; t++)
+        if (o->targets & (1u << t))
+            rp_check(t, &d.facts, add_outcome, &d);
     diag_token_clear(&d.token);
     diag_jwks_clear(&d.jwks);
     http_response_free(&d.jwks_res);

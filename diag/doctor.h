@@ -27,8 +27,7 @@ struct doctor_options {
     size_t token_len;
     char *const *audiences; /* --audience: what the token's aud must hold */
     size_t naudiences;
-    int has_target; /* --target given: */
-    enum rp_target target;
+    unsigned targets; /* 1 << enum rp_target of each relying party whose rules --target asks for */
     time_t now;
     long timeout_ms; /* per request; 0: http_client's default */
 };

@@ -135,7 +135,7 @@ static void put_check(struct jsonw *w, const struct diag_check *c)
     jsonw_lit(w, "}");
 }
 
-char *diag_render_json(const struct diag_report *r, const char *issuer, const char *target)
+char *diag_render_json(const struct diag_report *r, const char *issuer, const char *const *targets, size_t ntargets)
 {
     struct jsonw w = {0};
     size_t counts[3] = {0}, len;
@@ -145,7 +145,16 @@ char *diag_render_json(const struct diag_report *r, const char *issuer, const ch
         counts[r->checks[i].status]++;
     jsonw_lit(&w, "{");
     put_member(&w, "issuer", issuer, 0);
-    put_member(&w, "target", target, 1);
+    put_member(&w, "target", ntargets ? targets[0] : NULL, 1);
+    jsonw_lit(&w, ",");
+    jsonw_key(&w, "targets");
+    jsonw_lit(&w, "[");
+    for (size_t i = 0; i < ntargets; i++) {
+        if (i > 0)
+            jsonw_lit(&w, ",");
+        jsonw_str(&w, targets[i]);
+    }
+    jsonw_lit(&w, "]");
     put_member(&w, "result", status_keys[diag_worst(r)], 1);
     jsonw_lit(&w, ",\"summary\":{");
     for (int s = DIAG_PASS; s <= DIAG_FAIL; s++) {

@@ -48,11 +48,12 @@ const char *diag_status_name(enum diag_status s);
  * frees it; NULL when out of memory. */
 char *diag_render_text(const struct diag_report *r);
 
-/* The report as JSON: {"issuer", "target" (or null), "result" ("pass",
- * "warn" or "fail"), "summary" {"pass","warn","fail"}, "checks" [{"id",
- * "status", "message", "fix" (or null), "source" (or null)}]}, with a
- * trailing newline. The caller frees it; NULL when out of memory. */
-char *diag_render_json(const struct diag_report *r, const char *issuer, const char *target);
+/* The report as JSON: {"issuer", "target" (the first of the ntargets
+ * relying parties checked, or null), "targets" (all of them), "result"
+ * ("pass", "warn" or "fail"), "summary" {"pass","warn","fail"}, "checks"
+ * [{"id", "status", "message", "fix" (or null), "source" (or null)}]},
+ * with a trailing newline. The caller frees it; NULL when out of memory. */
+char *diag_render_json(const struct diag_report *r, const char *issuer, const char *const *targets, size_t ntargets);
 
 void diag_report_clear(struct diag_report *r);
 

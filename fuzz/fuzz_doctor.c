@@ -24,7 +24,7 @@
 static void render(struct diag_report *r)
 {
     free(diag_render_text(r));
-    free(diag_render_json(r, FUZZ_ISSUER, "aws"));
+    free(diag_render_json(r, FUZZ_ISSUER, (const char *const[]){"aws"}, 1));
     diag_report_clear(r);
 }
 

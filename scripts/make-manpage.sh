@@ -23,6 +23,9 @@ version_line=$("$bin" --version)
 version=$(printf '%s\n' "$version_line" | awk '{ print $2 }')
 built=$(printf '%s\n' "$version_line" | sed -n 's/.*built \([0-9-]*\)).*/\1/p')
 help=$("$bin" help all)
+# The commands as the binary lists them, so that the synopsis names each one.
+commands=$("$bin" help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p' | grep -vx help |
+    sed 's/.*/\\fI&\\fR/' | paste -sd '|')
 
 # roff treats '\' as an escape, a leading '.' or "'" as a request, and '-'
 # as a hyphen; flags must stay minus signs so they can be copied.
@@ -75,7 +78,7 @@ trap 'rm -f "$tmp"' EXIT
     printf 'oidc\\-discovery \\- publish Kubernetes service\\-account signing keys as OIDC discovery and JWKS\n'
     printf '.SH SYNOPSIS\n'
     printf '.B oidc\\-discovery\n'
-    printf '[\\fIserve\\fR|\\fIdev\\fR|\\fIkeys\\fR|\\fIverify\\fR|\\fItoken\\fR|\\fIexport\\fR] [\\fIflags\\fR]\n'
+    printf '[%s] [\\fIflags\\fR]\n' "$commands"
     printf '.br\n.B oidc\\-discovery help\n[\\fICOMMAND\\fR|\\fIall\\fR]\n'
     printf '.SH DESCRIPTION\n'
     printf 'Serves /.well\\-known/openid\\-configuration and /openid/v1/jwks byte for byte as\n'

@@ -377,11 +377,12 @@ static void server_log_site(const struct server_site *site)
 
     for (size_t i = 0; i < site->naddrs; i++) {
         listener_url(&site->addrs[i], url, sizeof(url));
+        const char *s = site->threads == 1 ? "" : "s";
         if (site->what != NULL)
-            log_msg(LOG_INFO, "listening on %s (%u threads): %s", url, site->threads, site->what);
+            log_msg(LOG_INFO, "listening on %s (%u thread%s): %s", url, site->threads, s, site->what);
         else
-            log_msg(LOG_INFO, "listening on %s (%u threads): %s" PATHS_DISCOVERY " %s" PATHS_JWKS, url, site->threads,
-                    url, url);
+            log_msg(LOG_INFO, "listening on %s (%u thread%s): %s" PATHS_DISCOVERY " %s" PATHS_JWKS, url, site->threads,
+                    s, url, url);
     }
 }
 

@@ -44,4 +44,19 @@ static inline struct timespec clock_deadline(clockid_t clock, unsigned ms)
     return ts;
 }
 
+/* The bytes clock_rfc3339 writes, its NUL included. */
+#define CLOCK_RFC3339_SIZE sizeof("2006-01-02T15:04:05Z")
+
+/* Wall-clock time t as people and logs read it, in UTC, to the second
+ * ("2026-12-02T02:34:41Z", RFC 3339 as Kubernetes prints times). Returns
+ * out. */
+static inline const char *clock_rfc3339(time_t t, char out[CLOCK_RFC3339_SIZE])
+{
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(out, CLOCK_RFC3339_SIZE, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return out;
+}
+
 #endif

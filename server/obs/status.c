@@ -8,6 +8,7 @@
 #include "push/status.h"
 #include "server/reload/mirror.h"
 #include "util/strbuf.h"
+#include "util/clock.h"
 
 static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct status *status_current; /* guarded by status_mu */
@@ -178,16 +179,9 @@ static void status_text(struct strbuf *b, const char *s)
 /* t as RFC 3339 UTC, or "-" for 0. */
 static void status_time(struct strbuf *b, time_t t)
 {
-    char when[32];
-    struct tm tm;
+    char when[CLOCK_RFC3339_SIZE];
 
-    if (t == 0) {
-        strbuf_puts(b, "-");
-        return;
-    }
-    gmtime_r(&t, &tm);
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    strbuf_puts(b, when);
+    strbuf_puts(b, t == 0 ? "-" : clock_rfc3339(t, when));
 }
 
 /* <tr><th>name</th><td class="cls">value</td></tr>, value escaped; cls

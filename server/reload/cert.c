@@ -5,6 +5,7 @@
 
 #include "server/reload/health.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 /* Where each kind's expiry goes for /metrics. */
 static atomic_int_fast64_t *cert_not_after_gauge(enum cert_kind kind)
@@ -26,7 +27,7 @@ static void cert_failed(struct cert *c, const char *err, time_t now)
 SSL_CTX *cert_reload(struct cert *c, time_t now)
 {
     struct tls_files files;
-    char err[1024];
+    char err[1024], when[CLOCK_RFC3339_SIZE];
     time_t not_after = 0;
     SSL_CTX *ctx;
 
@@ -54,7 +55,7 @@ SSL_CTX *cert_reload(struct cert *c, time_t now)
     SSL_CTX_free(c->ctx);
     c->ctx = ctx;
     atomic_store(cert_not_after_gauge(c->kind), (long long)not_after);
-    log_msg(LOG_INFO, "%s loaded from %s (expires %lld)", c->what, c->paths.cert_file, (long long)not_after);
+    log_msg(LOG_INFO, "%s loaded from %s (expires %s)", c->what, c->paths.cert_file, clock_rfc3339(not_after, when));
     return ctx;
 }
 

@@ -19,6 +19,7 @@
 #include "server/reload/signing.h"
 #include "util/log.h"
 #include "util/printable.h"
+#include "util/clock.h"
 
 /* How much of a key's source a log line quotes. */
 #define RELOAD_SOURCE_SHOWN 1024
@@ -46,8 +47,7 @@ struct reload {
 
 static void reload_log_event(void *ctx, enum history_event ev, const struct history_entry *e, time_t until)
 {
-    char when[32], source[RELOAD_SOURCE_SHOWN];
-    struct tm tm;
+    char when[CLOCK_RFC3339_SIZE], source[RELOAD_SOURCE_SHOWN];
 
     (void)ctx;
     switch (ev) {
@@ -55,9 +55,8 @@ static void reload_log_event(void *ctx, enum history_event ev, const struct hist
         log_msg(LOG_INFO, "key kid=%s added from %s", e->kid, printable_quote(e->source, source, sizeof(source)));
         break;
     case HISTORY_RETAINED:
-        gmtime_r(&until, &tm);
-        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        log_msg(LOG_INFO, "key kid=%s left the inputs; retained (still published) until %s", e->kid, when);
+        log_msg(LOG_INFO, "key kid=%s left the inputs; retained (still published) until %s", e->kid,
+                clock_rfc3339(until, when));
         break;
     case HISTORY_DROPPED:
         log_msg(LOG_INFO, "key kid=%s dropped from the published set", e->kid);

@@ -453,7 +453,7 @@ def run_once(args, timeout=None, input=None, env=None):
     return rc, out.decode(errors="replace"), err.decode(errors="replace")
 
 
-# "listening on URL (N threads): WHAT", one line per address, in the
+# "listening on URL (N threads): WHAT" ("1 thread"), one line per address, in the
 # order of the flags; text or JSON log lines alike.
 LISTENING = re.compile(r"listening on (?:(https?)://(?:\[[^\]]*\]|[^:/\s]+):(\d+)|unix:\S+) \(\d+ threads?\): "
                        r"(/livez|POST |[a-z])")

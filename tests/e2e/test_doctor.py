@@ -165,9 +165,10 @@ class DoctorTest(H.ServerTestCase):
                                    token=token)
         self.assertEqual(rc, 1, out + err)
         doc = json.loads(out)
-        self.assertEqual(sorted(doc), ["checks", "issuer", "result", "summary", "target"])
+        self.assertEqual(sorted(doc), ["checks", "issuer", "result", "summary", "target", "targets"])
         self.assertEqual(doc["issuer"], issuer)
         self.assertEqual(doc["target"], "aws")
+        self.assertEqual(doc["targets"], ["aws"])
         self.assertEqual(doc["result"], "fail")
         for c in doc["checks"]:
             self.assertEqual(sorted(c), ["fix", "id", "message", "source", "status"], c)
@@ -200,6 +201,14 @@ class DoctorTest(H.ServerTestCase):
         self.assert_check(checks, "gcp.public_trust", "FAIL", "not publicly trusted")
         rc, out, err = self.doctor(issuer, "--ca-file", self.ca[0], "--target", "aws", trusted=False)
         self.assert_check(self.checks(rc, out, err, 1), "aws.thumbprint", "WARN", "thumbprint")
+        # several relying parties in one run: each one's rules are checked
+        rc, out, err = self.doctor(issuer, "--ca-file", self.ca[0], "--target", "aws", "--target", "gcp",
+                                   "--output", "json", trusted=False)
+        doc = json.loads(out)
+        self.assertEqual(doc["targets"], ["aws", "gcp"])
+        ids = [c["id"] for c in doc["checks"]]
+        self.assertIn("aws.thumbprint", ids)
+        self.assertIn("gcp.public_trust", ids)
         # without --ca-file nothing verifies the chain
         rc, out, err = self.doctor(issuer, trusted=False)
         checks = self.checks(rc, out, err, 1)

@@ -197,6 +197,15 @@ class Install(unittest.TestCase):
             self.assertIn("\\-\\-" + flag.replace("-", "\\-"), page)
         for line in page.splitlines():
             self.assertFalse(line.startswith("'"), "a line read as a roff request: %r" % line)
+        # the synopsis names every command `help` lists
+        r = subprocess.run([self.path("bin", "oidc-discovery"), "help"], capture_output=True, text=True,
+                           timeout=H.RUN_TIMEOUT)
+        commands = re.findall(r"^  ([a-z]+) ", r.stdout.split("Commands:")[1].split("\n\n")[0], re.M)
+        synopsis = page.split(".SH SYNOPSIS\n")[1].split(".SH ")[0]
+        self.assertGreaterEqual(len(commands), 8, r.stdout)
+        for c in commands:
+            if c != "help":
+                self.assertIn("\\fI%s\\fR" % c, synopsis, c)
         # every flag `help all` lists is an entry of the page, once
         r = subprocess.run([self.path("bin", "oidc-discovery"), "help", "all"], capture_output=True, text=True,
                            timeout=H.RUN_TIMEOUT)

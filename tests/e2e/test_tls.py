@@ -13,6 +13,7 @@ A test CA and server certificates (subjectAltName IP:127.0.0.1 and
 DNS:localhost) are made with the openssl CLI in a temporary directory.
 """
 
+import datetime
 import json
 import os
 import re
@@ -98,6 +99,18 @@ class TestProtocols(TLSBase):
             self.assertEqual(rc, 0, out)
             self.assertRegex(out, r"New, %s, Cipher is (?!\(NONE\))" % re.escape(name), out)
             self.assertIn("Verify return code: 0 (ok)", out)
+
+    def test_tls_only_server(self):
+        """--listen none: the documents over TLS only, no plain-http port;
+        the certificate's expiry is logged as a time, not a raw number."""
+        srv = self.start_tls_server(self.base_args() + ["--listen", "none"], self.cert1, self.tkey1, listen=False)
+        self.assertNotRegex(srv.stderr(), r"listening on http://\S+ \(\d+ threads?\): http://",
+                            "no plain-http listener serves the documents")
+        st, h, body = H.https_request(srv.tls_port, "GET", H.JWKS, self.ca_cert)
+        self.assertEqual(st, 200)
+        self.assertEqual(body, H.expected_jwks([self.key]))
+        expiry = datetime.datetime.fromtimestamp(H.cert_not_after(self.cert1), datetime.timezone.utc)
+        self.assertIn("(expires %s)" % expiry.strftime("%Y-%m-%dT%H:%M:%SZ"), srv.stderr())
 
     def test_tls11_and_tls10_refused(self):
         srv = self.start_tls_server(self.base_args(), self.cert1, self.tkey1)

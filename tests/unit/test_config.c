@@ -461,6 +461,8 @@ static const struct help_case {
     {{"help", "verify"}, CONFIG_CMD_VERIFY},
     {{"help", "serve"}, CONFIG_CMD_SERVE},
     {{"help", "all"}, CONFIG_HELP_ALL},
+    {{"help", "--help"}, CONFIG_CMD_HELP},
+    {{"help", "-h"}, CONFIG_CMD_HELP},
     {{"--threads", "0", "--help"}, CONFIG_CMD_HELP},
 };
 
@@ -586,7 +588,7 @@ Test(config, overview_lists_commands_then_serve_flags)
         "--config FILE",
         "-h, --help",
         "--version",
-        "(default 127.0.0.1:8080)",
+        "(default 127.0.0.1:8080; none: no plain-http listener",
         "(default application/jwk-set+json)",
         "\n  --max-age DURATION              Cache-Control max-age of both documents, 0 to 365d (default 1h)\n",
         "\nKey rotation and the signing key:\n  --key-",
@@ -645,9 +647,9 @@ Test(config, token_help)
     static const char *const want[] = {
         "Usage: oidc-discovery token --signing-key-file PATH --issuer URL",
         "\nIssuer and claims (not config-file keys):\n  --issuer URL ",
-        "token's iss claim (https), or the issuer doctor checks (required)",
+        "Token's iss claim (https) (required)",
         "--audience AUD",
-        "(default: token: the issuer; doctor: none)",
+        "(default: the issuer)",
         "--namespace NS",
         "--service-account NAME",
         "(default default)",
@@ -748,14 +750,30 @@ Test(config, unknown_command)
 {
     fails("unknown command \"x\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)", "x",
           NULL);
-    fails("unknown command \"servee\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+    /* a command a few typos away is suggested */
+    fails("unknown command \"servee\"; did you mean serve? (commands: serve, dev, keys, verify, token, export, "
+          "publish, doctor, help)",
           "servee", "--help", NULL);
-    fails("unknown command \"key\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)", "key",
-          NULL);
-    fails("unknown command \"tokens\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+    fails("unknown command \"key\"; did you mean keys? (commands: serve, dev, keys, verify, token, export, publish, "
+          "doctor, help)",
+          "key", NULL);
+    fails("unknown command \"tokens\"; did you mean token? (commands: serve, dev, keys, verify, token, export, "
+          "publish, doctor, help)",
           "tokens", NULL);
-    fails("unknown command \"Verify\" (commands: serve, dev, keys, verify, token, export, publish, doctor, help)",
+    fails("unknown command \"Verify\"; did you mean verify? (commands: serve, dev, keys, verify, token, export, "
+          "publish, doctor, help)",
           "Verify", NULL);
+    fails("unknown command \"docter\"; did you mean doctor? (commands: serve, dev, keys, verify, token, export, "
+          "publish, doctor, help)",
+          "docter", NULL);
+    fails("unknown command \"halp\"; did you mean help? (commands: serve, dev, keys, verify, token, export, publish, "
+          "doctor, help)",
+          "halp", NULL);
+    fails("unknown command \"al\" (commands: serve, dev, keys, verify, token, export, publish, doctor, all)", "help",
+          "al", NULL);
+    fails("unknown command \"alll\"; did you mean all? (commands: serve, dev, keys, verify, token, export, publish, "
+          "doctor, all)",
+          "help", "alll", NULL);
 }
 
 Test(config, unknown_flags)
@@ -2464,6 +2482,22 @@ Test(config, tls_value_errors)
 
 /* ---- admin listener and listener clashes ---- */
 
+/* A server that serves only over TLS turns its plain-http listener off;
+ * without TLS, or for dev (plain http by design), that leaves nothing. */
+Test(config, listen_none)
+{
+    OK_WITH("--listen", "none", "--tls-listen", "127.0.0.1:8443", "--tls-cert-file", "/c", "--tls-private-key-file",
+            "/k", NULL);
+    cr_assert_eq(cfg.listen_count, 0);
+    cr_assert_eq(cfg.tls_listen_count, 1);
+    fails("--listen none needs --tls-listen: the documents must be served somewhere", SERVE_ARGS, "--listen", "none",
+          NULL);
+    fails("dev serves its documents over plain http: --listen none would leave it nothing to serve", "dev", "--listen",
+          "none", NULL);
+    fails("--listen none cannot be combined with addresses", SERVE_ARGS, "--listen", "none", "--listen", "127.0.0.1:1",
+          NULL);
+}
+
 Test(config, admin_listen_none)
 {
     OK_WITH("--admin-listen", "none", NULL);
@@ -3295,7 +3329,9 @@ Test(config, table_rows_are_complete)
         cr_assert_eq(o->required != 0, o->why_required != NULL, "--%s: why required", o->name);
         cr_assert(!o->required || o->arg, "--%s: a required flag has a value the usage line shows", o->name);
         cr_assert_lt(o->group, CONFIG_GROUP_COUNT, "--%s", o->name);
-        cr_assert_eq(o->kind == CONFIG_KIND_CHOICE, o->choices != NULL, "--%s: choices", o->name);
+        cr_assert(o->kind == CONFIG_KIND_CHOICE ? o->choices != NULL
+                                                : o->choices == NULL || o->kind == CONFIG_KIND_LIST,
+                  "--%s: choices", o->name);
     }
 }
 
@@ -3879,7 +3915,7 @@ Test(config, doctor_takes_any_web_issuer)
     cr_assert_eq(cmd, CONFIG_CMD_DOCTOR);
     cr_assert_str_eq(cfg.mint_issuer, "http://127.0.0.1:8080/x/?tenant=1#f");
     cr_assert_eq(cfg.audiences.count, 0, "no default audience");
-    cr_assert_null(cfg.target);
+    cr_assert_eq(cfg.targets.count, 0);
     cr_assert_null(cfg.token_file);
     cr_assert_null(cfg.ca_file);
     cr_assert_str_eq(cfg.output, "table");
@@ -3906,13 +3942,19 @@ Test(config, doctor_flags)
     cr_assert_str_eq(cfg.token_file, "-");
     cr_assert_eq(cfg.audiences.count, 2);
     cr_assert_str_eq(cfg.audiences.items[0], "sts.amazonaws.com");
-    cr_assert_str_eq(cfg.target, "aws");
+    cr_assert_eq(cfg.targets.count, 1);
+    cr_assert_str_eq(cfg.targets.items[0], "aws");
     cr_assert_str_eq(cfg.output, "json");
     cr_assert_eq(cfg.allow_insecure_issuer, 1);
     for (const char *const *t = (const char *const[]){"gcp", "azure", "vault", NULL}; *t; t++) {
         ok(DOCTOR_ARGS, "--target", *t, NULL);
-        cr_assert_str_eq(cfg.target, *t);
+        cr_assert_str_eq(cfg.targets.items[0], *t);
     }
+    /* several relying parties at once, each checked */
+    ok(DOCTOR_ARGS, "--target", "aws", "--target", "gcp", NULL);
+    cr_assert_eq(cfg.targets.count, 2);
+    cr_assert_str_eq(cfg.targets.items[0], "aws");
+    cr_assert_str_eq(cfg.targets.items[1], "gcp");
     ok(DOCTOR_ARGS, "--output", "text", NULL);
     cr_assert_str_eq(cfg.output, "text");
     ok("keys", "--service-account-key-file", "/k", "--output", "text", NULL);
@@ -3922,6 +3964,8 @@ Test(config, doctor_flags)
 Test(config, doctor_errors)
 {
     fails("--target \"AWS\": must be one of aws, gcp, azure, vault", DOCTOR_ARGS, "--target", "AWS", NULL);
+    fails("--target \"gpc\": must be one of aws, gcp, azure, vault", DOCTOR_ARGS, "--target", "aws", "--target", "gpc",
+          NULL);
     fails("--output \"yaml\": must be one of table, text, json", DOCTOR_ARGS, "--output", "yaml", NULL);
     fails("--service-account-issuer is not valid for the doctor command; did you mean --issuer?", DOCTOR_ARGS,
           "--service-account-issuer", "https://a.example", NULL);

@@ -837,7 +837,7 @@ Test(report, json_shape)
     yajl_val root, checks, c;
 
     sample_report(&r);
-    cr_assert_not_null(json = diag_render_json(&r, ISSUER, "aws"));
+    cr_assert_not_null(json = diag_render_json(&r, ISSUER, (const char *const[]){"aws"}, 1));
     cr_expect_eq(json[strlen(json) - 1], '\n');
     cr_assert_not_null(root = yajl_tree_parse(json, err, sizeof(err)), "%s: %s", json, err);
     cr_expect_str_eq(YAJL_GET_STRING(member(root, "issuer", yajl_t_string)), ISSUER);
@@ -867,7 +867,7 @@ Test(report, json_without_target)
     yajl_val root;
 
     diag_add(&r, DIAG_PASS, "a", "ok");
-    cr_assert_not_null(json = diag_render_json(&r, ISSUER, NULL));
+    cr_assert_not_null(json = diag_render_json(&r, ISSUER, NULL, 0));
     cr_assert_not_null(root = yajl_tree_parse(json, err, sizeof(err)));
     member(root, "target", yajl_t_null);
     cr_expect_str_eq(YAJL_GET_STRING(member(root, "result", yajl_t_string)), "pass");
