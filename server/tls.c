@@ -257,14 +257,19 @@ X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx)
     return SSL_get0_peer_certificate(head->ossl);
 }
 
+/* An empty subject prints as nothing, and a memory BIO that was never
+ * written to has no buffer at all (NULL data): neither is a name. */
 char *tls_subject(X509 *cert)
 {
-    BIO *bio = BIO_new(BIO_s_mem());
-    char *text, *out = NULL;
-    long len;
+    const X509_NAME *name = X509_get_subject_name(cert);
+    BIO *bio = NULL;
+    char *text = NULL, *out = NULL;
+    long len = 0;
 
-    if (bio != NULL && X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0 &&
-        (len = BIO_get_mem_data(bio, &text)) >= 0)
+    if (name != NULL && X509_NAME_entry_count(name) > 0 && (bio = BIO_new(BIO_s_mem())) != NULL &&
+        X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253) >= 0)
+        len = BIO_get_mem_data(bio, &text);
+    if (text != NULL && len > 0)
         out = strndup(text, (size_t)len);
     BIO_free(bio);
     ERR_clear_error();

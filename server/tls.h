@@ -61,7 +61,9 @@ X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx);
 /* The subject of cert in RFC 4514 form as OpenSSL prints it with
  * XN_FLAG_RFC2253 ("CN=vault,O=example", the most specific attribute
  * first; what `openssl x509 -noout -subject -nameopt RFC2253` prints).
- * malloc'ed; NULL when out of memory. */
+ * malloc'ed, never empty; NULL when the subject is empty (a certificate
+ * naming its holder in subjectAltName only names no caller) or out of
+ * memory. */
 char *tls_subject(X509 *cert);
 
 #endif

@@ -33,7 +33,8 @@ forged caller, an expired caller and a caller outside the list -> 401, 401,
 401, 403. Then the other ways Vault may be configured (its pod's own token,
 no reviewer at all), mutual TLS with client certificates (curl, as a client
 nobody here wrote), and the listener's certificate: reloaded on change with
-its client CA, refused at start when broken.
+its client CA, refused at start when broken. A client certificate with an
+empty subject names nobody.
 """
 
 import http.client
@@ -330,6 +331,34 @@ class MutualTLS(TLSReviewBase):
         self.assertEqual(sorted((x["status"], x.get("caller")) for x in lines),
                          sorted([(201, "CN=vault,O=example"), (403, "CN=other,O=example"), (201, REVIEWER),
                                  (401, None), (201, "CN=vault,O=example"), (403, "CN=other,O=example")]))
+        self.stop_ok(srv)
+
+    def test_certificate_without_subject(self):
+        """A certificate with an empty subject (its names in the
+        subjectAltName only) names no caller: it counts as no certificate,
+        so the bearer token decides, as kube-apiserver's x509 authenticator
+        passes a certificate without a CN on to the token authenticators.
+        (The sanitizer build used to abort on it.)"""
+        nameless = H.make_client_cert_x509(self.tmp, self.client_ca, "nameless", san=("vault.example",))
+        self.assertEqual(H.cert_subject_rfc4514(nameless[0]), "")
+        log = os.path.join(self.tmp, "access.log")
+        srv = self.start(callers=(self.subject, REVIEWER), client_ca=self.client_ca[0],
+                         extra=("--access-log", log))
+        pod = self.pod_token()
+        reviewer = self.sa_token("vault", "vault-auth", [KUBE_AUDIENCE])
+        cert_args = ("--cert", nameless[0], "--key", nameless[1])
+
+        st, doc, rc = self.curl_review(srv, pod, *cert_args)
+        self.assertEqual((rc, st, doc["reason"]), (0, 401, "Unauthorized"), doc)
+        st, doc, rc = self.curl_review(srv, pod, "-H", "Authorization: Bearer " + reviewer, *cert_args)
+        self.assertEqual((rc, st, doc["status"]["authenticated"]), (0, 201, True), doc)
+        st, doc, rc = self.curl_review(srv, pod, "-H", "Authorization: Bearer " + reviewer, "--cert",
+                                       self.other_cert[0], "--key", self.other_cert[1])
+        self.assertEqual((rc, st), (0, 403), doc)
+        lines = H.wait_until(lambda: [json.loads(x) for x in H.read_bytes(log).splitlines()]
+                             if os.path.exists(log) and len(H.read_bytes(log).splitlines()) >= 3 else None, 5)
+        self.assertEqual(sorted((x["status"], x.get("caller", "")) for x in lines),
+                         [(201, REVIEWER), (401, ""), (403, "CN=other,O=example")])
         self.stop_ok(srv)
 
     def test_client_ca_reloaded_on_change(self):
