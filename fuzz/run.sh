@@ -11,11 +11,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_http|fuzz_doctor|fuzz_extsigner ...]" >&2; exit 2; }
+usage() { echo "usage: fuzz/run.sh SECONDS [fuzz_pem|fuzz_token|fuzz_jwks|fuzz_config|fuzz_tokenreview|fuzz_http|fuzz_doctor|fuzz_extsigner|fuzz_client_cert ...]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 secs=$1; shift
 [[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 0 ] || usage
-all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview fuzz_http fuzz_doctor fuzz_extsigner)
+all_targets=(fuzz_pem fuzz_token fuzz_jwks fuzz_config fuzz_tokenreview fuzz_http fuzz_doctor fuzz_extsigner
+             fuzz_client_cert)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -41,7 +42,8 @@ mkdir -p "$bin" "$obj"
 # CMakeLists.txt so that the two cannot drift; fuzz_http also links the
 # oidcruntime library (read the same way), the server's h2o sites, their
 # handlers and the worker; fuzz_extsigner oidcruntime, the signer's
-# connection and calls, and the messages protoc-c generates here.
+# connection and calls, and the messages protoc-c generates here;
+# fuzz_client_cert server/tls.c (which needs libh2o-evloop for ALPN).
 lib_srcs() { sed -n "/^add_library($1 /,/^)/s/^ *\([a-z0-9_/]*\.c\)$/\1/p" CMakeLists.txt; }
 core_srcs=($(lib_srcs oidccore))
 runtime_srcs=($(lib_srcs oidcruntime))
@@ -79,6 +81,7 @@ for t in "${targets[@]}"; do
     extra=()
     [ "$t" != fuzz_http ] || extra=("${http_objs[@]}" "${runtime_objs[@]}" "${http_libs[@]}")
     [ "$t" != fuzz_extsigner ] || extra=("${extsigner_objs[@]}" "${runtime_objs[@]}" "${extsigner_libs[@]}")
+    [ "$t" != fuzz_client_cert ] || extra=("$obj/server_tls.o" "${http_libs[@]}")
     "$CC" "${cflags[@]}" -fsanitize=fuzzer,$san "fuzz/$t.c" "${objs[@]}" "${extra[@]}" "${libs[@]}" -o "$bin/$t"
 done
 

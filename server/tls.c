@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "keys/keyfile.h"
 
@@ -107,13 +108,50 @@ static int tls_use_key(SSL_CTX *ctx, const char *pem, size_t len)
     return ok;
 }
 
+/* Whether cert is within its validity period at now, compared as the
+ * handshake's verification compares (expired from notAfter's second on). */
+static int tls_cert_current(X509 *cert, time_t now)
+{
+    return X509_cmp_time(X509_get0_notBefore(cert), &now) < 0 && X509_cmp_time(X509_get0_notAfter(cert), &now) > 0;
+}
+
+/* A session ticket is taken only while the client certificate of its
+ * session is valid: OpenSSL checks the session's own lifetime only, so a
+ * certificate expiring within it would go on authenticating, resumption
+ * after resumption, each handing out a new ticket (Go's TLS, which
+ * kube-apiserver uses, refuses to resume then, as here). Refused, the
+ * ticket costs a full handshake, whose verification the certificate
+ * fails. IGNORE_RENEW, unlike IGNORE, leaves no way back to a session ID
+ * lookup in TLS 1.2. Anything but a decrypted ticket keeps OpenSSL's
+ * default (no resumption, a new ticket after the handshake). */
+static SSL_TICKET_RETURN tls_ticket_check(SSL *ssl, SSL_SESSION *sess, const unsigned char *keyname, size_t keyname_len,
+                                          SSL_TICKET_STATUS status, void *arg)
+{
+    X509 *peer;
+
+    (void)ssl;
+    (void)keyname;
+    (void)keyname_len;
+    (void)arg;
+    if (status != SSL_TICKET_SUCCESS && status != SSL_TICKET_SUCCESS_RENEW)
+        return SSL_TICKET_RETURN_IGNORE_RENEW;
+    if ((peer = SSL_SESSION_get0_peer(sess)) != NULL && !tls_cert_current(peer, time(NULL)))
+        return SSL_TICKET_RETURN_IGNORE_RENEW;
+    return status == SSL_TICKET_SUCCESS ? SSL_TICKET_RETURN_USE : SSL_TICKET_RETURN_USE_RENEW;
+}
+
 /* Client certificates for ctx: each certificate of the PEM bytes is a
  * trust anchor and is named in the CertificateRequest (a client with
  * several certificates picks by those names). A client that sends none is
  * let through, to authenticate another way. OpenSSL refuses to resume a
  * session of a context that verifies peers and has no session id context,
- * failing the handshake, hence the one set here. Returns 1, or 0 (no
- * certificate in the bytes, or an OpenSSL error). */
+ * failing the handshake, hence the one set here. Sessions are resumed by
+ * ticket only, each ticket checked by tls_ticket_check: the session ID
+ * cache (TLS 1.2) would resume without asking. Tickets of an earlier
+ * context never decrypt here (SSL_CTX_new draws each context's ticket keys
+ * at random), so a client CA reload, which builds a new context, ends
+ * every session made under the old CA. Returns 1, or 0 (no certificate in
+ * the bytes, or an OpenSSL error). */
 static int tls_use_client_ca(SSL_CTX *ctx, const char *pem, size_t len)
 {
     static const unsigned char sid_ctx[] = "oidc-discovery client CA";
@@ -135,7 +173,9 @@ static int tls_use_client_ca(SSL_CTX *ctx, const char *pem, size_t len)
     if (!ok || !tls_pem_ended())
         return 0;
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    return n > 0 && SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) == 1;
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    return n > 0 && SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) == 1 &&
+           SSL_CTX_set_session_ticket_cb(ctx, NULL, tls_ticket_check, NULL) == 1;
 }
 
 SSL_CTX *tls_context_new(const struct tls_files *f, int http2, time_t *not_after, char *err, size_t errlen)
@@ -247,24 +287,74 @@ struct tls_h2o_ssl_head {
     SSL *ossl;
 };
 
-X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx)
+/* Whether leaf, with the chain its client sent, verifies at now against
+ * the client CA of ctx, as a handshake with ctx would verify it. */
+static int tls_verify_again(SSL_CTX *ctx, SSL *ssl, X509 *leaf, time_t now)
 {
-    const struct tls_h2o_ssl_head *head = (const void *)sock->ssl;
+    X509_STORE_CTX *v = X509_STORE_CTX_new();
+    X509_VERIFY_PARAM *param;
+    int ok = v != NULL &&
+             X509_STORE_CTX_init(v, SSL_CTX_get_cert_store(ctx), leaf, SSL_get_peer_cert_chain(ssl)) == 1 &&
+             X509_STORE_CTX_set_default(v, "ssl_client") == 1;
 
-    if (head == NULL || ctx == NULL || head->ssl_ctx != ctx || head->ossl == NULL ||
-        SSL_get_SSL_CTX(head->ossl) != ctx || SSL_get_verify_result(head->ossl) != X509_V_OK)
-        return NULL;
-    return SSL_get0_peer_certificate(head->ossl);
+    if (ok) {
+        param = X509_STORE_CTX_get0_param(v);
+        X509_VERIFY_PARAM_set_auth_level(param, SSL_CTX_get_security_level(ctx));
+        ok = X509_VERIFY_PARAM_set1(param, SSL_CTX_get0_param(ctx)) == 1;
+        X509_VERIFY_PARAM_set_time(param, now);
+        ok = ok && X509_verify_cert(v) == 1;
+    }
+    X509_STORE_CTX_free(v);
+    ERR_clear_error();
+    return ok;
 }
 
+/* The handshake verified the certificate once, but a connection (and a
+ * session, within tls_ticket_check's limit) lasts: each request checks
+ * again that the certificate has not expired since, and that the client
+ * CA it verified against is still the one served, as kube-apiserver's
+ * x509 authenticator verifies each request's chain against its current CA
+ * bundle. */
+X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *accepted, SSL_CTX *current, time_t now,
+                             struct tls_recheck *rc)
+{
+    const struct tls_h2o_ssl_head *head = (const void *)sock->ssl;
+    X509 *cert;
+
+    if (head == NULL || accepted == NULL || head->ssl_ctx != accepted || head->ossl == NULL ||
+        SSL_get_SSL_CTX(head->ossl) != accepted || SSL_get_verify_result(head->ossl) != X509_V_OK ||
+        (cert = SSL_get0_peer_certificate(head->ossl)) == NULL || !tls_cert_current(cert, now))
+        return NULL;
+    if (current == NULL || current == accepted)
+        return cert;
+    if (rc->ctx != current && SSL_CTX_up_ref(current)) {
+        SSL_CTX_free(rc->ctx);
+        rc->ctx = current;
+        rc->ok = tls_verify_again(current, head->ossl, cert, now);
+    }
+    return rc->ctx == current && rc->ok ? cert : NULL;
+}
+
+void tls_recheck_clear(struct tls_recheck *rc)
+{
+    SSL_CTX_free(rc->ctx);
+    rc->ctx = NULL;
+    rc->ok = 0;
+}
+
+/* An empty subject prints as nothing, and a memory BIO that was never
+ * written to has no buffer at all (NULL data): neither is a name. */
 char *tls_subject(X509 *cert)
 {
-    BIO *bio = BIO_new(BIO_s_mem());
-    char *text, *out = NULL;
-    long len;
+    const X509_NAME *name = X509_get_subject_name(cert);
+    BIO *bio = NULL;
+    char *text = NULL, *out = NULL;
+    long len = 0;
 
-    if (bio != NULL && X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0 &&
-        (len = BIO_get_mem_data(bio, &text)) >= 0)
+    if (name != NULL && X509_NAME_entry_count(name) > 0 && (bio = BIO_new(BIO_s_mem())) != NULL &&
+        X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253) >= 0)
+        len = BIO_get_mem_data(bio, &text);
+    if (text != NULL && len > 0)
         out = strndup(text, (size_t)len);
     BIO_free(bio);
     ERR_clear_error();

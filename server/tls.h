@@ -47,21 +47,44 @@ void tls_files_free(struct tls_files *f);
  * client CA, a client may present a certificate, which must chain to one
  * of the CA's certificates (the handshake fails otherwise), and need not:
  * a caller may authenticate another way (Go's VerifyClientCertIfGiven).
+ * A session with a client certificate is resumed only while that
+ * certificate is valid, and never across contexts (each has its own
+ * ticket keys), so a reload that changes the client CA ends resumption.
  * *not_after receives the leaf's expiry. NULL with a message naming the
  * flag, the file and the problem. */
 SSL_CTX *tls_context_new(const struct tls_files *f, int http2, time_t *not_after, char *err, size_t errlen);
 
 struct st_h2o_socket_t; /* h2o's h2o_socket_t */
 
+/* What the client certificate of a connection was verified against after
+ * the context changed under it (a client CA reload while the connection
+ * stayed open): that context (a reference) and whether it verified. Zero
+ * when the connection opens; tls_recheck_clear when it closes. */
+struct tls_recheck {
+    SSL_CTX *ctx;
+    int ok;
+};
+
 /* The client certificate that sock, a connection accepted with the context
- * ctx, verified against the client CA; NULL when it has none. Borrowed:
- * valid while the connection lives. */
-X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx);
+ * accepted, authenticates its caller with at now: one the handshake (or
+ * the session it resumed) verified against the client CA, within its
+ * validity period now and, when current (the context new connections get)
+ * is another one, verifying against current's client CA too (checked once
+ * per context, remembered in rc). NULL when it has none, or one that
+ * expired or lost its CA since the handshake: such a caller is nobody, as
+ * if it had sent no certificate. Borrowed: valid while the connection
+ * lives. */
+X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *accepted, SSL_CTX *current, time_t now,
+                             struct tls_recheck *rc);
+
+void tls_recheck_clear(struct tls_recheck *rc);
 
 /* The subject of cert in RFC 4514 form as OpenSSL prints it with
  * XN_FLAG_RFC2253 ("CN=vault,O=example", the most specific attribute
  * first; what `openssl x509 -noout -subject -nameopt RFC2253` prints).
- * malloc'ed; NULL when out of memory. */
+ * malloc'ed, never empty; NULL when the subject is empty (a certificate
+ * naming its holder in subjectAltName only names no caller) or out of
+ * memory. */
 char *tls_subject(X509 *cert);
 
 #endif

@@ -60,10 +60,11 @@ struct worker_conn {
     h2o_linklist_t link;
     h2o_socket_t *sock;
     struct worker *worker;
-    SSL_CTX *tls;         /* the certificate it was accepted with: a reference, see worker_serve_connection */
-    uint64_t progress;    /* peer_progress and bytes queued at the last check of a pending write */
-    uint64_t progress_at; /* loop time (ms) that value was first seen; 0: no write pending then */
-    int timed_out;        /* shut down by --write-timeout; h2o closes it */
+    SSL_CTX *tls;               /* the certificate it was accepted with: a reference, see worker_serve_connection */
+    struct tls_recheck recheck; /* its client certificate against a newer context (tls.h) */
+    uint64_t progress;          /* peer_progress and bytes queued at the last check of a pending write */
+    uint64_t progress_at;       /* loop time (ms) that value was first seen; 0: no write pending then */
+    int timed_out;              /* shut down by --write-timeout; h2o closes it */
 };
 
 struct worker {
@@ -238,6 +239,7 @@ static void worker_on_conn_close(void *data)
         atomic_fetch_sub(&metrics_process.connections[conn->worker->env.listener], 1);
     h2o_linklist_unlink(&conn->link);
     SSL_CTX_free(conn->tls);
+    tls_recheck_clear(&conn->recheck);
     free(conn);
 }
 
@@ -488,11 +490,17 @@ static void worker_dispose_loop(struct worker *w)
     h2o_evloop_destroy(w->loop);
 }
 
+/* The certificate is checked against the worker's current context, the
+ * one new connections get: a client CA reloaded since the connection
+ * opened may no longer trust it. */
 size_t worker_client_subject(h2o_req_t *req, char **subject)
 {
     h2o_socket_t *sock = req->conn->callbacks->get_socket(req->conn);
     struct worker_conn *conn = sock != NULL ? sock->on_close.data : NULL;
-    X509 *cert = conn != NULL && conn->tls != NULL ? tls_client_certificate(sock, conn->tls) : NULL;
+    X509 *cert =
+        conn != NULL && conn->tls != NULL
+            ? tls_client_certificate(sock, conn->tls, conn->worker->accept_tls.ssl_ctx, time(NULL), &conn->recheck)
+            : NULL;
     char *text = cert != NULL ? tls_subject(cert) : NULL;
     h2o_iovec_t copy = text != NULL ? h2o_strdup(&req->pool, text, SIZE_MAX) : h2o_iovec_init(NULL, 0);
 

@@ -72,7 +72,9 @@ const struct snapshot *worker_pin_snapshot(h2o_req_t *req);
 
 /* For handlers: the RFC 4514 subject of the client certificate req's TLS
  * connection verified (tls.h), in the request's pool; its length, or 0
- * when the connection is plain or has none. */
+ * when the connection is plain or has none, or its certificate names
+ * nobody (an empty subject), has expired since, or no longer verifies
+ * against the client CA (reloaded since). */
 size_t worker_client_subject(h2o_req_t *req, char **subject);
 
 /* For handlers and loggers: the thread's counters and access-log buffer

@@ -1151,6 +1151,46 @@ def make_client_cert(dirpath, ca, subject, name="client"):
     return crt, key
 
 
+def make_client_cert_x509(dirpath, ca, name, subject=(), san=(), not_after=None):
+    """A client certificate signed by ca, built with `cryptography` for what
+    `openssl x509 -req` cannot make: a notAfter to the second (not_after, a
+    Unix time; default a day from now) and an empty subject. subject is a
+    list of (attribute, value) pairs such as [("O", "example"), ("CN",
+    "vault")], most general first; san lists DNS names, critical when the
+    subject is empty (RFC 5280 4.2.1.6). Needs ensure_pyjwt() (which makes
+    `cryptography` importable). Returns (cert path, key path, notAfter)."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    utc = datetime.timezone.utc
+    now = int(time.time())
+    not_after = int(not_after if not_after is not None else now + 86400)
+    ca_cert = x509.load_pem_x509_certificate(read_bytes(ca[0]))
+    ca_key = serialization.load_pem_private_key(read_bytes(ca[1]), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    names = {"CN": NameOID.COMMON_NAME, "O": NameOID.ORGANIZATION_NAME, "OU": NameOID.ORGANIZATIONAL_UNIT_NAME}
+    b = (x509.CertificateBuilder()
+         .subject_name(x509.Name([x509.NameAttribute(names[k], v) for k, v in subject]))
+         .issuer_name(ca_cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+         .not_valid_before(datetime.datetime.fromtimestamp(now - 60, utc))
+         .not_valid_after(datetime.datetime.fromtimestamp(not_after, utc))
+         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+         .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
+         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+    if san:
+        b = b.add_extension(x509.SubjectAlternativeName([x509.DNSName(d) for d in san]), critical=not subject)
+    cert = b.sign(ca_key, hashes.SHA256())
+    crt, keyfile = os.path.join(dirpath, name + ".crt"), os.path.join(dirpath, name + ".key")
+    with open(crt, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(keyfile, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return crt, keyfile, not_after
+
+
 def cert_subject_rfc4514(path):
     """The subject of a PEM certificate as `openssl x509 -nameopt RFC2253`
     prints it: what --token-review-allowed-callers names it by."""

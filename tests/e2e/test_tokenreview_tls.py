@@ -33,7 +33,9 @@ forged caller, an expired caller and a caller outside the list -> 401, 401,
 401, 403. Then the other ways Vault may be configured (its pod's own token,
 no reviewer at all), mutual TLS with client certificates (curl, as a client
 nobody here wrote), and the listener's certificate: reloaded on change with
-its client CA, refused at start when broken.
+its client CA, refused at start when broken. A client certificate names its
+caller only while it is valid and its CA is trusted, however long a
+connection or a TLS session lasts; one with an empty subject names nobody.
 """
 
 import http.client
@@ -332,6 +334,34 @@ class MutualTLS(TLSReviewBase):
                                  (401, None), (201, "CN=vault,O=example"), (403, "CN=other,O=example")]))
         self.stop_ok(srv)
 
+    def test_certificate_without_subject(self):
+        """A certificate with an empty subject (its names in the
+        subjectAltName only) names no caller: it counts as no certificate,
+        so the bearer token decides, as kube-apiserver's x509 authenticator
+        passes a certificate without a CN on to the token authenticators.
+        (The sanitizer build used to abort on it.)"""
+        nameless = H.make_client_cert_x509(self.tmp, self.client_ca, "nameless", san=("vault.example",))
+        self.assertEqual(H.cert_subject_rfc4514(nameless[0]), "")
+        log = os.path.join(self.tmp, "access.log")
+        srv = self.start(callers=(self.subject, REVIEWER), client_ca=self.client_ca[0],
+                         extra=("--access-log", log))
+        pod = self.pod_token()
+        reviewer = self.sa_token("vault", "vault-auth", [KUBE_AUDIENCE])
+        cert_args = ("--cert", nameless[0], "--key", nameless[1])
+
+        st, doc, rc = self.curl_review(srv, pod, *cert_args)
+        self.assertEqual((rc, st, doc["reason"]), (0, 401, "Unauthorized"), doc)
+        st, doc, rc = self.curl_review(srv, pod, "-H", "Authorization: Bearer " + reviewer, *cert_args)
+        self.assertEqual((rc, st, doc["status"]["authenticated"]), (0, 201, True), doc)
+        st, doc, rc = self.curl_review(srv, pod, "-H", "Authorization: Bearer " + reviewer, "--cert",
+                                       self.other_cert[0], "--key", self.other_cert[1])
+        self.assertEqual((rc, st), (0, 403), doc)
+        lines = H.wait_until(lambda: [json.loads(x) for x in H.read_bytes(log).splitlines()]
+                             if os.path.exists(log) and len(H.read_bytes(log).splitlines()) >= 3 else None, 5)
+        self.assertEqual(sorted((x["status"], x.get("caller", "")) for x in lines),
+                         [(201, REVIEWER), (401, ""), (403, "CN=other,O=example")])
+        self.stop_ok(srv)
+
     def test_client_ca_reloaded_on_change(self):
         ca_file = os.path.join(self.tmp, "clients.pem")
         shutil.copy(self.client_ca[0], ca_file)
@@ -347,6 +377,163 @@ class MutualTLS(TLSReviewBase):
         self.assertNotEqual(self.curl_review(srv, pod, "--cert", self.vault_cert[0], "--key",
                                              self.vault_cert[1])[2], 0)
         self.stop_ok(srv)
+
+
+class SessionLifetime(TLSReviewBase):
+    """A client certificate authenticates for as long as it is valid and its
+    CA is in --token-review-client-ca-file, not for as long as a TLS session
+    or a connection lasts: past its notAfter, or once the CA file no longer
+    holds its CA, a TLS 1.3 session is not resumed (a full handshake, which
+    the certificate fails) and a connection kept open is answered as a
+    caller without credentials."""
+
+    def setUp(self):
+        super().setUp()
+        self.client_ca = H.make_ca(self.tmp, name="client-ca")
+        self.ca_file = os.path.join(self.tmp, "clients.pem")
+        shutil.copy(self.client_ca[0], self.ca_file)
+        self.caller = "CN=vault,O=example"
+        self.srv = self.start(callers=(self.caller,), client_ca=self.ca_file,
+                              extra=("--key-reload-interval", "1s", "--request-timeout", "5m"))
+        self.pod = self.pod_token()
+
+    def client(self, cert, version=ssl.TLSVersion.TLSv1_3):
+        """A client presenting cert, as one process of a caller: sessions
+        of one SSLContext can be resumed with it."""
+        ctx = ssl.create_default_context(cafile=self.ca[0])
+        ctx.minimum_version = ctx.maximum_version = version
+        ctx.load_cert_chain(cert[0], cert[1])
+        return ctx
+
+    def connect(self, ctx, session=None):
+        """A kept-alive HTTP/1.1 connection over TLS, resuming session when
+        given one; OSError (ssl.SSLError among them) when refused."""
+        raw = socket.create_connection(("127.0.0.1", self.srv.review_port), timeout=H.SOCK_TIMEOUT)
+        try:
+            s = ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session)
+        except Exception:
+            raw.close()
+            raise
+        c = http.client.HTTPConnection("127.0.0.1", self.srv.review_port, timeout=H.SOCK_TIMEOUT)
+        c.sock = s
+        return c
+
+    def review_on(self, c):
+        """One review on connection c: (status, parsed body). The response
+        read, the session tickets sent before it have been taken in too."""
+        c.request("POST", H.TOKENREVIEW_PATH, body=json.dumps(H.review_body(self.pod)),
+                  headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+
+    def resume(self, ctx, session):
+        """A review on a new connection offering session: (status, reused,
+        the connection's session), or None when the server refused the
+        connection (TLS alert, reset or close before any answer)."""
+        try:
+            c = self.connect(ctx, session)
+        except OSError:
+            return None
+        try:
+            st, _ = self.review_on(c)
+            return st, c.sock.session_reused, c.sock.session
+        except (OSError, http.client.HTTPException, ValueError):
+            return None
+        finally:
+            c.close()
+
+    def assert_not_the_caller(self, got, what):
+        """got (of resume) is not the allowed caller's answer: the
+        connection refused, or a full handshake answered 401."""
+        if got is not None:
+            self.assertEqual((got[0], got[1]), (401, False), what)
+
+    def assert_unauthorized(self, c, what):
+        st, doc = self.review_on(c)
+        self.assertEqual((st, doc["reason"]), (401, "Unauthorized"), what)
+
+    def session(self, ctx):
+        """A session made by a review on a new connection, then resumed by
+        another: the resumed connection's session."""
+        first = self.connect(ctx)
+        self.assertEqual(self.review_on(first)[0], 201)
+        session = first.sock.session
+        first.close()
+        self.assertTrue(session.has_ticket)
+        again = self.resume(ctx, session)
+        self.assertIsNotNone(again)
+        self.assertEqual(again[:2], (201, True))
+        return again[2]
+
+    def short_lived(self):
+        """A certificate of the caller that expires a few seconds from now,
+        a TLS 1.3 and a TLS 1.2 session made with it and resumed once, and a
+        connection kept open, all before it expires: (the two clients and
+        their sessions, the kept connection, notAfter). On a machine too
+        slow to do that in time the lifetime grows."""
+        for lifetime in (6, 20, 60):
+            cert = H.make_client_cert_x509(self.tmp, self.client_ca, "short-%d" % lifetime,
+                                           subject=[("O", "example"), ("CN", "vault")],
+                                           not_after=time.time() + lifetime)
+            clients = [self.client(cert, v) for v in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2)]
+            sessions = [(ctx, self.session(ctx)) for ctx in clients]
+            kept = self.connect(clients[0])
+            self.addCleanup(kept.close)
+            self.assertEqual(self.review_on(kept)[0], 201)
+            if time.time() < cert[2] - 1:
+                return sessions, kept, cert[2]
+            kept.close()
+        self.fail("could not make a session before the certificate expired")
+
+    def test_expired_certificate_ends_its_sessions(self):
+        sessions, kept, not_after = self.short_lived()
+        # the event: the certificate has expired (to the server's second too)
+        self.assertTrue(H.wait_until(lambda: time.time() >= not_after + 1, 120, interval=0.1))
+
+        for ctx, session in sessions:
+            with self.subTest(version=ctx.maximum_version.name):
+                got = self.resume(ctx, session)
+                self.assert_not_the_caller(got, "a session of an expired certificate resumed")
+                # no new ticket either: had the refused connection got one,
+                # it would not be resumed as the caller either
+                if got is not None and got[2] is not None and got[2].has_ticket:
+                    self.assert_not_the_caller(self.resume(ctx, got[2]), "a ticket given to an expired certificate")
+                # a fresh handshake with it fails, as before
+                self.assertIsNone(self.resume(ctx, None))
+        # the connection opened before the expiry answers as to nobody
+        self.assert_unauthorized(kept, "a connection kept open past the certificate's expiry")
+        kept.close()
+        samples = H.scrape_metrics(self.srv.admin_port)
+        self.assertGreaterEqual(H.metric(samples, "oidc_token_review_requests_total", outcome="unauthenticated"), 1)
+        self.stop_ok(self.srv)
+
+    def test_client_ca_change_ends_its_sessions(self):
+        cert = H.make_client_cert(self.tmp, self.client_ca, "/O=example/CN=vault", name="vault")
+        ctx = self.client(cert)
+        session = self.session(ctx)
+        kept = self.connect(ctx)
+        self.addCleanup(kept.close)
+        self.assertEqual(self.review_on(kept)[0], 201)
+
+        # the operator replaces the client CA; once the server took the new
+        # file in (a certificate of the new CA is accepted), the old CA's
+        # caller is nobody, on its open connection too
+        foreign_ca = H.make_ca(self.tmp, name="foreign-ca")
+        foreign = self.client(H.make_client_cert(self.tmp, foreign_ca, "/O=example/CN=vault", name="foreign"))
+        H.atomic_write(self.ca_file, H.read_bytes(foreign_ca[0]))
+        self.assertGreaterEqual(H.wait_for_log(self.srv, r"TokenReview TLS certificate loaded from", 2, 20), 2,
+                                self.srv.stderr())
+        self.assertTrue(H.wait_until(lambda: (self.resume(foreign, None) or (0,))[0] == 201, 20),
+                        self.srv.stderr())
+        self.assert_not_the_caller(self.resume(ctx, session), "a session of a CA no longer trusted resumed")
+        self.assertIsNone(self.resume(ctx, None))
+        # a connection kept open: the worker serving it may take the new CA
+        # a moment after the one that answered the new certificate
+        self.assertTrue(H.wait_until(lambda: self.review_on(kept)[0] == 401, 20),
+                        "a connection kept open across a client CA change still answered as the caller")
+        self.assert_unauthorized(kept, "a connection kept open across a client CA change")
+        kept.close()
+        self.stop_ok(self.srv)
 
 
 class Listener(TLSReviewBase):
