@@ -488,8 +488,8 @@ int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_c
     }
     if ((dirfd = history_open_dir(dir, err, errlen)) < 0) {
         rc = errno == ENOENT ? 0 : -1;
-    } else if ((rc = keyfile_read_at(dirfd, name, path, "state file", HISTORY_MAX_FILE_SIZE, &text, &len, err,
-                                     errlen)) == 0) {
+    } else if ((rc = file_read_at(dirfd, name, path, "state file", HISTORY_MAX_FILE_SIZE, &text, &len, err, errlen)) ==
+               0) {
         /* The strict parser of tokens: bounded depth, no duplicate member. */
         if ((root = json_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL) {
             snprintf(err, errlen, "state file %s: %s", path, why);
