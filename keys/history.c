@@ -278,11 +278,11 @@ static const char *history_split(const char *path, char *dir, size_t dirlen)
     return slash ? slash + 1 : path;
 }
 
-/* Opens dir as keyfile_open_own_dir checks it (following a symlink:
+/* Opens dir as file_open_own_dir checks it (following a symlink:
  * systemd's StateDirectory with DynamicUser is one). */
 static int history_open_dir(const char *dir, char *err, size_t errlen)
 {
-    return keyfile_open_own_dir(dir, "state directory", "make this server publish keys", err, errlen);
+    return file_open_own_dir(dir, "state directory", "make this server publish keys", err, errlen);
 }
 
 /* Writes buf over the state file through file_write_atomic_at, in the

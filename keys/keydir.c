@@ -120,7 +120,7 @@ int keydir_open(const char *dir, int create, char *err, size_t errlen)
         snprintf(err, errlen, "%s %s: cannot create: %s", KEYDIR_WHAT, dir, strerror(errno));
         return -1;
     }
-    if ((fd = keyfile_open_own_dir(dir, KEYDIR_WHAT, KEYDIR_HARM, err, errlen)) < 0 && errno == ENOENT)
+    if ((fd = file_open_own_dir(dir, KEYDIR_WHAT, KEYDIR_HARM, err, errlen)) < 0 && errno == ENOENT)
         snprintf(err, errlen, "%s %s does not exist", KEYDIR_WHAT, dir);
     return fd;
 }

@@ -42,37 +42,6 @@ int keyfile_dir_mode_warning(const char *dir, const char *what, int sticky_ok, c
     return 1;
 }
 
-int keyfile_open_own_dir(const char *dir, const char *what, const char *harm, char *err, size_t errlen)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
-    uid_t euid = geteuid();
-    struct stat st;
-
-    if (fd < 0) {
-        if (errno != ENOENT)
-            snprintf(err, errlen, "%s %s: cannot open: %s", what, dir, strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "%s %s: %s", what, dir, strerror(errno));
-    } else if (st.st_uid != euid && st.st_uid != 0) {
-        snprintf(err, errlen,
-                 "%s %s is owned by uid %u, not by this process's uid %u or root: its owner could %s; chown it "
-                 "to uid %u or use a directory of your own",
-                 what, dir, (unsigned)st.st_uid, (unsigned)euid, harm, (unsigned)euid);
-    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        snprintf(err, errlen,
-                 "%s %s is writable by group or others (mode %04o): they could %s; chmod go-w it, or use a "
-                 "subdirectory (serve creates a missing one with mode 0700)",
-                 what, dir, (unsigned)(st.st_mode & 07777), harm);
-    } else {
-        return fd;
-    }
-    close(fd);
-    errno = EACCES;
-    return -1;
-}
-
 int keyfile_write_pem_at(int dirfd, const char *name, EVP_PKEY *pkey, int private, mode_t mode)
 {
     BIO *mem = BIO_new(BIO_s_mem());

@@ -1,7 +1,6 @@
 /*
  * keyfile: judges the permissions of the files an operator names as keys
- * or certificates and of the directories this server keeps its own files
- * in, and writes keys. The files themselves are read with util/file.h's
+ * or certificates, and writes keys. The files themselves are read with util/file.h's
  * file_read: regular files only, never blocking.
  */
 #ifndef OIDC_KEYFILE_H
@@ -23,15 +22,6 @@ int keyfile_private_mode_warning(const char *path, const struct stat *st, char *
  * else's) passes. A directory that cannot be looked at returns 0: the
  * read that follows reports it. */
 int keyfile_dir_mode_warning(const char *dir, const char *what, int sticky_ok, char *msg, size_t len);
-
-/* Opens the directory dir, where this server keeps what it writes itself
- * (what: "state directory", ...), and checks the directory it reached, so
- * that the checked one is the one used: owned by the effective uid or
- * root, not writable by group or others, or whoever can write there could
- * do harm ("make this server publish keys"). Returns the descriptor, or
- * -1 with errno kept and, unless the directory is missing (ENOENT), the
- * reason, naming dir, in err. */
-int keyfile_open_own_dir(const char *dir, const char *what, const char *harm, char *err, size_t errlen);
 
 /* Writes pkey as PEM (PKCS#8 when private, else PKIX) over name in the
  * directory dirfd, with file_write_atomic_at: a crash never leaves half a

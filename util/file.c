@@ -117,6 +117,37 @@ void file_free(char *buf, size_t len)
     free(buf);
 }
 
+int file_open_own_dir(const char *dir, const char *what, const char *harm, char *err, size_t errlen)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    uid_t euid = geteuid();
+    struct stat st;
+
+    if (fd < 0) {
+        if (errno != ENOENT)
+            snprintf(err, errlen, "%s %s: cannot open: %s", what, dir, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s %s: %s", what, dir, strerror(errno));
+    } else if (st.st_uid != euid && st.st_uid != 0) {
+        snprintf(err, errlen,
+                 "%s %s is owned by uid %u, not by this process's uid %u or root: its owner could %s; chown it "
+                 "to uid %u or use a directory of your own",
+                 what, dir, (unsigned)st.st_uid, (unsigned)euid, harm, (unsigned)euid);
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(err, errlen,
+                 "%s %s is writable by group or others (mode %04o): they could %s; chmod go-w it, or use a "
+                 "directory of your own",
+                 what, dir, (unsigned)(st.st_mode & 07777), harm);
+    } else {
+        return fd;
+    }
+    close(fd);
+    errno = EACCES;
+    return -1;
+}
+
 /* Writes all of buf to fd; short writes and interruptions are retried. */
 static int file_write_all(int fd, const char *buf, size_t len)
 {

@@ -57,6 +57,16 @@ void file_free(char *buf, size_t len);
 /* What kind of file a mode is, for messages: "a FIFO", "a directory", ... */
 const char *file_kind(mode_t mode);
 
+/* Opens the directory dir, where this server keeps or creates what only
+ * it may change (what: "state directory", "--listen unix:PATH: the
+ * socket's directory", ...), and checks the directory it reached, so that
+ * the checked one is the one used: owned by the effective uid or root,
+ * not writable by group or others, or whoever can write there could do
+ * harm ("make this server publish keys"). Returns the descriptor, or -1
+ * with errno kept and, unless the directory is missing (ENOENT), the
+ * reason, naming dir, in err. */
+int file_open_own_dir(const char *dir, const char *what, const char *harm, char *err, size_t errlen);
+
 /* Replaces name (one path component) in the directory dirfd, an open
  * directory the caller has checked, with the len bytes of buf. Returns 0,
  * or -1 with errno set and nothing left behind. */
