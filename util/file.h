@@ -1,6 +1,6 @@
 /*
- * file: the one way this program reads a file it is named, and the one
- * way it replaces a file.
+ * file: the one way this program reads a file an operator or its own
+ * state names, and the one way it replaces a file.
  *
  * Reading: key and certificate files, CA bundles, token and secret files,
  * the config file, state files. open(2) of a FIFO waits for a writer and
