@@ -1,5 +1,5 @@
 /*
- * file.c: reads the config file (see file.h) through keyfile_read, which
+ * file.c: reads the config file (see file.h) through file_read, which
  * opens without blocking and refuses anything but a regular file (a FIFO
  * left at the path cannot hang the start), and json_parse, the reader that
  * tokens and TokenReview bodies go through.
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "keys/keyfile.h"
+#include "util/file.h"
 #include "util/json.h"
 #include "util/printable.h"
 
@@ -17,7 +17,7 @@
 #define KEY_SHOWN 80
 
 /* The state of one read, for the messages. */
-struct file_read {
+struct config_read {
     const char *path;
     config_file_put_fn *put;
     void *ctx;
@@ -32,7 +32,7 @@ int config_file_key_error(char *err, size_t errlen, const char *path, const char
 }
 
 /* Hands one value over, or says the host is out of memory. */
-static int put_value(struct file_read *r, const struct config_option *o, const char *value)
+static int put_value(struct config_read *r, const struct config_option *o, const char *value)
 {
     if (r->put(r->ctx, o, value) == 0)
         return 0;
@@ -41,7 +41,7 @@ static int put_value(struct file_read *r, const struct config_option *o, const c
 }
 
 /* Refuses a value of the wrong JSON type for key o. */
-static int wrong_type(struct file_read *r, const struct config_option *o)
+static int wrong_type(struct config_read *r, const struct config_option *o)
 {
     char problem[CONFIG_PROBLEM_MAX];
 
@@ -52,7 +52,7 @@ static int wrong_type(struct file_read *r, const struct config_option *o)
 /* Hands over a number as it was written: json_parse keeps the text of any
  * number but a plain integer of up to 15 digits, which "%.0f" writes back
  * exactly ("-5" stays negative and fails the checks as typed). */
-static int put_number(struct file_read *r, const struct config_option *o, const struct json_value *v)
+static int put_number(struct config_read *r, const struct config_option *o, const struct json_value *v)
 {
     char text[32];
 
@@ -63,7 +63,7 @@ static int put_number(struct file_read *r, const struct config_option *o, const 
 }
 
 /* Hands over the values of a list key: one string, or an array of them. */
-static int put_list(struct file_read *r, const struct config_option *o, const struct json_value *v)
+static int put_list(struct config_read *r, const struct config_option *o, const struct json_value *v)
 {
     if (v->type == JSON_STRING)
         return put_value(r, o, v->str);
@@ -80,7 +80,7 @@ static int put_list(struct file_read *r, const struct config_option *o, const st
 
 /* Hands over the value of key o after checking its JSON type against the
  * row's kind; a duration may be a string ("15m") or a number of seconds. */
-static int put_member(struct file_read *r, const struct config_option *o, const struct json_value *v)
+static int put_member(struct config_read *r, const struct config_option *o, const struct json_value *v)
 {
     switch (o->kind) {
     case CONFIG_KIND_BOOL:
@@ -103,7 +103,7 @@ static int put_member(struct file_read *r, const struct config_option *o, const 
 /* Refuses a key that is no row's config-file key, saying which key was
  * likely meant, or that a flag of that name is one only on the command
  * line (verify's, token's and export's own). */
-static int unknown_key(struct file_read *r, const char *name)
+static int unknown_key(struct config_read *r, const char *name)
 {
     const struct config_option *flag = config_option_named(name, strlen(name));
     const struct config_option *near = config_option_nearest(name, strlen(name), CONFIG_FOR_EVERY, 1, flag == NULL);
@@ -120,7 +120,7 @@ static int unknown_key(struct file_read *r, const char *name)
 
 /* Reports JSON the reader refused (why) at the byte offset stop of text, as
  * a line and column an editor can go to. */
-static int invalid_json(struct file_read *r, const char *text, size_t stop, const char *why)
+static int invalid_json(struct config_read *r, const char *text, size_t stop, const char *why)
 {
     unsigned long line = 1, column = 1;
 
@@ -135,7 +135,7 @@ static int invalid_json(struct file_read *r, const char *text, size_t stop, cons
 }
 
 /* Reads the members of the parsed object, in order. */
-static int put_members(struct file_read *r, const struct json_value *root)
+static int put_members(struct config_read *r, const struct json_value *root)
 {
     for (const struct json_value *m = root->child; m != NULL; m = m->next) {
         const struct config_option *o = config_option_named(m->name, strlen(m->name));
@@ -149,11 +149,11 @@ static int put_members(struct file_read *r, const struct json_value *root)
 
 int config_file_read(const char *path, config_file_put_fn *put, void *ctx, char *err, size_t errlen)
 {
-    struct file_read r = {.path = path, .put = put, .ctx = ctx, .err = err, .errlen = errlen};
+    struct config_read r = {.path = path, .put = put, .ctx = ctx, .err = err, .errlen = errlen};
     struct json_value *root = NULL;
     char why[256];
     size_t len = 0, stop = 0;
-    char *text = keyfile_read(path, CONFIG_FILE_MAX, &len, NULL, why, sizeof(why));
+    char *text = file_read(path, CONFIG_FILE_MAX, &len, NULL, why, sizeof(why));
     int rc = -1;
 
     if (text == NULL)
@@ -163,6 +163,6 @@ int config_file_read(const char *path, config_file_put_fn *put, void *ctx, char 
     else
         rc = put_members(&r, root);
     json_free(root);
-    keyfile_free(text, len);
+    file_free(text, len);
     return rc;
 }

@@ -10,9 +10,10 @@
 
 /* Reads the token in path ("-": standard input), at most limit + 1 bytes,
  * so that a larger one is still seen to be larger than limit, without the
- * trailing whitespace editors and `echo` add. Returns a malloc'ed,
- * NUL-terminated buffer of *len bytes, or NULL with "--token-file PATH:
- * why" in err. */
+ * trailing whitespace editors and `echo` add. A path is read with
+ * util/file.h's file_read (regular files only, never blocking). Returns a
+ * malloc'ed, NUL-terminated buffer of *len bytes (free() it), or NULL
+ * with "--token-file PATH: why" in err. */
 char *token_file_read(const char *path, size_t limit, size_t *len, char *err, size_t errlen);
 
 #endif

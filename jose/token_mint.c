@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "util/b64url.h"
+#include "util/file.h"
 #include "util/jsonw.h"
 #include "jose/jws.h"
 #include "keys/key.h"
+#include "keys/pem.h"
 
 /* Refuses to ask for a pass phrase: OpenSSL's default would prompt on the
  * terminal, and encrypted keys are not supported anyway. */
@@ -22,17 +24,22 @@ static int token_mint_no_password(char *buf, int size, int rwflag, void *u)
     return -1;
 }
 
+/* The file is read with file_read (regular files only, never blocking),
+ * not by OpenSSL, which would open the path itself and wait on a FIFO. */
 EVP_PKEY *token_mint_load_key(const char *path, char *err, size_t errlen)
 {
-    BIO *bio = BIO_new_file(path, "r");
+    size_t len = 0;
+    char *text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
+    BIO *bio = text != NULL ? BIO_new_mem_buf(text, (int)len) : NULL;
     EVP_PKEY *priv = NULL;
 
-    if (bio == NULL)
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-    else if ((priv = PEM_read_bio_PrivateKey(bio, NULL, token_mint_no_password, NULL)) == NULL)
+    if (text != NULL && bio == NULL)
+        snprintf(err, errlen, "%s: cannot read: out of memory", path);
+    else if (bio != NULL && (priv = PEM_read_bio_PrivateKey(bio, NULL, token_mint_no_password, NULL)) == NULL)
         snprintf(err, errlen, "%s: no unencrypted PKCS#1, PKCS#8 or SEC1 private key", path);
     ERR_clear_error();
     BIO_free(bio);
+    file_free(text, len);
     return priv;
 }
 

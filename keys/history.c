@@ -278,11 +278,11 @@ static const char *history_split(const char *path, char *dir, size_t dirlen)
     return slash ? slash + 1 : path;
 }
 
-/* Opens dir as keyfile_open_own_dir checks it (following a symlink:
+/* Opens dir as file_open_own_dir checks it (following a symlink:
  * systemd's StateDirectory with DynamicUser is one). */
 static int history_open_dir(const char *dir, char *err, size_t errlen)
 {
-    return keyfile_open_own_dir(dir, "state directory", "make this server publish keys", err, errlen);
+    return file_open_own_dir(dir, "state directory", "make this server publish keys", err, errlen);
 }
 
 /* Writes buf over the state file through file_write_atomic_at, in the
@@ -488,8 +488,8 @@ int history_load(const char *path, time_t now, keyset_warn_cb warn, void *warn_c
     }
     if ((dirfd = history_open_dir(dir, err, errlen)) < 0) {
         rc = errno == ENOENT ? 0 : -1;
-    } else if ((rc = keyfile_read_at(dirfd, name, path, "state file", HISTORY_MAX_FILE_SIZE, &text, &len, err,
-                                     errlen)) == 0) {
+    } else if ((rc = file_read_at(dirfd, name, path, "state file", HISTORY_MAX_FILE_SIZE, &text, &len, err, errlen)) ==
+               0) {
         /* The strict parser of tokens: bounded depth, no duplicate member. */
         if ((root = json_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL) {
             snprintf(err, errlen, "state file %s: %s", path, why);

@@ -120,7 +120,7 @@ int keydir_open(const char *dir, int create, char *err, size_t errlen)
         snprintf(err, errlen, "%s %s: cannot create: %s", KEYDIR_WHAT, dir, strerror(errno));
         return -1;
     }
-    if ((fd = keyfile_open_own_dir(dir, KEYDIR_WHAT, KEYDIR_HARM, err, errlen)) < 0 && errno == ENOENT)
+    if ((fd = file_open_own_dir(dir, KEYDIR_WHAT, KEYDIR_HARM, err, errlen)) < 0 && errno == ENOENT)
         snprintf(err, errlen, "%s %s does not exist", KEYDIR_WHAT, dir);
     return fd;
 }
@@ -345,8 +345,8 @@ int keydir_read(const char *dir, struct keydir **out, char *err, size_t errlen)
     if (kd == NULL)
         snprintf(err, errlen, "out of memory");
     else if ((dirfd = keydir_open(dir, 0, err, errlen)) >= 0 &&
-             (rc = keyfile_read_at(dirfd, KEYDIR_STATE_FILE, path, "signing key state", KEYDIR_MAX_STATE, &text, &len,
-                                   err, errlen)) == 0) {
+             (rc = file_read_at(dirfd, KEYDIR_STATE_FILE, path, "signing key state", KEYDIR_MAX_STATE, &text, &len, err,
+                                errlen)) == 0) {
         if ((root = json_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL) {
             snprintf(err, errlen, "%s: %s", path, why);
             rc = -1;
@@ -489,11 +489,11 @@ int keydir_import(const char *dir, struct keydir *kd, const char *path, time_t n
 {
     char why[512];
     size_t len = 0;
-    char *pem = keyfile_read(path, KEYDIR_MAX_KEY_FILE, &len, NULL, why, sizeof(why));
+    char *pem = file_read(path, KEYDIR_MAX_KEY_FILE, &len, NULL, why, sizeof(why));
     EVP_PKEY *priv = pem ? keydir_parse_private(pem, len) : NULL;
     int i = -1;
 
-    keyfile_free(pem, len);
+    file_free(pem, len);
     if (pem == NULL)
         snprintf(err, errlen, "%s", why);
     else if (priv == NULL)
@@ -531,7 +531,7 @@ EVP_PKEY *keydir_load_private(const char *dir, const char *kid, char *err, size_
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (dirfd < 0)
         return NULL;
-    if (keyfile_read_at(dirfd, name, path, "signing key file", KEYDIR_MAX_KEY_FILE, &pem, &len, err, errlen) > 0)
+    if (file_read_at(dirfd, name, path, "signing key file", KEYDIR_MAX_KEY_FILE, &pem, &len, err, errlen) > 0)
         snprintf(err, errlen, "signing key file %s is missing, though %s names it", path, KEYDIR_STATE_FILE);
     else if (pem != NULL && (priv = keydir_parse_private(pem, len)) == NULL)
         snprintf(err, errlen, "signing key file %s holds no private key", path);
@@ -540,7 +540,7 @@ EVP_PKEY *keydir_load_private(const char *dir, const char *kid, char *err, size_
         EVP_PKEY_free(priv);
         priv = NULL;
     }
-    keyfile_free(pem, len);
+    file_free(pem, len);
     close(dirfd);
     return priv;
 }

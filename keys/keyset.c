@@ -13,6 +13,7 @@
 
 #include "keys/jwks_parse.h"
 #include "keys/keyfile.h"
+#include "util/file.h"
 #include "keys/pem.h"
 
 /* Loading state shared with the per-key callback. */
@@ -216,7 +217,7 @@ static int keyset_is_jwks(const char *text, size_t len)
 static int keyset_read_file(struct keyset_loader *l, const char *path, char *err, size_t errlen)
 {
     size_t len = 0;
-    char *text = keyfile_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
+    char *text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
     int rc = -1;
 
     l->mode_checked = 0;
@@ -225,7 +226,7 @@ static int keyset_read_file(struct keyset_loader *l, const char *path, char *err
         rc = keyset_add_jwks(l, path, text, len, err, errlen);
     else if (text != NULL)
         rc = pem_read_mem(path, text, len, keyset_add_pem, l, err, errlen) < 0 ? -1 : 0;
-    keyfile_free(text, len);
+    file_free(text, len);
     free(l->real);
     l->real = NULL;
     return rc;
@@ -300,7 +301,7 @@ static int keyset_load_entry(struct keyset_loader *l, const char *path, char *er
         snprintf(err, errlen,
                  "%s: %s, not a regular file: a key directory may hold only key files (and subdirectories, "
                  "which are skipped); remove it",
-                 path, keyfile_kind(st.st_mode));
+                 path, file_kind(st.st_mode));
         return -1;
     }
     return keyset_read_file(l, path, err, errlen) == 0 ? 1 : -1;

@@ -7,7 +7,7 @@
  * CERTIFICATE. Other blocks (EC PARAMETERS, ...) are skipped silently, as
  * kube-apiserver does. Encrypted PEM is an error, and so is a CA
  * certificate (basicConstraints CA:TRUE), which kube-apiserver would take.
- * Files are read with keyfile_read: only regular files, never blocking.
+ * Files are read with util/file.h's file_read: only regular files, never blocking.
  */
 #ifndef OIDC_PEM_H
 #define OIDC_PEM_H

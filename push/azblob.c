@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "keys/keyfile.h"
+#include "util/file.h"
 #include "push/azsign.h"
 #include "push/storehttp.h"
 
@@ -64,7 +64,7 @@ static char *push_az_read_secret(const char *path, const char *flag, char *err, 
     char why[512], *text, *copy = NULL;
     size_t len, start;
 
-    if ((text = keyfile_read(path, PUSH_AZ_SECRET_MAX, &len, NULL, why, sizeof(why))) == NULL) {
+    if ((text = file_read(path, PUSH_AZ_SECRET_MAX, &len, NULL, why, sizeof(why))) == NULL) {
         snprintf(err, errlen, "--%s: %s", flag, why);
         return NULL;
     }
@@ -75,7 +75,7 @@ static char *push_az_read_secret(const char *path, const char *flag, char *err, 
         snprintf(err, errlen, "--%s %s is empty", flag, path);
     else if ((copy = strndup(text + start, len - start)) == NULL)
         snprintf(err, errlen, "out of memory");
-    keyfile_free(text, strlen(text));
+    file_free(text, strlen(text));
     return copy;
 }
 

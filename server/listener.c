@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
+
+#include "util/unix_listen.h"
 
 /* Matches the kernel's default somaxconn; enough for bursts of CDN misses. */
 #define LISTENER_BACKLOG 4096
@@ -74,39 +74,16 @@ static const char *listener_advice(int err)
     return err == EADDRINUSE ? "; another process listens there: stop it or choose another address" : "";
 }
 
-/* A socket file nobody accepts on is left over from an earlier run. */
-static int listener_unix_stale(const struct sockaddr_un *sun)
-{
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), stale;
-
-    if (fd < 0)
-        return 0;
-    stale = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) != 0 && errno == ECONNREFUSED;
-    close(fd);
-    return stale;
-}
-
-/* A Unix socket for a local reverse proxy. A stale socket file left by an
- * earlier run is replaced; any other file at the path is an error. */
+/* A Unix socket for a local reverse proxy, which any local user may
+ * connect to (mode 0666), made by unix_listen_open: its directory checked,
+ * a stale socket file replaced, any other file at the path refused. */
 static int listener_open_unix(const char *flag, const char *path, char *err, size_t errlen)
 {
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    struct stat st;
-    int fd = -1;
+    const struct unix_listen l = {
+        .flag = flag, .mode = 0666, .uid = (uid_t)-1, .gid = (gid_t)-1, .backlog = LISTENER_BACKLOG};
+    ino_t ino;
 
-    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && listener_unix_stale(&sun))
-        unlink(path);
-    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0 ||
-        bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 || chmod(path, 0666) != 0 ||
-        listen(fd, LISTENER_BACKLOG) != 0) {
-        int saved = errno;
-        snprintf(err, errlen, "%s unix:%s: cannot listen: %s%s", flag, path, strerror(saved), listener_advice(saved));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    return fd;
+    return unix_listen_open(path, &l, &ino, err, errlen);
 }
 
 /* "127.0.0.1:8080", "[::1]:443" or "unix:/path", for messages. */

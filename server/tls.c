@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "keys/keyfile.h"
+#include "util/file.h"
 
 /* TLS 1.2 suites: ECDHE only (forward secrecy) and AEAD only. TLS 1.3
  * suites are all AEAD; OpenSSL's defaults are kept for them. */
@@ -75,7 +76,7 @@ static int tls_pem_ended(void)
 
 /* The chain as SSL_CTX_use_certificate_chain_file reads it (the leaf,
  * then every further certificate, the end of input showing as PEM's "no
- * start line"), but from bytes keyfile_read took: OpenSSL's function opens
+ * start line"), but from bytes file_read took: OpenSSL's function opens
  * the path itself, which blocks on a FIFO, and would read bytes other than
  * those the change digest covers. Returns 1 or 0. */
 static int tls_use_chain(SSL_CTX *ctx, const char *pem, size_t len)
@@ -249,12 +250,12 @@ int tls_files_read(const struct tls_paths *p, struct tls_files *f, char *err, si
 
     memset(f, 0, sizeof(*f));
     f->paths = p;
-    if ((f->cert = keyfile_read(p->cert_file, TLS_MAX_FILE_SIZE, &f->cert_len, NULL, why, sizeof(why))) == NULL) {
+    if ((f->cert = file_read(p->cert_file, TLS_MAX_FILE_SIZE, &f->cert_len, NULL, why, sizeof(why))) == NULL) {
         snprintf(err, errlen, "--%s %s", p->cert_flag, why);
-    } else if ((f->key = keyfile_read(p->key_file, TLS_MAX_FILE_SIZE, &f->key_len, &st, why, sizeof(why))) == NULL) {
+    } else if ((f->key = file_read(p->key_file, TLS_MAX_FILE_SIZE, &f->key_len, &st, why, sizeof(why))) == NULL) {
         snprintf(err, errlen, "--%s %s", p->key_flag, why);
     } else if (p->ca_file != NULL &&
-               (f->ca = keyfile_read(p->ca_file, TLS_MAX_FILE_SIZE, &f->ca_len, NULL, why, sizeof(why))) == NULL) {
+               (f->ca = file_read(p->ca_file, TLS_MAX_FILE_SIZE, &f->ca_len, NULL, why, sizeof(why))) == NULL) {
         snprintf(err, errlen, "--%s %s", p->ca_flag, why);
     } else if (!tls_digest(f)) {
         snprintf(err, errlen, "cannot digest the TLS files: out of memory");
@@ -271,7 +272,7 @@ void tls_files_free(struct tls_files *f)
 {
     free(f->cert);
     free(f->ca);
-    keyfile_free(f->key, f->key_len);
+    file_free(f->key, f->key_len);
     f->cert = f->key = f->ca = NULL;
 }
 

@@ -5,7 +5,7 @@
  * optionally, client certificates. Built from the certificate chain, key
  * and client CA files; rebuilt when they change.
  *
- * The files are read with keyfile_read (regular files only, never
+ * The files are read with file_read (regular files only, never
  * blocking) and the context is built from those bytes: tls.c loads the
  * chain as SSL_CTX_use_certificate_chain_file would, because that function
  * opens the path itself, which waits forever on a FIFO, and could read
@@ -36,7 +36,7 @@ struct tls_files {
     char key_warning[512];    /* "" or why the key file's permissions are unsafe */
 };
 
-/* Reads the files of p: regular files only, never blocking (keyfile_read).
+/* Reads the files of p: regular files only, never blocking (file_read).
  * Returns 0, or -1 with a message naming the flag and file in err. */
 int tls_files_read(const struct tls_paths *p, struct tls_files *f, char *err, size_t errlen);
 

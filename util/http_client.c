@@ -23,13 +23,14 @@
 #include <strings.h>
 #include <time.h>
 
+#include "util/file.h"
 #include "util/printable.h"
 #include "util/redact.h"
 
 #define HTTP_URL_MAX  8192 /* longer URLs are refused */
 #define HTTP_SHOW_MAX 256  /* of the URL in messages */
 
-/* "Authorization: Bearer ", the token and a spare byte for fread. */
+/* "Authorization: Bearer ", the token and its NUL. */
 #define HTTP_BEARER_FIELD_MAX (HTTP_CLIENT_BEARER_MAX + 32)
 
 /* More field lines than this in one response are refused: each is kept,
@@ -154,38 +155,37 @@ static int http_is_space(char ch)
 }
 
 /* Reads the bearer token file into "Authorization: Bearer <token>" in out
- * (HTTP_BEARER_FIELD_MAX bytes). The token must be visible ASCII: anything
+ * (HTTP_BEARER_FIELD_MAX bytes), with file_read: a FIFO or device put
+ * there is refused instead of blocking the caller (the --upstream
+ * mirror's thread) for good. The token must be visible ASCII: anything
  * else would be a broken header or an injected one. */
 static enum http_client_error http_bearer_field(struct http_call *c, char *out)
 {
     static const char prefix[] = "Authorization: Bearer ";
     const char *path = c->req->bearer_file;
-    char *tok = out + sizeof(prefix) - 1;
-    size_t n, start = 0;
-    FILE *f = fopen(path, "r");
+    char why[1024], *text;
+    size_t len, start = 0, end;
+    enum http_client_error e = HTTP_CLIENT_OK;
 
-    if (f == NULL)
-        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "bearer token file %s: %s", path, strerror(errno));
-    n = fread(tok, 1, HTTP_CLIENT_BEARER_MAX + 1, f);
-    fclose(f);
-    if (n > HTTP_CLIENT_BEARER_MAX)
-        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "bearer token file %s is larger than %d bytes", path,
-                         HTTP_CLIENT_BEARER_MAX);
-    while (n > 0 && http_is_space(tok[n - 1]))
-        n--;
-    while (start < n && http_is_space(tok[start]))
+    if ((text = file_read(path, HTTP_CLIENT_BEARER_MAX, &len, NULL, why, sizeof(why))) == NULL)
+        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "bearer token file %s", why);
+    for (end = len; end > 0 && http_is_space(text[end - 1]); end--)
+        ;
+    while (start < end && http_is_space(text[start]))
         start++;
-    memmove(tok, tok + start, n - start);
-    n -= start;
-    tok[n] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)tok[i] <= 0x20 || (unsigned char)tok[i] >= 0x7f)
-            return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "bearer token file %s holds a character a token cannot have",
-                             path);
-    if (n == 0)
-        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "bearer token file %s is empty", path);
-    memcpy(out, prefix, sizeof(prefix) - 1);
-    return HTTP_CLIENT_OK;
+    for (size_t i = start; i < end && e == HTTP_CLIENT_OK; i++)
+        if ((unsigned char)text[i] <= 0x20 || (unsigned char)text[i] >= 0x7f)
+            e = http_fail(c, HTTP_CLIENT_ERR_REQUEST, "bearer token file %s holds a character a token cannot have",
+                          path);
+    if (e == HTTP_CLIENT_OK && start == end)
+        e = http_fail(c, HTTP_CLIENT_ERR_REQUEST, "bearer token file %s is empty", path);
+    if (e == HTTP_CLIENT_OK) {
+        memcpy(out, prefix, sizeof(prefix) - 1);
+        memcpy(out + sizeof(prefix) - 1, text + start, end - start);
+        out[sizeof(prefix) - 1 + end - start] = '\0';
+    }
+    file_free(text, len);
+    return e;
 }
 
 /* The SigV4 header fields: the payload's SHA-256 (libcurl 7.88 would hash
@@ -583,10 +583,12 @@ static enum http_client_error http_fail_curl(struct http_call *c, CURL *curl, CU
     } while (0)
 
 /* Sets the policy of http_client.h: schemes, redirects, HTTP/1.1,
- * timeouts, TLS and trust, proxies. Returns CURLE_OK or the first option
- * libcurl refused. */
-static CURLcode http_set_policy(CURL *curl, const struct http_request *req)
+ * timeouts, TLS and trust, proxies. ca holds the bytes of req->ca_file
+ * (libcurl copies them). Returns CURLE_OK or the first option libcurl
+ * refused. */
+static CURLcode http_set_policy(CURL *curl, const struct http_request *req, const char *ca, size_t ca_len)
 {
+    struct curl_blob ca_blob = {.data = (void *)ca, .len = ca_len, .flags = CURL_BLOB_COPY};
     long total, connect;
     CURLcode rc = CURLE_OK;
 
@@ -601,9 +603,11 @@ static CURLcode http_set_policy(CURL *curl, const struct http_request *req)
     HTTP_SET(CURLOPT_SSL_VERIFYPEER, 1L);
     HTTP_SET(CURLOPT_SSL_VERIFYHOST, 2L);
     HTTP_SET(CURLOPT_SSL_OPTIONS, (long)CURLSSLOPT_NO_PARTIALCHAIN);
-    HTTP_SET(CURLOPT_CAINFO, req->ca_file);
+    HTTP_SET(CURLOPT_CAINFO, (char *)NULL);
     HTTP_SET(CURLOPT_CAPATH, (char *)NULL);
-    if (req->ca_file == NULL)
+    if (ca != NULL)
+        HTTP_SET(CURLOPT_CAINFO_BLOB, &ca_blob);
+    else
         HTTP_SET(CURLOPT_SSL_CTX_FUNCTION, http_on_ssl_ctx);
     if (!req->use_env_proxy)
         HTTP_SET(CURLOPT_PROXY, ""); /* "": no proxy, whatever the environment says */
@@ -663,19 +667,28 @@ static enum http_client_error http_check_sigv4(struct http_call *c)
     return HTTP_CLIENT_OK;
 }
 
-/* Runs the transfer once the request passed its checks. */
+/* Runs the transfer once the request passed its checks. The CA file is
+ * read here, with file_read, and handed to libcurl as bytes: libcurl
+ * would open the path itself, and wait forever on a FIFO put there. */
 static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct curl_slist *fields)
 {
-    char errbuf[CURL_ERROR_SIZE] = "", detail[CURL_ERROR_SIZE + 4];
-    CURL *curl = curl_easy_init();
+    char errbuf[CURL_ERROR_SIZE] = "", detail[CURL_ERROR_SIZE + 4], why[1024], *ca = NULL;
+    CURL *curl = NULL;
     enum http_client_error e = HTTP_CLIENT_OK;
     long status = 0;
+    size_t ca_len = 0;
     CURLcode rc;
 
-    if (curl == NULL)
+    if (c->req->ca_file != NULL &&
+        (ca = file_read(c->req->ca_file, HTTP_CLIENT_CA_MAX, &ca_len, NULL, why, sizeof(why))) == NULL)
+        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot load CA certificates from %s", why);
+    if ((curl = curl_easy_init()) == NULL) {
+        free(ca);
         return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot set up libcurl");
-    if ((rc = http_set_policy(curl, c->req)) != CURLE_OK ||
-        (rc = http_set_exchange(curl, c, u, fields, errbuf)) != CURLE_OK) {
+    }
+    rc = http_set_policy(curl, c->req, ca, ca_len);
+    free(ca); /* libcurl keeps its own copy */
+    if (rc != CURLE_OK || (rc = http_set_exchange(curl, c, u, fields, errbuf)) != CURLE_OK) {
         curl_easy_cleanup(curl);
         return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "libcurl refused an option: %s", curl_easy_strerror(rc));
     }

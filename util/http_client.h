@@ -20,7 +20,11 @@
  *   - HTTP/1.1, one connection per request;
  *   - messages show the URL (and a redirect's Location) only as redact_url
  *     does: an Azure SAS token is a query string, and whoever reads the
- *     logs must not get it.
+ *     logs must not get it;
+ *   - the CA and bearer token files are read with util/file.h's file_read
+ *     at each call (regular files only, never blocking), libcurl given the
+ *     bytes: a FIFO put at either path fails the request, naming the file,
+ *     instead of blocking the calling thread for good.
  *
  * Thread-safety: any thread may call http_client_fetch at any time. The
  * first call initialises libcurl (curl_global_init) through pthread_once;
@@ -47,6 +51,10 @@
 
 /* A bearer token file larger than this is refused. */
 #define HTTP_CLIENT_BEARER_MAX (64 * 1024)
+
+/* A CA file larger than this is refused (a distribution's whole bundle is
+ * some 200 KiB). */
+#define HTTP_CLIENT_CA_MAX (4 * 1024 * 1024)
 
 enum http_method { HTTP_GET = 0, HTTP_PUT };
 

@@ -6,8 +6,8 @@
  *
  * kube-apiserver trusts whatever answers on this path to sign its tokens,
  * so the socket is never, even for an instant, reachable by anyone the
- * flags did not name: it is bound under a umask that leaves only the
- * owner, then given its mode and owner.
+ * flags did not name, and its directory must be one nobody else can write
+ * to: util/unix_listen.h makes it, as it makes --listen's.
  */
 #ifndef OIDC_EXTSIGNER_UNIX_SOCKET_H
 #define OIDC_EXTSIGNER_UNIX_SOCKET_H
@@ -23,10 +23,11 @@ struct unix_socket {
     ino_t ino; /* of the socket created */
 };
 
-/* Binds and listens on the path of cfg->external_signer_listen. A stale
- * socket left by a process that is gone is replaced; one another process
- * still serves, or any other file at the path, is refused. 0, or -1 with
- * the reason in err (naming the flag) and nothing left behind. */
+/* Binds and listens on the path of cfg->external_signer_listen with
+ * unix_listen_open. A stale socket left by a process that is gone is
+ * replaced; one another process still serves, any other file at the path,
+ * or a directory others can write to, is refused. 0, or -1 with the reason
+ * in err (naming the flag) and nothing left behind. */
 int unix_socket_open(struct unix_socket *s, const struct config *cfg, char *err, size_t errlen);
 
 /* Closes the socket and removes its path if it still holds the socket

@@ -79,9 +79,13 @@ static int http_framing_refuse(h2o_req_t *req, const char *body, size_t len, int
 /* h2o 2.2.5 lets Transfer-Encoding win over Content-Length, takes the
  * first of two Content-Length fields, reads a chunked body on GET and keeps
  * the connection open, so a proxy in front that frames the message the
- * other way would see a different next request. It takes the last of two
- * Host fields, where a proxy may have routed by the first. HTTP/2 frames
- * messages itself and carries the authority once: not checked. */
+ * other way would see a different next request. It also decodes a chunked
+ * body in HTTP/1.0, which has no Transfer-Encoding: an HTTP/1.0
+ * intermediary reads such a body up to the end of the connection, so the
+ * message is faulty framing (RFC 9112 6.1) however the fields look. It
+ * takes the last of two Host fields, where a proxy may have routed by the
+ * first. HTTP/2 frames messages itself and carries the authority once: not
+ * checked. */
 static int http_framing_on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     h2o_socket_t *sock;
@@ -93,12 +97,16 @@ static int http_framing_on_req(h2o_handler_t *self, h2o_req_t *req)
     if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL ||
         (sock = req->conn->callbacks->get_socket(req->conn)) == NULL || sock->input == NULL)
         return -1;
-    /* h2o saw neither body field when there is no entity */
-    if (req->entity.base != NULL || http_framing_count_hosts(sock->input, req->input.authority, &f) != 0)
+    /* h2o saw neither body field when there is no entity; an HTTP/1.0
+     * head is always read whole, whatever h2o made of its body */
+    if (req->entity.base != NULL || req->version < 0x101 ||
+        http_framing_count_hosts(sock->input, req->input.authority, &f) != 0)
         http_framing_count(sock->input, &f);
     if (f.content_length > 1 || (f.content_length > 0 && f.transfer_encoding > 0) ||
         (f.transfer_encoding > 0 && body_forbidden))
         return http_framing_refuse(req, H2O_STRLIT("{\"error\":\"ambiguous message framing\"}"), 1);
+    if (f.transfer_encoding > 0 && req->version < 0x101)
+        return http_framing_refuse(req, H2O_STRLIT("{\"error\":\"Transfer-Encoding in an HTTP/1.0 request\"}"), 1);
     if (f.host > 1)
         return http_framing_refuse(req, H2O_STRLIT("{\"error\":\"more than one Host header\"}"), 0);
     if (f.host == 0 && req->version >= 0x101)

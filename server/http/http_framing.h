@@ -4,7 +4,8 @@
  * two parsers could read differently and that h2o 2.2.5 accepts:
  * ambiguous body framing (request smuggling, RFC 9112 6.1 and 6.3:
  * Content-Length with Transfer-Encoding, several Content-Length fields, or
- * a chunked body on GET or HEAD), answered 400 with the connection closed;
+ * a chunked body on GET or HEAD, or any Transfer-Encoding in HTTP/1.0),
+ * answered 400 with the connection closed;
  * and a repeated Host field, or none in HTTP/1.1 (RFC 9112 3.2), answered
  * 400. Anything else goes on to the site's own handler.
  */

@@ -352,7 +352,7 @@ class DoctorTest(H.ServerTestCase):
         for args, message in [
             ([], "--issuer is required"),
             (["--issuer", "https://127.0.0.1:1", "--ca-file", missing], "--ca-file %s: No such file" % missing),
-            (["--issuer", "https://127.0.0.1:1", "--token-file", missing], "--token-file %s: No such file" % missing),
+            (["--issuer", "https://127.0.0.1:1", "--token-file", missing], "--token-file %s: cannot read: No such file" % missing),
             (["--issuer", "https://127.0.0.1:1", "--target", "oci"], "--target \"oci\": must be one of aws, gcp, "
                                                                       "azure, vault"),
             (["--issuer", "ftp://127.0.0.1"], "must be an https URL"),

@@ -296,6 +296,28 @@ class Socket(SignerCase):
         self.assertEqual(rc, 1, err)
         self.assertIn("not a socket", err)
 
+    def test_a_directory_others_can_write_is_refused(self):
+        # there, anyone could swap the socket for a link between bind and
+        # chown, and have the file it names given to the socket's owner
+        shared = os.path.join(self.tmp, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)
+        sock = os.path.join(shared, "signer.sock")
+        rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--signing-key-dir", self.dir,
+                                   "--external-signer-listen", "unix:" + sock, "--listen", "127.0.0.1:0",
+                                   "--admin-listen", "none"])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("--external-signer-listen unix:%s: the socket's directory %s is writable by group or others "
+                      "(mode 1777)" % (sock, shared), err)
+        self.assertFalse(os.path.lexists(sock))
+
+    @unittest.skipUnless(os.getuid() == 0, "giving the socket to another user needs root")
+    def test_owner_user_and_group(self):
+        self.start_signer("--external-signer-socket-mode", "0660", "--external-signer-socket-owner", "65534:65534")
+        st = os.lstat(self.sock)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (65534, 65534, 0o660))
+        self.assertIn("max_token_expiration_seconds", str(self.client().metadata()))
+
     def test_the_socket_goes_with_the_server(self):
         srv = self.start_signer()
         self.stop_ok(srv)

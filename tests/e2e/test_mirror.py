@@ -21,7 +21,11 @@ What must hold:
     per issuer it names, and makes /readyz 503 and the mismatch gauge 1;
   - a key the upstream dropped stays published for --key-retention, across
     a restart; key files and the upstream are published together;
-  - a JWKS file (kubectl get --raw /openid/v1/jwks) is a key file, kids kept.
+  - a JWKS file (kubectl get --raw /openid/v1/jwks) is a key file, kids kept;
+  - a FIFO put where the token or CA file was fails each read, naming the
+    file, instead of blocking the mirror for good: reads go on, the last
+    good bytes stay served, a regular file put back is read again, and
+    SIGTERM exits at once.
 """
 
 import json
@@ -434,6 +438,64 @@ class TestJWKSFile(MirrorBase):
         srv = self.start_server(["--service-account-issuer", ISSUER, "--service-account-key-file", path])
         st, h, body = srv.get(H.JWKS)
         self.assertEqual((st, body), (200, jwks), "the bytes of `kubectl get --raw /openid/v1/jwks`")
+
+
+class TestNotARegularFile(MirrorBase):
+    """The token and CA files are read without blocking and only when they
+    are regular files: before, open(2) of a FIFO there waited for a writer,
+    so the mirror never read again and SIGTERM waited for it."""
+
+    def setUp(self):
+        super().setUp()
+        self.ca = os.path.join(self.tmp, "upstream-ca.crt")
+        H.atomic_write(self.ca, H.read_bytes(self.api.ca_file))
+
+    def args(self, *extra, upstream=None):
+        a = super().args(*extra, upstream=upstream)
+        a[a.index("--upstream-ca-file") + 1] = self.ca
+        return a
+
+    def replace_with_fifo(self, path):
+        os.unlink(path)
+        os.mkfifo(path, 0o600)
+
+    def assert_reads_fail_naming(self, srv, path):
+        """Two more reads fail as "request" errors naming path as a FIFO,
+        and the last good bytes stay served."""
+        before = reads(H.scrape_metrics(srv.admin_port), "request")
+        self.assertTrue(H.wait_until(
+            lambda: reads(H.scrape_metrics(srv.admin_port), "request") >= before + 2, 3 * FOLLOW),
+            "the mirror stopped reading:\n%s" % srv.stderr()[-2000:])
+        self.assertRegex(srv.stderr(), r"reading --upstream failed \(request\): .*%s: cannot read: it is a FIFO, "
+                                       r"not a regular file" % re.escape(path))
+        self.assert_mirrored(srv)
+
+    def test_fifo_as_token_file(self):
+        self.api.set_documents(ISSUER, [self.a])
+        srv = self.start("--upstream-max-staleness", "1h")
+        self.replace_with_fifo(self.token)
+        self.assert_reads_fail_naming(srv, self.token)
+        os.unlink(self.token)
+        H.atomic_write(self.token, b"token-one\n")
+        self.api.set_documents(ISSUER, [self.b])
+        self.wait_jwks(srv, H.expected_jwks([self.b]))
+        self.replace_with_fifo(self.token)
+        self.assert_reads_fail_naming(srv, self.token)
+        self.stop_ok(srv)  # within STOP_TIMEOUT, with the FIFO still there
+
+    def test_fifo_as_ca_file(self):
+        self.api.set_documents(ISSUER, [self.a])
+        srv = self.start("--upstream-max-staleness", "1h")
+        self.replace_with_fifo(self.ca)
+        self.assert_reads_fail_naming(srv, self.ca)
+        self.assertRegex(srv.stderr(), r"cannot load CA certificates from %s: " % re.escape(self.ca))
+        os.unlink(self.ca)
+        H.atomic_write(self.ca, H.read_bytes(self.api.ca_file))
+        self.api.set_documents(ISSUER, [self.b])
+        self.wait_jwks(srv, H.expected_jwks([self.b]))
+        self.replace_with_fifo(self.ca)
+        self.assert_reads_fail_naming(srv, self.ca)
+        self.stop_ok(srv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import time
 import unittest
 
@@ -97,7 +98,27 @@ class TestUnixSocket(H.SanitizerCheck, H.ServerTestCase):
                          % H.DISCOVERY.encode(), unix=sock)
         self.assertEqual(st, 200)
         self.assertTrue(data.endswith(H.expected_discovery(ISSUER, H.default_jwks_uri(ISSUER), [key.alg])))
+        # any local user may connect (a reverse proxy of another user), and
+        # that is the mode the socket has from its creation, whatever the umask
+        self.assertEqual(stat.S_IMODE(os.lstat(sock).st_mode), 0o666)
         self.stop_ok(srv)
+
+    def test_a_directory_others_can_write_is_refused(self):
+        # there, anyone could swap the socket for a link between bind and
+        # chmod, and have the file it names made 0666
+        key = self.keys.ec()
+        shared = os.path.join(self.tmp, "shared")
+        os.mkdir(shared)
+        sock = os.path.join(shared, "oidc.sock")
+        for mode in (0o777, 0o1777, 0o770):
+            with self.subTest(mode=oct(mode)):
+                os.chmod(shared, mode)
+                rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--service-account-key-file",
+                                           key.priv, "--listen", "unix:" + sock, "--admin-listen", "none"])
+                self.assertEqual(rc, 1, err)
+                self.assertIn("--listen unix:%s: the socket's directory %s is writable by group or others (mode %04o)"
+                              % (sock, shared, mode), err)
+                self.assertFalse(os.path.lexists(sock))
 
 
 class TestPathPrefix(H.SanitizerCheck, H.ServerTestCase):

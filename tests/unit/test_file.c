@@ -1,6 +1,7 @@
 /*
  * util/file.c: the atomic file replacement every writer uses (state file,
- * exported documents, the dev key pair).
+ * exported documents, the dev key pair), and the one reader of the files
+ * this program is named (regular files only, never blocking).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -126,4 +127,80 @@ Test(file, missing_directory_is_an_error)
     path_in_dir("missing/doc.json", path);
     cr_expect_eq(file_write_atomic(path, "x", 1, 0644), -1);
     cr_expect_eq(errno, ENOENT);
+}
+
+/* file_read, the one reader of the files this program is named: a
+ * regular file comes back whole, NUL-terminated, with its status. */
+Test(file, read_returns_the_bytes_and_status)
+{
+    char path[PATH_MAX], err[512] = "";
+    struct stat st;
+    size_t len = 0;
+
+    path_in_dir("token", path);
+    cr_assert_eq(file_write_atomic(path, "abc\n", 4, 0640), 0);
+    char *text = file_read(path, 4, &len, &st, err, sizeof(err));
+    cr_assert_not_null(text, "%s", err);
+    cr_expect_eq(len, 4);
+    cr_expect_str_eq(text, "abc\n");
+    cr_expect_eq(st.st_mode & 07777, 0640);
+    file_free(text, len);
+}
+
+/* Each refusal names the path and says what is wrong; none blocks (a FIFO
+ * without a writer would hold open(2) for good: .timeout turns that into a
+ * failure). */
+Test(file, read_refusals_name_the_path, .timeout = 30)
+{
+    char fifo[PATH_MAX], big[PATH_MAX], missing[PATH_MAX], want[PATH_MAX + 128], err[PATH_MAX + 256];
+    size_t len = 0;
+    const struct {
+        const char *path, *why;
+    } cases[] = {
+        {fifo, "cannot read: it is a FIFO, not a regular file; put the file itself there"},
+        {dir, "cannot read: it is a directory, not a regular file; put the file itself there"},
+        {"/dev/null", "cannot read: it is a character device, not a regular file; put the file itself there"},
+        {big, "cannot read: larger than 4 bytes"},
+        {missing, "cannot read: No such file or directory"},
+    };
+
+    path_in_dir("fifo", fifo);
+    path_in_dir("big", big);
+    path_in_dir("missing", missing);
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "%s", strerror(errno));
+    cr_assert_eq(file_write_atomic(big, "12345", 5, 0600), 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(want, sizeof(want), "%s: %s", cases[i].path, cases[i].why);
+        err[0] = '\0';
+        cr_expect_null(file_read(cases[i].path, 4, &len, NULL, err, sizeof(err)), "%s was read", cases[i].path);
+        cr_expect_str_eq(err, want);
+    }
+}
+
+/* file_read_at: the same reader inside a directory the caller opened; a
+ * missing file is 1, a link is refused rather than followed, a FIFO
+ * refused without blocking. */
+Test(file, read_at_refuses_links_and_fifos, .timeout = 30)
+{
+    char path[PATH_MAX], err[PATH_MAX + 256] = "", *text = NULL;
+    size_t len = 0;
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    cr_assert_geq(dirfd, 0);
+    path_in_dir("state.json", path);
+    cr_expect_eq(file_read_at(dirfd, "state.json", path, "state file", 64, &text, &len, err, sizeof(err)), 1);
+    cr_assert_eq(file_write_atomic(path, "{}", 2, 0600), 0);
+    cr_assert_eq(file_read_at(dirfd, "state.json", path, "state file", 64, &text, &len, err, sizeof(err)), 0, "%s",
+                 err);
+    cr_expect_str_eq(text, "{}");
+    cr_expect_eq(len, 2);
+    file_free(text, len);
+    cr_assert_eq(symlink(path, strcat(strcpy(err, dir), "/link")), 0);
+    cr_expect_eq(file_read_at(dirfd, "link", "L", "state file", 64, &text, &len, err, sizeof(err)), -1);
+    cr_expect_str_eq(err, "state file L is a symbolic link; it must be a regular file");
+    cr_assert_eq(mkfifoat(dirfd, "fifo", 0600), 0);
+    cr_expect_eq(file_read_at(dirfd, "fifo", "F", "state file", 64, &text, &len, err, sizeof(err)), -1);
+    cr_expect_str_eq(err, "state file F: cannot read: it is a FIFO, not a regular file; put the file itself there");
+    cr_expect_null(text);
+    close(dirfd);
 }

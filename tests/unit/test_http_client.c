@@ -759,7 +759,7 @@ Test(http_client_files, bearer_token_file_refused)
     }
     snprintf(path, sizeof(path), "%s", tmp_path("missing"));
     const struct http_request req = {.url = canned_url(s, "http", "/"), .allow_http = 1, .bearer_file = path};
-    snprintf(want, sizeof(want), "bearer token file %s: No such file or directory", path);
+    snprintf(want, sizeof(want), "bearer token file %s: cannot read: No such file or directory", path);
     expect_error(&req, HTTP_CLIENT_ERR_REQUEST, want);
     cr_expect_eq(atomic_load(&s->connections), 0);
     canned_stop(s);
@@ -954,6 +954,29 @@ static struct canned *tls_start(const char *name, const char *response, int head
     s->head_only = head_only;
     canned_run(s);
     return s;
+}
+
+/* A FIFO at the token or CA path fails the request at once, naming the
+ * file, before any connection: opened blocking (the CA by libcurl), it
+ * held the caller (the --upstream mirror's thread) until a writer came.
+ * .timeout turns a blocked call into a failure. */
+Test(http_client_files, fifo_as_token_or_ca_file_refused, .timeout = 30)
+{
+    struct canned *s = canned_start("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    char fifo[128], want[384];
+
+    canned_run(s);
+    snprintf(fifo, sizeof(fifo), "%s", tmp_path("fifo"));
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "%s", strerror(errno));
+    const struct http_request token = {.url = canned_url(s, "http", "/"), .allow_http = 1, .bearer_file = fifo};
+    snprintf(want, sizeof(want), "bearer token file %s: cannot read: it is a FIFO, not a regular file", fifo);
+    expect_error(&token, HTTP_CLIENT_ERR_REQUEST, want);
+    const struct http_request ca = {.url = canned_url(s, "https", "/"), .ca_file = fifo};
+    snprintf(want, sizeof(want), "cannot load CA certificates from %s: cannot read: it is a FIFO, not a regular file",
+             fifo);
+    expect_error(&ca, HTTP_CLIENT_ERR_REQUEST, want);
+    cr_expect_eq(atomic_load(&s->connections), 0);
+    canned_stop(s);
 }
 
 Test(http_client_files, tls_private_ca)
