@@ -76,7 +76,8 @@ void diag_doc_content_type(struct diag_report *r, const char *id, const char *va
     }
     c = diag_add(r, DIAG_WARN, id, "Content-Type %s; %s",
                  value ? printable_quote(value, shown, sizeof(shown)) : "missing",
-                 jwks ? "clients such as panva/jose accept only application/json and application/jwk-set+json"
+                 jwks ? "some clients refuse it (oauth4webapi, under openid-client 6, takes only application/json "
+                        "and application/jwk-set+json; node jose's createRemoteJWKSet does not look)"
                       : "clients expect application/json");
     diag_fix(r, c, "serve it as %s (oidc-discovery serve does; export prints the type to upload it with)",
              jwks ? "application/jwk-set+json or application/json" : "application/json");

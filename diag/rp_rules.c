@@ -184,6 +184,24 @@ static int gcp_jwk_members(const struct rp_facts *f, char found[RP_TEXT_MAX])
     return say(found, "every JWK has only members GCP accepts");
 }
 
+/* RS256 or ES256; a key without alg by its type (an EC key may be P-256). */
+static int gcp_accepts(const char *kty, const char *alg)
+{
+    if (alg != NULL)
+        return strcmp(alg, "RS256") == 0 || strcmp(alg, "ES256") == 0;
+    return kty != NULL && (strcmp(kty, "RSA") == 0 || strcmp(kty, "EC") == 0);
+}
+
+/* GCP: tokens signed with RS256 or ES256. */
+static int gcp_algs(const struct rp_facts *f, char found[RP_TEXT_MAX])
+{
+    int rc = first_unaccepted(f, gcp_accepts, found);
+
+    if (rc == 0)
+        say(found, "every algorithm is one GCP accepts (RS256, ES256)");
+    return rc;
+}
+
 /* RS256, or an RSA key without alg. */
 static int azure_accepts(const char *kty, const char *alg)
 {
@@ -276,6 +294,10 @@ static const struct rp_rule {
     {RP_GCP, "gcp.jwk_members", GCP_OIDC, gcp_jwk_members, RP_REFUSED,
      "GCP accepts JWKs with kty, alg, use, kid, n, e, x, y and crv only",
      "publish JWKs without other members (oidc-discovery serve publishes only those)"},
+    /* GCP_OIDC: tokens signed with RS256 or ES256 */
+    {RP_GCP, "gcp.algorithms", GCP_OIDC, gcp_algs, RP_REFUSED,
+     "GCP's STS accepts tokens signed with RS256 or ES256 only",
+     "sign with an RSA key (RS256) or a P-256 key (ES256), and publish only such keys"},
     /* AZURE_FEDERATION: only RS256-signed tokens are supported; issuer and subject must match exactly */
     {RP_AZURE, "azure.algorithm", AZURE_FEDERATION, azure_algorithm, RP_UNTESTED,
      "Entra supports tokens signed with RS256 only (others may work but are not tested)",

@@ -81,36 +81,66 @@ static int check_kid(struct diag_report *r, const char *kid, const struct diag_j
     return 0;
 }
 
-/* Verifies the signature with the keys of ks under kid (every key of the
- * alg when there is no kid). Returns TOKEN_OK, the first failure, or
- * TOKEN_ERR_UNKNOWN_KID when no key of the alg is there. */
-static enum token_error verify_with(const struct keyset *ks, const struct verifier *v, const struct jws_alg *alg,
-                                    const char *kid, const struct jwt_parts *parts, const struct key **used)
+/* The more telling of two outcomes of trying keys: a key of the alg that
+ * did not verify says more than one of another alg, which says more than
+ * no key at all; the first verification failure is kept. */
+static enum token_error more_telling(enum token_error so_far, enum token_error e)
+{
+    if (so_far == TOKEN_ERR_UNKNOWN_KID)
+        return e;
+    if (so_far == TOKEN_ERR_ALG_MISMATCH && e != TOKEN_ERR_UNKNOWN_KID)
+        return e;
+    return so_far;
+}
+
+/* Verifies the signature with the one key of ks (jwks_parse_key's).
+ * *alg_seen is that key's alg. */
+static enum token_error verify_with(struct diag_report *r, const struct keyset *ks, const struct jws_alg *alg,
+                                    const struct jwt_parts *parts, const char **alg_seen)
+{
+    struct verifier *v;
+    enum token_error e;
+
+    *alg_seen = ks->keys[0].alg;
+    if (strcmp(ks->keys[0].alg, alg->name) != 0)
+        return TOKEN_ERR_ALG_MISMATCH;
+    if ((v = verifier_new(ks)) == NULL) {
+        r->out_of_memory = 1;
+        return TOKEN_ERR_UNKNOWN_KID;
+    }
+    e = jws_verify(alg, &v->prepared[0], parts->signing_input, parts->signing_input_len, parts->seg[2],
+                   parts->seglen[2]);
+    verifier_free(v);
+    return e;
+}
+
+/* Tries each published key under kid (every key without a kid), one at a
+ * time, as relying parties try the candidates a kid names: node jose
+ * accepts a token whose kid is unique in a JWKS where another kid names
+ * two keys, and tries both keys of a kid that names two. Returns TOKEN_OK
+ * or the most telling failure; *alg_seen is the alg of a key of that kid
+ * (NULL: none). */
+static enum token_error verify_published(struct diag_report *r, const struct diag_token_input *in,
+                                         const struct jws_alg *alg, const char *kid, const struct jwt_parts *parts,
+                                         const char **alg_seen)
 {
     enum token_error result = TOKEN_ERR_UNKNOWN_KID;
+    char err[256];
 
-    for (size_t i = 0; i < ks->count; i++) {
-        const struct key *k = &ks->keys[i];
-        enum token_error e;
-        if (kid != NULL && strcmp(k->kid, kid) != 0)
+    for (size_t i = 0; i < in->jwks->count && result != TOKEN_OK; i++) {
+        struct keyset *ks;
+        if (kid != NULL && (in->jwks->kids[i] == NULL || strcmp(in->jwks->kids[i], kid) != 0))
             continue;
-        *used = k;
-        if (strcmp(k->alg, alg->name) != 0) {
-            result = result == TOKEN_ERR_UNKNOWN_KID ? TOKEN_ERR_ALG_MISMATCH : result;
-            continue;
-        }
-        e = jws_verify(alg, &v->prepared[i], parts->signing_input, parts->signing_input_len, parts->seg[2],
-                       parts->seglen[2]);
-        if (e == TOKEN_OK)
-            return TOKEN_OK;
-        result = result == TOKEN_ERR_UNKNOWN_KID || result == TOKEN_ERR_ALG_MISMATCH ? e : result;
+        if ((ks = jwks_parse_key(in->jwks_body, in->jwks_len, i, err, sizeof(err))) == NULL)
+            continue; /* a key no relying party can use: the jwks checks say why */
+        result = more_telling(result, verify_with(r, ks, alg, parts, alg_seen));
+        keyset_free(ks);
     }
     return result;
 }
 
-/* Reports what verify_with found. */
-static void report_signature(struct diag_report *r, enum token_error e, const struct jws_alg *alg,
-                             const struct key *used)
+/* Reports what verify_published found. */
+static void report_signature(struct diag_report *r, enum token_error e, const struct jws_alg *alg, const char *alg_seen)
 {
     struct diag_check *c;
 
@@ -124,7 +154,7 @@ static void report_signature(struct diag_report *r, enum token_error e, const st
         break;
     case TOKEN_ERR_ALG_MISMATCH:
         c = diag_add(r, DIAG_FAIL, "token.signature", "the token says %s, but the published key is %s", alg->name,
-                     used ? used->alg : "another");
+                     alg_seen ? alg_seen : "another");
         break;
     default:
         c = diag_add(r, DIAG_FAIL, "token.signature",
@@ -144,26 +174,20 @@ static void check_signature(struct diag_report *r, const struct jwt_parts *parts
                             const struct diag_token_input *in)
 {
     const struct jws_alg *alg = alg_name ? jws_alg_find(alg_name) : NULL;
-    char err[256], shown[TOKEN_SHOWN + 8];
-    struct keyset *ks = NULL;
-    struct verifier *v = NULL;
-    const struct key *used = NULL;
+    const char *alg_seen = NULL;
+    char shown[TOKEN_SHOWN + 8];
     struct diag_check *c;
 
     if (alg == NULL) {
         c = diag_add(r, DIAG_FAIL, "token.signature", "alg %s is none of RS256, ES256, ES384 and ES512",
                      alg_name ? printable_quote(alg_name, shown, sizeof(shown)) : "(none)");
         diag_fix(r, c, "sign with kube-apiserver's algorithms (RSA: RS256; ECDSA: ES256, ES384, ES512)");
-    } else if ((ks = jwks_parse(in->jwks_body, in->jwks_len, NULL, NULL, err, sizeof(err))) == NULL) {
-        c = diag_add(r, DIAG_FAIL, "token.signature", "the JWKS cannot be read to verify with: %s", err);
+    } else if (in->jwks == NULL) {
+        c = diag_add(r, DIAG_FAIL, "token.signature", "the JWKS cannot be read to verify with");
         diag_fix(r, c, "fix the JWKS as the jwks checks say");
-    } else if ((v = verifier_new(ks)) == NULL) {
-        r->out_of_memory = 1;
     } else {
-        report_signature(r, verify_with(ks, v, alg, kid, parts, &used), alg, used);
+        report_signature(r, verify_published(r, in, alg, kid, parts, &alg_seen), alg, alg_seen);
     }
-    verifier_free(v);
-    keyset_free(ks);
 }
 
 /* "token.iss": byte for byte the issuer. */

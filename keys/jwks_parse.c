@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "util/b64url.h"
@@ -45,6 +46,7 @@ struct jwks_parser {
     keyset_warn_cb warn;
     void *warn_ctx;
     size_t index; /* of the JWK being read, for messages */
+    long only;    /* the one index to read, or -1 for all */
     char *err;
     size_t errlen;
 };
@@ -323,7 +325,7 @@ static int jwks_read_keys(struct jwks_parser *p, const struct json_value *keys)
 {
     p->index = 0;
     for (const struct json_value *v = keys->child; v != NULL; v = v->next, p->index++)
-        if (jwks_read_jwk(p, v) < 0)
+        if ((p->only < 0 || p->index == (size_t)p->only) && jwks_read_jwk(p, v) < 0)
             return -1;
     return 0;
 }
@@ -353,9 +355,9 @@ static int jwks_read(struct jwks_parser *p, const char *json, size_t len)
     return rc;
 }
 
-struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, void *warn_ctx, char *err, size_t errlen)
+/* jwks_parse with p's settings. */
+static struct keyset *jwks_parse_with(struct jwks_parser p, const char *json, size_t len, char *err, size_t errlen)
 {
-    struct jwks_parser p = {.warn = warn, .warn_ctx = warn_ctx, .err = err, .errlen = errlen};
     struct keyset *ks = NULL;
 
     if ((p.ks = keyset_new()) == NULL) {
@@ -371,4 +373,18 @@ struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, voi
     keyset_free(p.ks);
     ERR_clear_error(); /* failures were turned into messages */
     return ks;
+}
+
+struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, void *warn_ctx, char *err, size_t errlen)
+{
+    struct jwks_parser p = {.warn = warn, .warn_ctx = warn_ctx, .only = -1, .err = err, .errlen = errlen};
+
+    return jwks_parse_with(p, json, len, err, errlen);
+}
+
+struct keyset *jwks_parse_key(const char *json, size_t len, size_t index, char *err, size_t errlen)
+{
+    struct jwks_parser p = {.only = index > LONG_MAX ? LONG_MAX : (long)index, .err = err, .errlen = errlen};
+
+    return jwks_parse_with(p, json, len, err, errlen);
 }

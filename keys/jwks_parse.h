@@ -36,4 +36,10 @@
  * at all. */
 struct keyset *jwks_parse(const char *json, size_t len, keyset_warn_cb warn, void *warn_ctx, char *err, size_t errlen);
 
+/* The one key keys[index] of the document, read by the same rules (a key
+ * that would be skipped is an error here): for a relying party's way of
+ * trying each key a token's kid names, one at a time, when the document
+ * breaks the one-kid-one-key rule that jwks_parse enforces. */
+struct keyset *jwks_parse_key(const char *json, size_t len, size_t index, char *err, size_t errlen);
+
 #endif

@@ -295,6 +295,59 @@ class DoctorTest(H.ServerTestCase):
                     self.assert_check(checks, "discovery.cache_control", "WARN", "missing")
                     self.assertEqual(sorted(c for c, (s, m) in checks.items() if s == "FAIL"), [cid])
 
+    def relying_parties_accept(self, jwks_url, issuer, token, jwks):
+        """node jose (createRemoteJWKSet over HTTPS) and PyJWT (its JWK set
+        reader, the key picked by kid as PyJWKClient picks it) both accept
+        token; jwks is the document served at jwks_url."""
+        problem = H.node_problem("verify_token.mjs")
+        if problem:
+            self.fail(problem)
+        saved = os.environ.get("NODE_EXTRA_CA_CERTS")
+        os.environ["NODE_EXTRA_CA_CERTS"] = self.ca[0]
+        try:
+            rc, out, err = H.run_node("verify_token.mjs", jwks_url, issuer, AUDIENCE, token)
+        finally:
+            if saved is None:
+                os.environ.pop("NODE_EXTRA_CA_CERTS")
+            else:
+                os.environ["NODE_EXTRA_CA_CERTS"] = saved
+        self.assertEqual(rc, 0, "node jose refused the token: %s%s" % (out, err))
+        kid = jwt.get_unverified_header(token)["kid"]
+        key = [k for k in jwt.PyJWKSet.from_dict(jwks).keys if k.key_id == kid][0]
+        claims = jwt.decode(token, key.key, algorithms=["RS256", "ES256"], audience=AUDIENCE, issuer=issuer)
+        self.assertEqual(claims["iss"], issuer)
+
+    def test_what_real_clients_accept_doctor_accepts(self):
+        """A kid that names two keys fails jwks.kid_unique, but a token whose
+        kid is unique still verifies (node jose and PyJWT accept it); a JWKS
+        served as text/plain is a warning, not a refusal (node jose does not
+        look at the type)."""
+        rsa, ec, stranger = dict(self.rsa.jwk), dict(self.ec.jwk), dict(self.stranger.jwk)
+        https = H.StaticHTTPSServer(self.cert[0], self.cert[1], {})
+        cases = {"/dupkid": ({"keys": [rsa, dict(stranger, kid=rsa["kid"]), ec]}, "application/json",
+                             "jwks.kid_unique", "FAIL"),
+                 "/textplain": ({"keys": [rsa, ec]}, "text/plain", "jwks.content_type", "WARN")}
+        for path, (jwks, ctype, _, _) in cases.items():
+            issuer = https.url + path
+            discovery = {"issuer": issuer, "jwks_uri": issuer + "/jwks", "response_types_supported": ["id_token"],
+                         "subject_types_supported": ["public"],
+                         "id_token_signing_alg_values_supported": ["ES256", "RS256"]}
+            https.docs[path + H.DISCOVERY] = ("application/json", json.dumps(discovery).encode())
+            https.docs[path + "/jwks"] = (ctype, json.dumps(jwks).encode())
+        with https:
+            for path, (jwks, _, cid, status) in cases.items():
+                with self.subTest(path=path):
+                    issuer = https.url + path
+                    token = self.mint(issuer, key=self.ec)
+                    self.relying_parties_accept(issuer + "/jwks", issuer, token, jwks)
+                    rc, out, err = self.doctor(issuer, "--ca-file", self.ca[0], "--audience", AUDIENCE,
+                                               token=token)
+                    checks = self.checks(rc, out, err, 1 if status == "FAIL" else 0)
+                    self.assert_check(checks, cid, status)
+                    self.assert_check(checks, "token.signature", "PASS")
+                    if cid == "jwks.content_type":
+                        self.assertNotIn("jose accept", checks[cid][1])
+
     # the token ------------------------------------------------------------------
     def test_token_faults(self):
         srv, issuer = self.serve_tls()

@@ -606,6 +606,21 @@ Test(rules, gcp)
     cr_expect(rp_gcp_member_ok("crv") && !rp_gcp_member_ok("x5t"));
 }
 
+/* GCP's STS takes RS256 and ES256 tokens only: an ES384 or ES512 key, or a
+ * token signed so, is refused. */
+Test(rules, gcp_algorithms)
+{
+    struct rp_key keys[3] = {{"RSA", "RS256", NULL}, {"EC", "ES256", NULL}, {"EC", "ES384", NULL}};
+    struct rp_facts f = {.issuer = ISSUER, .have_keys = 1, .keys = keys, .nkeys = 2, .publicly_trusted = 1};
+
+    expect_rule(RP_GCP, &f, "gcp.algorithms", RP_MET, NULL);
+    f.nkeys = 3;
+    expect_rule(RP_GCP, &f, "gcp.algorithms", RP_REFUSED, "keys[2] is EC ES384");
+    f.nkeys = 2;
+    f.token_alg = "ES512";
+    expect_rule(RP_GCP, &f, "gcp.algorithms", RP_REFUSED, "the token is signed with ES512");
+}
+
 Test(rules, azure)
 {
     struct rp_key keys[2] = {{"RSA", NULL, NULL}, {"EC", "ES256", NULL}};
