@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/strbuf.h"
+
 /* The standard headers of the string to sign, in its order; Content-Length
  * is the body's length, given apart. */
 static const char *const push_azsign_standard[] = {
@@ -36,41 +38,9 @@ static int push_azsign_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A growable string; failed stays set once anything failed. */
-struct push_azbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-};
-
-static void push_azbuf_add(struct push_azbuf *b, const char *s, size_t n)
-{
-    char *p;
-
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        if ((p = realloc(b->p, cap)) == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void push_azbuf_str(struct push_azbuf *b, const char *s)
-{
-    push_azbuf_add(b, s, strlen(s));
-}
-
 /* The x-ms- fields, "name:value" with the name lowercased and the value
  * trimmed, sorted by name, each followed by "\n". */
-static void push_azsign_ms_headers(struct push_azbuf *b, const char *const *headers)
+static void push_azsign_ms_headers(struct strbuf *b, const char *const *headers)
 {
     size_t n = 0, count = 0;
 
@@ -98,8 +68,8 @@ static void push_azsign_ms_headers(struct push_azbuf *b, const char *const *head
     }
     qsort(lines, n, sizeof(lines[0]), push_azsign_cmp);
     for (size_t i = 0; i < n; i++) {
-        push_azbuf_str(b, lines[i]);
-        push_azbuf_add(b, "\n", 1);
+        strbuf_puts(b, lines[i]);
+        strbuf_add(b, "\n", 1);
         free(lines[i]);
     }
 }
@@ -107,29 +77,26 @@ static void push_azsign_ms_headers(struct push_azbuf *b, const char *const *head
 char *push_azsign_string(const char *account, const char *method, const char *path, const char *const *headers,
                          size_t content_length)
 {
-    struct push_azbuf b = {0};
+    struct strbuf b = {0};
     char length[32] = "";
+    size_t len;
 
     if (content_length > 0)
         snprintf(length, sizeof(length), "%zu", content_length);
-    push_azbuf_str(&b, method);
-    push_azbuf_add(&b, "\n", 1);
+    strbuf_puts(&b, method);
+    strbuf_add(&b, "\n", 1);
     for (size_t s = 0; s < PUSH_AZSIGN_NSTANDARD; s++) {
         const char *v = s == 2 ? length : NULL;
         for (size_t i = 0; s != 2 && headers && headers[i] && v == NULL; i++)
             v = push_azsign_value(headers[i], push_azsign_standard[s]);
-        push_azbuf_str(&b, v ? v : "");
-        push_azbuf_add(&b, "\n", 1);
+        strbuf_puts(&b, v ? v : "");
+        strbuf_add(&b, "\n", 1);
     }
     push_azsign_ms_headers(&b, headers);
-    push_azbuf_add(&b, "/", 1);
-    push_azbuf_str(&b, account);
-    push_azbuf_str(&b, path);
-    if (b.failed) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    strbuf_add(&b, "/", 1);
+    strbuf_puts(&b, account);
+    strbuf_puts(&b, path);
+    return strbuf_finish(&b, &len);
 }
 
 int push_azsign_field(const char *account, const unsigned char *key, size_t keylen, const char *to_sign, char *out,
