@@ -1,13 +1,16 @@
 /*
  * Threading: the struct accesslog is shared. Its queue, pending flag and
- * stopping flag are guarded by mu; queued_bytes, dropped and the write-error
- * counters are atomics so workers can read them without the lock. A struct
+ * stopping flag are guarded by mu; queued_bytes and the counters of lines
+ * not written (metrics_process's, for /metrics) are atomics so workers can
+ * add to them without the lock. A struct
  * accesslog_buffer belongs to one worker thread and is never locked; the
  * mutex is taken only when that thread hands a chunk over (per ~64 KiB or
  * per ACCESSLOG_FLUSH_MS), never per request.
  */
 #include "server/obs/accesslog.h"
 
+#include "server/obs/metrics.h"
+#include "util/clock.h"
 #include "util/jsonw.h"
 #include "util/log.h"
 
@@ -26,6 +29,9 @@
 #define ACCESSLOG_CHUNK (64 * 1024)
 /* Unwritten bytes beyond which new chunks are dropped, not queued. */
 #define ACCESSLOG_QUEUE_MAX (16 * 1024 * 1024)
+/* Lines not written are logged at most this often, as a count: the log
+ * that says so must not become the next flood. */
+#define ACCESSLOG_REPORT_MS 10000
 
 /* Lines handed to the writer: one allocation, data inline. */
 struct chunk {
@@ -43,9 +49,9 @@ struct accesslog {
     struct chunk *head, *tail; /* under mu */
     int stopping;              /* under mu */
     atomic_size_t queued_bytes;
-    atomic_uint_fast64_t dropped;
-    atomic_uint_fast64_t lost_lines; /* to write errors */
-    atomic_uint_fast64_t lost_bytes;
+    /* The writer's: what it last reported, and when (clock_now_ms). */
+    uint64_t reported_dropped, reported_lost;
+    int64_t reported_at;
 };
 
 struct accesslog_buffer {
@@ -84,8 +90,7 @@ static void writer_write(struct accesslog *log, const struct chunk *c, int *fail
             if (!*failing)
                 log_msg(LOG_ERROR, "access log: write failed: %s", n < 0 ? strerror(errno) : "wrote nothing");
             *failing = 1;
-            atomic_fetch_add(&log->lost_bytes, c->len - off);
-            atomic_fetch_add(&log->lost_lines, count_lines(c->data + off, c->len - off));
+            atomic_fetch_add(&metrics_process.access_log_lost, count_lines(c->data + off, c->len - off));
             return;
         }
         off += (size_t)n;
@@ -93,18 +98,45 @@ static void writer_write(struct accesslog *log, const struct chunk *c, int *fail
     *failing = 0;
 }
 
-/* Takes the whole queue, or NULL once stopping and nothing is left. */
-static struct chunk *writer_take(struct accesslog *log)
+/* Logs the lines dropped or lost since the last report, at most once per
+ * ACCESSLOG_REPORT_MS unless final (at close). An operator who reads only
+ * the log learns that the access log has gaps, and how large. */
+static void writer_report(struct accesslog *log, int final)
 {
-    struct chunk *list;
+    uint64_t dropped = atomic_load(&metrics_process.access_log_dropped);
+    uint64_t lost = atomic_load(&metrics_process.access_log_lost);
+    int64_t now = clock_now_ms();
+
+    if ((dropped == log->reported_dropped && lost == log->reported_lost) ||
+        (!final && log->reported_at != 0 && now - log->reported_at < ACCESSLOG_REPORT_MS))
+        return;
+    log_msg(LOG_WARN,
+            "access log: %llu lines dropped (the writer fell behind by %d MiB, or memory ran out) and %llu lost to "
+            "write errors since the last report; oidc_access_log_dropped_lines_total and "
+            "oidc_access_log_lost_lines_total count them",
+            (unsigned long long)(dropped - log->reported_dropped), ACCESSLOG_QUEUE_MAX / (1024 * 1024),
+            (unsigned long long)(lost - log->reported_lost));
+    log->reported_dropped = dropped;
+    log->reported_lost = lost;
+    log->reported_at = now;
+}
+
+/* Takes the whole queue into *list (NULL when ACCESSLOG_REPORT_MS passed
+ * with nothing queued, so that drops are still reported). Returns -1 once
+ * stopping and nothing is left. */
+static int writer_take(struct accesslog *log, struct chunk **list)
+{
+    struct timespec until = clock_deadline(CLOCK_REALTIME, ACCESSLOG_REPORT_MS);
+    int rc = 0;
 
     pthread_mutex_lock(&log->mu);
-    while (log->head == NULL && !log->stopping)
-        pthread_cond_wait(&log->cond, &log->mu);
-    list = log->head;
+    while (log->head == NULL && !log->stopping && rc == 0)
+        rc = pthread_cond_timedwait(&log->cond, &log->mu, &until);
+    *list = log->head;
     log->head = log->tail = NULL;
+    rc = *list == NULL && log->stopping ? -1 : 0;
     pthread_mutex_unlock(&log->mu);
-    return list;
+    return rc;
 }
 
 /* The writer thread: drains the queue until close, so every chunk handed
@@ -115,7 +147,7 @@ static void *writer_main(void *arg)
     struct chunk *list;
     int failing = 0;
 
-    while ((list = writer_take(log)) != NULL) {
+    while (writer_take(log, &list) == 0) {
         while (list != NULL) {
             struct chunk *next = list->next;
             writer_write(log, list, &failing);
@@ -123,7 +155,9 @@ static void *writer_main(void *arg)
             free(list);
             list = next;
         }
+        writer_report(log, 0);
     }
+    writer_report(log, 1);
     return NULL;
 }
 
@@ -173,9 +207,8 @@ struct accesslog *accesslog_open(const char *path, char *err, size_t errlen)
     pthread_mutex_init(&log->mu, NULL);
     pthread_cond_init(&log->cond, NULL);
     atomic_init(&log->queued_bytes, 0);
-    atomic_init(&log->dropped, 0);
-    atomic_init(&log->lost_lines, 0);
-    atomic_init(&log->lost_bytes, 0);
+    log->reported_dropped = atomic_load(&metrics_process.access_log_dropped);
+    log->reported_lost = atomic_load(&metrics_process.access_log_lost);
     if ((rc = writer_start(log)) != 0) {
         snprintf(err, errlen, "access log: cannot start writer thread: %s", strerror(rc));
         pthread_cond_destroy(&log->cond);
@@ -290,7 +323,7 @@ void accesslog_append(struct accesslog_buffer *buf, const struct accesslog_entry
         /* Out of memory: forget the partial line, keep the earlier ones. */
         w->sb.failed = 0;
         w->sb.len = start;
-        atomic_fetch_add(&buf->log->dropped, 1);
+        atomic_fetch_add(&metrics_process.access_log_dropped, 1);
         return;
     }
     buf->lines++;
@@ -323,7 +356,7 @@ void accesslog_flush(struct accesslog_buffer *buf)
     if (atomic_load(&log->queued_bytes) <= ACCESSLOG_QUEUE_MAX)
         c = malloc(sizeof(*c) + buf->w.sb.len);
     if (c == NULL) {
-        atomic_fetch_add(&log->dropped, buf->lines);
+        atomic_fetch_add(&metrics_process.access_log_dropped, buf->lines);
     } else {
         c->next = NULL;
         c->len = buf->w.sb.len;
@@ -348,11 +381,6 @@ void accesslog_buffer_free(struct accesslog_buffer *buf)
     free(buf);
 }
 
-uint64_t accesslog_dropped(const struct accesslog *log)
-{
-    return atomic_load(&log->dropped);
-}
-
 void accesslog_close(struct accesslog *log)
 {
     if (log == NULL)
@@ -362,9 +390,6 @@ void accesslog_close(struct accesslog *log)
     pthread_cond_signal(&log->cond);
     pthread_mutex_unlock(&log->mu);
     pthread_join(log->writer, NULL);
-    if (atomic_load(&log->lost_lines) != 0)
-        log_msg(LOG_ERROR, "access log: %llu lines (%llu bytes) lost to write errors",
-                (unsigned long long)atomic_load(&log->lost_lines), (unsigned long long)atomic_load(&log->lost_bytes));
     if (log->close_fd)
         close(log->fd);
     pthread_cond_destroy(&log->cond);

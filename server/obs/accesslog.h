@@ -4,7 +4,9 @@
  * own buffer (no lock), and hands full buffers — or whatever it has, every
  * ACCESSLOG_FLUSH_MS — to one writer thread that does the write(2) calls. A
  * slow disk makes lines wait, never requests; if the writer falls too far
- * behind, lines are dropped and counted instead of growing memory.
+ * behind, lines are dropped instead of growing memory. Dropped lines, and
+ * lines lost to write errors, are counted in /metrics and reported in the
+ * log every ten seconds at most.
  */
 #ifndef OIDC_ACCESSLOG_H
 #define OIDC_ACCESSLOG_H
@@ -54,9 +56,6 @@ void accesslog_append(struct accesslog_buffer *buf, const struct accesslog_entry
 void accesslog_flush(struct accesslog_buffer *buf);
 
 void accesslog_buffer_free(struct accesslog_buffer *buf);
-
-/* Lines dropped because the writer fell behind. */
-uint64_t accesslog_dropped(const struct accesslog *log);
 
 /* Writes everything pending, stops the writer thread and closes the file. */
 void accesslog_close(struct accesslog *log);

@@ -197,6 +197,13 @@ static void metrics_render_connections(struct strbuf *b, size_t n)
                   "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
                   (unsigned long long)p->accept_pauses);
     strbuf_printf(b,
+                  "# HELP oidc_access_log_dropped_lines_total Access log lines not written because the writer fell "
+                  "behind (or memory ran out).\n"
+                  "# TYPE oidc_access_log_dropped_lines_total counter\noidc_access_log_dropped_lines_total %llu\n"
+                  "# HELP oidc_access_log_lost_lines_total Access log lines lost to write errors.\n"
+                  "# TYPE oidc_access_log_lost_lines_total counter\noidc_access_log_lost_lines_total %llu\n",
+                  (unsigned long long)p->access_log_dropped, (unsigned long long)p->access_log_lost);
+    strbuf_printf(b,
                   "# HELP oidc_write_timeouts_total Connections closed because the client took none of a pending "
                   "response for --write-timeout.\n"
                   "# TYPE oidc_write_timeouts_total counter\noidc_write_timeouts_total %llu\n",

@@ -97,6 +97,8 @@ struct metrics_process {
     atomic_uint_fast64_t connections[METRICS_NLISTENERS];         /* open client connections, all threads */
     atomic_uint_fast64_t connections_refused[METRICS_NLISTENERS]; /* closed at once over the budget */
     atomic_uint_fast64_t accept_pauses;                           /* accept() out of descriptors or memory */
+    atomic_uint_fast64_t access_log_dropped; /* lines not queued: the writer fell behind, or no memory */
+    atomic_uint_fast64_t access_log_lost;    /* lines lost to write errors */
 
     /* Mirroring an API server (--upstream), written by its thread. */
     atomic_int upstream_enabled;
