@@ -64,24 +64,6 @@ void status_add_key(struct status *st, const struct status_key *k)
     copy->role = status_dup(st, k->role);
 }
 
-struct status_section *status_add_section(struct status *st, const char *title)
-{
-    struct status_section *sec;
-
-    if (status_grow(st, (void **)&st->sections, st->nsections, sizeof(*st->sections)) != 0)
-        return NULL;
-    sec = &st->sections[st->nsections++];
-    *sec = (struct status_section){.title = status_dup(st, title)};
-    return sec;
-}
-
-void status_section_row(struct status *st, struct status_section *sec, const char *name, const char *value)
-{
-    if (sec == NULL || status_grow(st, (void **)&sec->rows, sec->nrows, sizeof(*sec->rows)) != 0)
-        return;
-    sec->rows[sec->nrows++] = (struct status_row){status_dup(st, name), status_dup(st, value)};
-}
-
 static void status_free(struct status *st)
 {
     for (size_t i = 0; i < st->nkeys; i++) {
@@ -90,15 +72,6 @@ static void status_free(struct status *st)
         free((char *)st->keys[i].source);
         free((char *)st->keys[i].role);
     }
-    for (size_t i = 0; i < st->nsections; i++) {
-        for (size_t j = 0; j < st->sections[i].nrows; j++) {
-            free(st->sections[i].rows[j].name);
-            free(st->sections[i].rows[j].value);
-        }
-        free(st->sections[i].rows);
-        free(st->sections[i].title);
-    }
-    free(st->sections);
     free(st->keys);
     free(st->reload_error);
     free(st->issuer);
@@ -295,20 +268,6 @@ static void status_render_reload(struct strbuf *b, const struct status *st)
     strbuf_printf(b, "<tr><th>failed reloads</th><td>%lu</td></tr>\n</table>\n", st->reload_failures);
 }
 
-/* The sections other features added (see status.h). */
-static void status_render_sections(struct strbuf *b, const struct status *st)
-{
-    for (size_t i = 0; i < st->nsections; i++) {
-        const struct status_section *sec = &st->sections[i];
-        strbuf_puts(b, "<h2>");
-        status_text(b, sec->title);
-        strbuf_puts(b, "</h2>\n<table class=\"section\">\n");
-        for (size_t j = 0; j < sec->nrows; j++)
-            status_row(b, sec->rows[j].name, sec->rows[j].value);
-        strbuf_puts(b, "</table>\n");
-    }
-}
-
 /* --publish-to: each target's last push (push/status.h), read now: the
  * publisher thread updates it between reload passes. */
 static void status_render_pushes(struct strbuf *b)
@@ -400,7 +359,6 @@ char *status_render_html(const struct status *st, const struct metrics_summary_r
         status_render_keys(&b, st);
         status_render_reload(&b, st);
         status_render_upstream(&b, st, now);
-        status_render_sections(&b, st);
         status_render_pushes(&b);
     } else {
         strbuf_puts(&b, "<h1>oidc-discovery</h1>\n<p>Nothing published yet.</p>\n");

@@ -12,12 +12,7 @@
  * and the counters move), and releases it. A mutex guards only the swap
  * of the pointer, never a render or a write to a socket.
  *
- * Extension points, for features that add to the page without touching
- * its layout:
- *  - a section (status_add_section, status_section_row): a titled list of
- *    name/value rows, e.g. the upstream's freshness when mirroring an
- *    issuer, or the last push of the documents to a bucket. Sections are
- *    shown in the order added, between the last reload and the counters.
+ * What features add to the page:
  *  - a key's role (struct status_key.role): "signing" for the
  *    --signing-key-file key, "next", "signing" or "retired until ..." for
  *    a --signing-key-dir key (keys/keydir.h's keydir_role_of, as `keys`).
@@ -44,16 +39,6 @@ struct status_key {
     const char *role;      /* e.g. "signing", or NULL */
 };
 
-struct status_row {
-    char *name, *value;
-};
-
-struct status_section {
-    char *title;
-    struct status_row *rows;
-    size_t nrows;
-};
-
 struct status {
     atomic_uint refs;
     int failed; /* an allocation failed while it was built: it is not published */
@@ -66,8 +51,6 @@ struct status {
     char *reload_error; /* why it failed, or NULL when it succeeded */
     unsigned long reload_failures;
     int unavailable; /* the documents answer 503: an --upstream has not answered yet */
-    struct status_section *sections;
-    size_t nsections;
 };
 
 /* A status for issuer and jwks_uri, with nothing else yet. NULL when out
@@ -76,13 +59,6 @@ struct status *status_new(const char *issuer, const char *jwks_uri);
 
 /* Adds a copy of k (its strings copied too). */
 void status_add_key(struct status *st, const struct status_key *k);
-
-/* Adds an empty section titled title and returns it, for
- * status_section_row; NULL when out of memory (st is then failed). */
-struct status_section *status_add_section(struct status *st, const char *title);
-
-/* Adds a row to sec, a section of st (copies of name and value). */
-void status_section_row(struct status *st, struct status_section *sec, const char *name, const char *value);
 
 /* Makes st the status shown (taking the caller's reference), unless it
  * failed while being built: it is then freed and the previous one stays.

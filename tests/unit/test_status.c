@@ -1,7 +1,7 @@
 /*
  * Unit tests for the status page (server/obs/status): what it shows, that
- * every value is escaped wherever it lands (text, the sections other
- * features add, the reload error, the pushes to object storage, the
+ * every value is escaped wherever it lands (text, a key's role, the reload
+ * error, the pushes to object storage, the
  * --upstream's reads), its
  * order, and the publication of the status between threads (a reader
  * keeps its status while a newer one is published). Also util/strbuf,
@@ -29,12 +29,11 @@ static void status_teardown(void)
 
 TestSuite(status, .fini = status_teardown);
 
-/* A status with two keys (one retained, one the signing key), a failed
- * last pass and a section; values take the hostile forms given. */
-static struct status *sample(const char *source, const char *error, const char *row_value)
+/* A status with two keys (one retained, one with a role), a failed last
+ * pass; values take the hostile forms given. */
+static struct status *sample(const char *source, const char *error, const char *role)
 {
     struct status *st = status_new("https://issuer.example", "https://issuer.example/openid/v1/jwks");
-    struct status_section *sec;
 
     cr_assert_not_null(st);
     st->generation = 3;
@@ -47,7 +46,7 @@ static struct status *sample(const char *source, const char *error, const char *
                                             .source = source,
                                             .bits = 2048,
                                             .first_seen = T0 - 3600,
-                                            .role = "signing"});
+                                            .role = role});
     status_add_key(st, &(struct status_key){.kid = "kid-ec",
                                             .alg = "ES256",
                                             .source = "retained (state)",
@@ -55,8 +54,6 @@ static struct status *sample(const char *source, const char *error, const char *
                                             .curve = "P-256",
                                             .first_seen = T0 - 7200,
                                             .retained_until = T0 + 86400});
-    sec = status_add_section(st, "Upstream <mirror>");
-    status_section_row(st, sec, "last fetched", row_value);
     cr_assert_eq(st->failed, 0);
     return st;
 }
@@ -80,9 +77,9 @@ static size_t count(const char *hay, const char *needle)
     return n;
 }
 
-Test(status, shows_documents_keys_reload_sections_and_counters)
+Test(status, shows_documents_keys_reload_and_counters)
 {
-    struct status *st = sample("/etc/keys/sa.pub (block 1)", "a.pub: no key", "2027-01-15T08:00:59Z");
+    struct status *st = sample("/etc/keys/sa.pub (block 1)", "a.pub: no key", "signing");
     size_t len;
     char *html = render(st, &len);
 
@@ -102,8 +99,8 @@ Test(status, shows_documents_keys_reload_sections_and_counters)
     cr_expect_not_null(strstr(html, "failed: a.pub: no key"));
     cr_expect_not_null(strstr(html, "<tr><th>failed reloads</th><td>2</td></tr>"));
     cr_expect_not_null(strstr(html, "<tr><th>requests /openid/v1/jwks</th><td>7</td></tr>"));
-    /* the order: documents, keys, last reload, the added sections, counters */
-    const char *order[] = {"id=\"documents\"", "id=\"keys\"", "id=\"reload\"", "Upstream", "id=\"counters\""};
+    /* the order: documents, keys, last reload, counters */
+    const char *order[] = {"id=\"documents\"", "id=\"keys\"", "id=\"reload\"", "id=\"counters\""};
     for (size_t i = 1; i < COUNT(order); i++)
         cr_expect_lt(strstr(html, order[i - 1]), strstr(html, order[i]), "%s before %s", order[i - 1], order[i]);
     cr_expect_null(strstr(html, "<script"), "the page runs no script");
@@ -111,7 +108,7 @@ Test(status, shows_documents_keys_reload_sections_and_counters)
     status_release(st);
 }
 
-/* Whatever a key file's name, a reload error or a section holds, it is
+/* Whatever a key file's name, a reload error or a key's role holds, it is
  * text on the page, never markup: a file named like a script stays one. */
 Test(status, every_value_is_escaped)
 {
@@ -123,8 +120,7 @@ Test(status, every_value_is_escaped)
 
     cr_expect_null(strstr(html, "<script"), "%s", html);
     cr_expect_null(strstr(html, "<b>"));
-    cr_expect_eq(count(html, escaped), 3, "the source, the reload error and the section's row: %s", html);
-    cr_expect_not_null(strstr(html, "<h2>Upstream &lt;mirror&gt;</h2>"));
+    cr_expect_eq(count(html, escaped), 3, "the source, the reload error and the role: %s", html);
     cr_expect_not_null(strstr(html, "&lt;b&gt;odd&lt;/b&gt; counter"));
     free(html);
     status_release(st);
