@@ -20,7 +20,7 @@
 #     server's per-thread cache holds (4096, FIFO), sent round-robin, so that
 #     every request is a cache miss;
 #   - the cost of a failed caller check against that of a failed review
-#     (#15: refusing an unauthenticated caller must cost no more): requests
+#     (refusing an unauthenticated caller must cost no more): requests
 #     with a forged caller token (401) against requests by the allowed caller
 #     with a forged token to review (201, not authenticated). A forged token
 #     is never cached, so each request of either costs one RSA signature

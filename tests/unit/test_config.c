@@ -3705,7 +3705,7 @@ Test(config, upstream_refusals)
     fails("--upstream is only valid for the serve command", "dev", "--upstream", "https://a:1", NULL);
 }
 
-/* ---- publishing to object storage (#17) ---- */
+/* ---- publishing to object storage ---- */
 
 #define PUBLISH_ARGS "publish", "--to", "s3://oidc/cluster-1", SERVE_ARGS
 #define HTTP_ENDPOINT_WARNING                                                                                          \

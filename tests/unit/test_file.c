@@ -75,7 +75,7 @@ Test(file, replaces_the_target_with_the_exact_mode)
 }
 
 /* A link planted at NAME.tmp is removed, never written through (the state
- * directory's #12 guarantee). */
+ * directory's guarantee). */
 Test(file, never_writes_through_a_planted_link)
 {
     char victim[PATH_MAX], link[PATH_MAX], target[PATH_MAX];
