@@ -636,3 +636,14 @@ void json_free(struct json_value *root)
     if (root != NULL)
         json_chunks_free((struct json_chunk *)((char *)root - offsetof(struct json_chunk, data)));
 }
+
+const struct json_value *json_get(const struct json_value *obj, const char *name)
+{
+    if (obj == NULL || obj->type != JSON_OBJECT)
+        return NULL;
+    /* The first byte alone tells most members apart without a call. */
+    for (const struct json_value *v = obj->child; v != NULL; v = v->next)
+        if (v->name[0] == name[0] && strcmp(v->name, name) == 0)
+            return v;
+    return NULL;
+}
