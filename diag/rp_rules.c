@@ -118,6 +118,17 @@ static int first_unaccepted(const struct rp_facts *f, int (*accepted)(const char
     return f->have_keys || f->token_alg ? 0 : -1;
 }
 
+/* A rule on algorithms: first_unaccepted with accepted, met saying so. */
+static int algorithms_rule(const struct rp_facts *f, int (*accepted)(const char *kty, const char *alg), const char *met,
+                           char found[RP_TEXT_MAX])
+{
+    int rc = first_unaccepted(f, accepted, found);
+
+    if (rc == 0)
+        say(found, "%s", met);
+    return rc;
+}
+
 /* A key without alg is judged by its type: AWS takes RSA and EC keys. */
 static int aws_accepts(const char *kty, const char *alg)
 {
@@ -129,11 +140,7 @@ static int aws_accepts(const char *kty, const char *alg)
 /* AWS: RS256, RS384, RS512, ES256, ES384, ES512. */
 static int aws_algs(const struct rp_facts *f, char found[RP_TEXT_MAX])
 {
-    int rc = first_unaccepted(f, aws_accepts, found);
-
-    if (rc == 0)
-        say(found, "every algorithm is one AWS accepts (RS256/384/512, ES256/384/512)");
-    return rc;
+    return algorithms_rule(f, aws_accepts, "every algorithm is one AWS accepts (RS256/384/512, ES256/384/512)", found);
 }
 
 /* AWS STS: a web identity token of at most 20000 characters. */
@@ -195,11 +202,7 @@ static int gcp_accepts(const char *kty, const char *alg)
 /* GCP: tokens signed with RS256 or ES256. */
 static int gcp_algs(const struct rp_facts *f, char found[RP_TEXT_MAX])
 {
-    int rc = first_unaccepted(f, gcp_accepts, found);
-
-    if (rc == 0)
-        say(found, "every algorithm is one GCP accepts (RS256, ES256)");
-    return rc;
+    return algorithms_rule(f, gcp_accepts, "every algorithm is one GCP accepts (RS256, ES256)", found);
 }
 
 /* RS256, or an RSA key without alg. */
@@ -211,11 +214,7 @@ static int azure_accepts(const char *kty, const char *alg)
 /* Entra: only tokens signed with RS256 are supported (others "may work"). */
 static int azure_algorithm(const struct rp_facts *f, char found[RP_TEXT_MAX])
 {
-    int rc = first_unaccepted(f, azure_accepts, found);
-
-    if (rc == 0)
-        say(found, "RS256 throughout, the one algorithm Entra supports");
-    return rc;
+    return algorithms_rule(f, azure_accepts, "RS256 throughout, the one algorithm Entra supports", found);
 }
 
 /* An issuer seen (what_seen) that a relying party compares byte for byte
