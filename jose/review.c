@@ -26,8 +26,9 @@ void review_clear(struct review *r)
     r->cache = NULL;
 }
 
-/* The verification policy of one review at now. */
-static void review_policy(const struct review *r, char *const *audiences, size_t naudiences, time_t now,
+/* The verification policy of one review at now; caller: of a TokenReview
+ * caller's own token. */
+static void review_policy(const struct review *r, char *const *audiences, size_t naudiences, int caller, time_t now,
                           struct token_policy *p)
 {
     const struct config *cfg = r->cfg;
@@ -43,16 +44,19 @@ static void review_policy(const struct review *r, char *const *audiences, size_t
     p->leeway = cfg->token_leeway;
     p->max_size = cfg->max_token_size;
     p->accept_legacy = cfg->accept_legacy_tokens;
+    p->kidless_one_key = caller;
     p->now = now;
 }
 
-int review_token(struct review *r, const struct verifier *v, const char *token, size_t len, char *const *audiences,
-                 size_t naudiences, time_t now, struct review_result *out)
+/* review_token, and the check of a caller's token (caller set), which
+ * must cost one signature check at most: the caller is not known yet. */
+static int review_verify(struct review *r, const struct verifier *v, const char *token, size_t len,
+                         char *const *audiences, size_t naudiences, int caller, time_t now, struct review_result *out)
 {
     struct token_policy p;
 
     memset(out, 0, sizeof(*out));
-    review_policy(r, audiences, naudiences, now, &p);
+    review_policy(r, audiences, naudiences, caller, now, &p);
     if (r->cache != NULL &&
         (out->user = vcache_get(r->cache, v->keys->id, token, len, p.audiences, p.naudiences, now)) != NULL) {
         out->cached = 1;
@@ -64,6 +68,12 @@ int review_token(struct review *r, const struct verifier *v, const char *token, 
     if (r->cache != NULL)
         vcache_put(r->cache, v->keys->id, token, len, p.audiences, p.naudiences, out->user);
     return 0;
+}
+
+int review_token(struct review *r, const struct verifier *v, const char *token, size_t len, char *const *audiences,
+                 size_t naudiences, time_t now, struct review_result *out)
+{
+    return review_verify(r, v, token, len, audiences, naudiences, 0, now, out);
 }
 
 void review_result_clear(struct review_result *out)
@@ -103,7 +113,7 @@ enum review_caller review_caller_allowed(const struct review *r, const char *nam
 enum review_caller review_caller_token(struct review *r, const struct verifier *v, const char *token, size_t len,
                                        time_t now, struct review_result *out)
 {
-    if (review_token(r, v, token, len, r->caller_audiences, r->ncaller_audiences, now, out) != 0)
+    if (review_verify(r, v, token, len, r->caller_audiences, r->ncaller_audiences, 1, now, out) != 0)
         return REVIEW_CALLER_UNAUTHENTICATED;
     return review_caller_allowed(r, out->user->username);
 }

@@ -82,8 +82,10 @@ size_t review_bearer(const char *value, size_t len, const char **token);
 
 /* Authenticates a caller by its bearer token: a service-account token
  * verified as review_token verifies one, for the caller audiences (so
- * through the same cache: a failed check costs one verification, as a
- * failed review does). Then authorises its username. out holds the
+ * through the same cache), except that a token without kid is checked
+ * only when one key of its alg is published: a refused caller costs one
+ * signature check at most (token_policy.kidless_one_key). Then authorises
+ * its username. out holds the
  * verification (out->user->username names an authenticated caller); call
  * review_result_clear afterwards. */
 enum review_caller review_caller_token(struct review *r, const struct verifier *v, const char *token, size_t len,

@@ -172,17 +172,29 @@ static int token_signature_outcome(enum token_error e, const struct jws_alg *alg
     return 0;
 }
 
+/* How many keys of alg's the set holds. */
+static size_t token_keys_of_alg(const struct verifier *v, const struct jws_alg *alg)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < v->keys->count; i++)
+        n += strcmp(v->keys->keys[i].alg, alg->name) == 0;
+    return n;
+}
+
 /* Verifies the signature with the key the kid names. Without a kid, with
  * each key of the alg's type until one verifies, as kube-apiserver does,
- * but with at most TOKEN_KIDLESS_MAX_KEYS of them: each is a signature
- * check that anyone can make the server do for the price of one token. */
+ * but with at most TOKEN_KIDLESS_MAX_KEYS of them (one, and only when it
+ * is the only one, under kidless_one_key): each is a signature check that
+ * anyone can make the server do for the price of one token. */
 static int token_check_signature(const struct verifier *v, const struct json_value *h, const struct jws_alg *alg,
-                                 const struct jwt_parts *parts, struct token_result *out)
+                                 const struct jwt_parts *parts, const struct token_policy *pol,
+                                 struct token_result *out)
 {
     const struct json_value *kid = json_get(h, "kid");
     const struct jws_key *k;
     enum token_error e;
-    size_t tried = 0, skipped = 0;
+    size_t tried = 0, skipped = 0, candidates;
 
     if (kid != NULL) {
         if (kid->type != JSON_STRING || (k = verifier_find(v, kid->str)) == NULL)
@@ -190,9 +202,15 @@ static int token_check_signature(const struct verifier *v, const struct json_val
         if (strcmp(k->key->alg, alg->name) != 0)
             return token_fail(out, TOKEN_ERR_ALG_MISMATCH, "token alg %s does not match its key (%s)", alg->name,
                               k->key->alg);
+        out->signature_checks = 1;
         e = jws_verify(alg, k, parts->signing_input, parts->signing_input_len, parts->seg[2], parts->seglen[2]);
         return token_signature_outcome(e, alg, out);
     }
+    if (pol->kidless_one_key && (candidates = token_keys_of_alg(v, alg)) > 1)
+        return token_fail(out, TOKEN_ERR_UNKNOWN_KID,
+                          "token has no kid and %zu %s keys are configured: a caller's token without kid is "
+                          "checked only when one key of its alg is",
+                          candidates, alg->name);
     for (size_t i = 0; i < v->keys->count; i++) {
         if (strcmp(v->keys->keys[i].alg, alg->name) != 0)
             continue;
@@ -201,6 +219,7 @@ static int token_check_signature(const struct verifier *v, const struct json_val
             continue;
         }
         tried++;
+        out->signature_checks++;
         e = jws_verify(alg, &v->prepared[i], parts->signing_input, parts->signing_input_len, parts->seg[2],
                        parts->seglen[2]);
         /* A format error does not depend on the key: stop at the first. */
@@ -584,7 +603,8 @@ int token_verify(const struct verifier *v, const struct token_policy *policy, co
         goto done;
     }
     if ((header = token_parse_header(&parts, &compact, &owned_header, out)) == NULL ||
-        token_check_header(header, policy, &alg, out) != 0 || token_check_signature(v, header, alg, &parts, out) != 0 ||
+        token_check_header(header, policy, &alg, out) != 0 ||
+        token_check_signature(v, header, alg, &parts, policy, out) != 0 ||
         (payload = token_parse(parts.seg[1], parts.seglen[1], "payload", out)) == NULL)
         goto done;
     rc = token_check_claims(payload, policy, out);
@@ -602,4 +622,5 @@ void token_result_clear(struct token_result *r)
     token_user_clear(&r->user);
     r->error = TOKEN_OK;
     r->message[0] = '\0';
+    r->signature_checks = 0;
 }

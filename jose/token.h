@@ -21,9 +21,10 @@
 
 /* The most keys a token without kid is checked against (the first of its
  * alg, in published order). kube-apiserver tries them all, but a bad
- * kid-less token then costs a signature check per key, unauthenticated;
- * real clusters have a few keys, and kube-apiserver puts a kid in the
- * tokens it signs. */
+ * kid-less token then costs a signature check per key; real clusters have
+ * a few keys, and kube-apiserver puts a kid in the tokens it signs. A
+ * TokenReview caller's own token, checked before the caller is known,
+ * gets one check at most (token_policy.kidless_one_key). */
 #define TOKEN_KIDLESS_MAX_KEYS 16
 
 /* Why a token was refused. Each has a stable name (token_error_name) for
@@ -75,6 +76,12 @@ struct token_policy {
     size_t max_size;      /* bytes (0 means TOKEN_DEFAULT_MAX_SIZE) */
     time_t now;
     int accept_legacy; /* accept iss "kubernetes/serviceaccount" tokens */
+    /* A token without kid is checked only when a single key of its alg is
+     * configured, and refused before any signature check otherwise. For a
+     * TokenReview caller's own token: the caller is not authenticated yet,
+     * so its token may cost one signature check, no more (tokens that
+     * kube-apiserver signs all carry a kid). */
+    int kidless_one_key;
 };
 
 /* The authenticated user, as kube-apiserver's service-account
@@ -98,6 +105,9 @@ struct token_result {
     enum token_error error;
     char message[256]; /* human reason when error != TOKEN_OK, e.g. "service account token has expired" */
     struct token_user user;
+    /* Signature verifications this token cost: 1 with a kid, 0 when
+     * refused before any, up to TOKEN_KIDLESS_MAX_KEYS without a kid. */
+    unsigned signature_checks;
 };
 
 struct verifier; /* jose/verifier.h: a key set prepared for verification */

@@ -62,10 +62,11 @@ static int tokenreview_is_json(h2o_req_t *req)
            (v.len == 16 || v.base[16] == ';' || v.base[16] == ' ');
 }
 
-/* Counts a verification the cache answered, or the cache's size after a
- * fresh success stored one. */
+/* Counts the signature checks a verification cost, and one the cache
+ * answered, or the cache's size after a fresh success stored one. */
 static void tokenreview_count_cache(struct metrics_thread *m, const struct review *rv, const struct review_result *res)
 {
+    metrics_add(&m->signature_checks, res->token.signature_checks);
     if (res->cached)
         metrics_add(&m->cache_hits, 1);
     else if (res->user != NULL && rv->cache != NULL)

@@ -166,8 +166,13 @@ static void metrics_render_reviews(struct strbuf *b, size_t n)
                   "oidc_verification_cache_hits_total %llu\n"
                   "# HELP oidc_verification_cache_entries Verified tokens cached, all threads.\n"
                   "# TYPE oidc_verification_cache_entries gauge\n"
-                  "oidc_verification_cache_entries %llu\n",
-                  (unsigned long long)METRICS_SUM(cache_hits), (unsigned long long)METRICS_SUM(cache_entries));
+                  "oidc_verification_cache_entries %llu\n"
+                  "# HELP oidc_token_signature_checks_total Signature verifications made for TokenReview "
+                  "callers' tokens and reviewed tokens (one per token with a kid).\n"
+                  "# TYPE oidc_token_signature_checks_total counter\n"
+                  "oidc_token_signature_checks_total %llu\n",
+                  (unsigned long long)METRICS_SUM(cache_hits), (unsigned long long)METRICS_SUM(cache_entries),
+                  (unsigned long long)METRICS_SUM(signature_checks));
 }
 
 static void metrics_gauge(struct strbuf *b, const char *name, const char *help, long long v)

@@ -80,7 +80,8 @@ struct metrics_thread {
     atomic_uint_fast64_t review_outcomes[METRICS_NREVIEW_OUTCOMES];
     atomic_uint_fast64_t cache_hits;
     atomic_uint_fast64_t cache_entries;
-    atomic_uint_fast64_t write_timeouts; /* connections closed by --write-timeout */
+    atomic_uint_fast64_t signature_checks; /* of callers' and reviewed tokens */
+    atomic_uint_fast64_t write_timeouts;   /* connections closed by --write-timeout */
 };
 
 /* Process-wide gauges and counters written by the main thread, and the

@@ -6,6 +6,10 @@
  */
 #include <criterion/criterion.h>
 
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_support.h"
@@ -351,6 +355,112 @@ Test(review, caller_tokens_go_through_the_cache)
         cr_expect_eq(res.cached, i, "check %d", i);
     }
     cr_expect_eq(vcache_size(rv.cache), 2);
+    free(tok);
+}
+
+/* tok (freed) with its header replaced by hdr and its signature by sig
+ * (NULL: re-signed with rsa, as RS256): a forged or a genuine token. */
+static char *reheaded(char *tok, const char *hdr, const unsigned char *sig, size_t siglen)
+{
+    char *payload = strchr(tok, '.') + 1, *si, *out;
+    unsigned char mine[512];
+    size_t plen = (size_t)(strchr(payload, '.') - payload), hlen;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+
+    hlen = B64URL_ENCODED_LEN(strlen(hdr));
+    cr_assert_not_null(si = malloc(hlen + 1 + plen + 1));
+    b64url_encode((const unsigned char *)hdr, strlen(hdr), si);
+    si[hlen] = '.';
+    memcpy(si + hlen + 1, payload, plen);
+    si[hlen + 1 + plen] = '\0';
+    if (sig == NULL) {
+        siglen = sizeof(mine);
+        cr_assert_eq(EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, rsa), 1);
+        cr_assert_eq(EVP_DigestSign(md, mine, &siglen, (const unsigned char *)si, strlen(si)), 1);
+        sig = mine;
+    }
+    cr_assert_not_null(out = malloc(strlen(si) + 1 + B64URL_ENCODED_LEN(siglen) + 1));
+    sprintf(out, "%s.", si);
+    b64url_encode(sig, siglen, out + strlen(out));
+    EVP_MD_CTX_free(md);
+    free(si);
+    free(tok);
+    return out;
+}
+
+/* n P-256 public keys, each with its kid, prepared for verification. */
+static struct verifier *ec_keys(size_t n, struct keyset **set)
+{
+    char err[256];
+
+    cr_assert_not_null(*set = keyset_new());
+    for (size_t i = 0; i < n; i++) {
+        EVP_PKEY *priv = EVP_EC_gen("P-256"), *pub = NULL;
+        unsigned char *der = NULL;
+        const unsigned char *q;
+        const struct key *dup;
+        int len = priv ? i2d_PUBKEY(priv, &der) : -1;
+
+        q = der;
+        cr_assert(len > 0 && (pub = d2i_PUBKEY(NULL, &q, len)) != NULL);
+        OPENSSL_free(der);
+        EVP_PKEY_free(priv);
+        cr_assert_eq(keyset_add(*set, pub, "generated", NULL, &dup, err, sizeof(err)), 1, "%s", err);
+    }
+    return verifier_new(*set);
+}
+
+/* Nobody is authenticated yet when a caller's token is checked: a refused
+ * caller must cost one signature check at most, whatever its token, as
+ * the README promises. A token without kid would otherwise be tried
+ * against every key of its alg (16 here); a reviewed token still is, as
+ * kube-apiserver tries them (the caller is known by then). */
+Test(review, refused_caller_costs_one_signature_check_at_most)
+{
+    static const char *const flags[] = {CALLER_FLAGS, "--token-review-caller-audiences", CALLER_AUD};
+    unsigned char forged[64];
+    struct keyset *many;
+    struct verifier *v = ec_keys(TOKEN_KIDLESS_MAX_KEYS, &many);
+    char *aud[] = {CALLER_AUD}, *tok, hdr[KEY_KID_MAX + 64];
+
+    memset(forged, 1, sizeof(forged)); /* r = s = 0x0101...: in range, so each key costs a full check */
+    cr_assert_not_null(v);
+    configure(0, flags, COUNT(flags));
+    tok = reheaded(mint_sa("vault", "vault-auth", CALLER_AUD), "{\"alg\":\"ES256\"}", forged, sizeof(forged));
+    cr_expect_eq(review_caller_token(&rv, v, tok, strlen(tok), NOW, &res), REVIEW_CALLER_UNAUTHENTICATED);
+    cr_expect_eq(res.token.error, TOKEN_ERR_UNKNOWN_KID, "%s", res.token.message);
+    cr_expect_leq(res.token.signature_checks, 1, "a forged caller token without kid cost %u signature checks",
+                  res.token.signature_checks);
+    review_result_clear(&res);
+    cr_expect_eq(review_token(&rv, v, tok, strlen(tok), aud, 1, NOW, &res), -1);
+    cr_expect_eq(res.token.signature_checks, TOKEN_KIDLESS_MAX_KEYS,
+                 "a reviewed token is tried as kube-apiserver does");
+    free(tok);
+
+    /* with a kid (of the last key), one check */
+    review_result_clear(&res);
+    snprintf(hdr, sizeof(hdr), "{\"alg\":\"ES256\",\"kid\":\"%s\"}", many->keys[many->count - 1].kid);
+    tok = reheaded(mint_sa("vault", "vault-auth", CALLER_AUD), hdr, forged, sizeof(forged));
+    cr_expect_eq(review_caller_token(&rv, v, tok, strlen(tok), NOW, &res), REVIEW_CALLER_UNAUTHENTICATED);
+    cr_expect_eq(res.token.error, TOKEN_ERR_SIGNATURE, "%s", res.token.message);
+    cr_expect_eq(res.token.signature_checks, 1);
+    free(tok);
+    verifier_free(v);
+    keyset_free(many);
+}
+
+/* What kube-apiserver accepts from a caller still passes: a genuine token
+ * without kid, when one key of its alg is published (one check). */
+Test(review, caller_token_without_kid_verifies_against_the_only_key)
+{
+    static const char *const flags[] = {CALLER_FLAGS, "--token-review-caller-audiences", CALLER_AUD};
+    char *tok;
+
+    configure(0, flags, COUNT(flags));
+    tok = reheaded(mint_sa("vault", "vault-auth", CALLER_AUD), "{\"alg\":\"RS256\"}", NULL, 0);
+    cr_expect_eq(review_caller_token(&rv, ver, tok, strlen(tok), NOW, &res), REVIEW_CALLER_ALLOWED, "%s",
+                 res.token.message);
+    cr_expect_eq(res.token.signature_checks, 1);
     free(tok);
 }
 
