@@ -15,14 +15,16 @@
 #include "keys/keyfile.h"
 #include "util/file.h"
 #include "keys/pem.h"
+#include "keys/pki.h"
 
 /* Loading state shared with the per-key callback. */
 struct keyset_loader {
     struct keyset *ks;
     keyset_warn_cb warn;
     void *warn_ctx;
-    int mode_checked; /* the current file's mode was looked at */
-    char *real;       /* where the current file's path leads, malloc'ed; NULL if unknown */
+    int mode_checked;    /* the current file's mode was looked at */
+    char *real;          /* where the current file's path leads, malloc'ed; NULL if unknown */
+    struct pki_cas *cas; /* the CA certificates beside the current file (the last directory's) */
 };
 
 __attribute__((format(printf, 2, 3))) static void keyset_warn(struct keyset_loader *l, const char *fmt, ...)
@@ -123,9 +125,19 @@ static int keyset_take(struct keyset_loader *l, EVP_PKEY *pub, const char *path,
 {
     char why[256], derived[KEY_KID_LEN + 1];
     const struct key *dup = NULL;
+    const char *ca = l->cas != NULL ? pki_ca_of(l->cas, pub) : NULL;
     struct key *k;
     int rc;
 
+    if (ca != NULL) {
+        snprintf(err, errlen,
+                 "%s: its public key is that of the CA certificate %s (basicConstraints CA:TRUE): a CA's key must "
+                 "not sign service-account tokens; point --service-account-key-file at the service-account key "
+                 "(sa.pub, or sa.key) instead",
+                 source, ca);
+        EVP_PKEY_free(pub);
+        return -1;
+    }
     if (kid == NULL && key_kid(pub, derived) == 0)
         kid = derived;
     if (kid != NULL && (dup = keyset_find(l->ks, kid)) != NULL && EVP_PKEY_eq(dup->pub, pub) != 1) {
@@ -213,15 +225,46 @@ static int keyset_is_jwks(const char *text, size_t len)
     return i < len && text[i] == '{';
 }
 
+/* The PKI rules look at the file a path reaches, not at the name given:
+ * a link named sa.key that leads to pki/ca.key is a CA's key. Refuses a
+ * file reached under a CA's name, and reads the CA certificates beside it
+ * (once per directory) for keyset_take to compare each key with. */
+static int keyset_check_reached(struct keyset_loader *l, const char *path, char *err, size_t errlen)
+{
+    char real[4096], dir[4096];
+
+    snprintf(real, sizeof(real), "%s", l->real ? l->real : path);
+    snprintf(dir, sizeof(dir), "%s", real);
+    if (pki_ca_named(basename(real))) {
+        snprintf(err, errlen,
+                 "%s: leads to %s, named like a CA's key or certificate: a CA's key must not sign "
+                 "service-account tokens; point --service-account-key-file at the service-account key (sa.pub, "
+                 "or sa.key) instead",
+                 path, l->real ? l->real : path);
+        return -1;
+    }
+    dirname(dir);
+    if (l->cas != NULL && strcmp(pki_cas_dir(l->cas), dir) == 0)
+        return 0;
+    pki_cas_free(l->cas);
+    if ((l->cas = pki_cas_read(dir)) == NULL) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    return 0;
+}
+
 /* Reads one key file, PEM or JWKS; per-file state starts afresh. */
 static int keyset_read_file(struct keyset_loader *l, const char *path, char *err, size_t errlen)
 {
     size_t len = 0;
-    char *text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
+    char *text = NULL;
     int rc = -1;
 
     l->mode_checked = 0;
     l->real = realpath(path, NULL);
+    if (keyset_check_reached(l, path, err, errlen) == 0)
+        text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
     if (text != NULL && keyset_is_jwks(text, len))
         rc = keyset_add_jwks(l, path, text, len, err, errlen);
     else if (text != NULL)
@@ -230,24 +273,6 @@ static int keyset_read_file(struct keyset_loader *l, const char *path, char *err
     free(l->real);
     l->real = NULL;
     return rc;
-}
-
-/* The names PKI layouts give a CA's certificate and key: kubeadm's ca.crt,
- * ca.key and front-proxy-ca.*, k3s's server-ca.* and client-ca.*,
- * cfssl's ca.pem and ca-key.pem. A service-account key is never one. */
-static int keyset_ca_named(const char *name)
-{
-    static const char *const names[] = {"ca.crt", "ca.key", "ca.pem", "ca-key.pem"};
-    static const char *const suffixes[] = {"-ca.crt", "-ca.key"};
-    size_t len = strlen(name);
-
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(name, names[i]) == 0)
-            return 1;
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
-        if (len > strlen(suffixes[i]) && strcmp(name + len - strlen(suffixes[i]), suffixes[i]) == 0)
-            return 1;
-    return 0;
 }
 
 /* Directory entries worth reading: not hidden. This skips the kubelet's
@@ -269,7 +294,7 @@ static int keyset_by_name(const struct dirent **a, const struct dirent **b)
 static int keyset_check_pki_dir(const char *dir, struct dirent **names, int n, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) {
-        if (keyset_ca_named(names[i]->d_name)) {
+        if (pki_ca_named(names[i]->d_name)) {
             snprintf(err, errlen,
                      "%s: looks like a PKI directory (it holds %s/%s): every key in it would be trusted to sign "
                      "service-account tokens; point --service-account-key-file at the service-account key "
@@ -359,7 +384,7 @@ static int keyset_load_path(struct keyset_loader *l, const char *path, char *err
     if (is_dir)
         return keyset_load_dir(l, path, err, errlen);
     snprintf(base, sizeof(base), "%s", path);
-    if (keyset_ca_named(basename(base))) {
+    if (pki_ca_named(basename(base))) {
         snprintf(err, errlen,
                  "%s: named like a CA's key or certificate: a CA's key must not sign service-account tokens; "
                  "point --service-account-key-file at the service-account key (sa.pub, or sa.key) instead",
@@ -385,19 +410,20 @@ struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb war
                            size_t errlen)
 {
     struct keyset_loader l = {.warn = warn, .warn_ctx = warn_ctx};
+    int rc = 0;
 
     if ((l.ks = keyset_new()) == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    for (size_t i = 0; i < npaths; i++) {
-        if (keyset_load_path(&l, paths[i], err, errlen) != 0) {
-            keyset_free(l.ks);
-            return NULL;
-        }
-    }
-    if (l.ks->count == 0) {
+    for (size_t i = 0; i < npaths && rc == 0; i++)
+        rc = keyset_load_path(&l, paths[i], err, errlen);
+    if (rc == 0 && l.ks->count == 0) {
         snprintf(err, errlen, "no key files given");
+        rc = -1;
+    }
+    pki_cas_free(l.cas);
+    if (rc != 0) {
         keyset_free(l.ks);
         return NULL;
     }

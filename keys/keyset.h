@@ -32,11 +32,11 @@ struct keyset *keyset_new(void);
  * symlinks followed, sorted by name: the layout of a Kubernetes Secret or
  * ConfigMap volume works. Subdirectories and dangling symlinks are
  * skipped; any other entry (a FIFO, socket or device) is an error. A
- * directory that looks like a PKI directory, and a file named like a CA's
- * key or certificate (ca.crt, ca.key, ca.pem, ca-key.pem, *-ca.crt,
- * *-ca.key), are refused: a kubeadm /etc/kubernetes/pki would otherwise
- * publish the cluster CA's and the API server's keys as token-signing
- * keys. One kid for two different keys is an error. Returns a new keyset
+ * directory that looks like a PKI directory, a file named like a CA's key
+ * or certificate (keys/pki.h: the name of the file the path reaches, any
+ * case), and a key whose public half is a CA certificate's beside it are
+ * refused: a kubeadm /etc/kubernetes/pki would otherwise publish the
+ * cluster CA's and the API server's keys as token-signing keys. One kid for two different keys is an error. Returns a new keyset
  * with at least one key, or NULL with a message in err naming the file.
  * Nothing is returned partially: one bad file fails the whole load. */
 struct keyset *keyset_load(char *const *paths, size_t npaths, keyset_warn_cb warn, void *warn_ctx, char *err,

@@ -168,14 +168,22 @@ static int pem_at_end(void)
     return ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE;
 }
 
-int pem_read_mem(const char *path, const char *pem, size_t len, pem_key_cb cb, void *ctx, char *err, size_t errlen)
+/* Handles one block of a walk; returns 1 when a key was delivered, 0 when
+ * the block was passed over, -1 to stop with err. */
+typedef int (*pem_block_fn)(void *ctx, int block, const char *name, const char *header, unsigned char *der, long len,
+                            char *err, size_t errlen);
+
+/* Walks the PEM blocks of text in order, wiping each block's DER (it may
+ * be a private key) once handled. Returns the keys delivered, or -1 with
+ * err: a malformed block, too large a text, or what fn said. */
+static int pem_each_block(const char *path, const char *pem, size_t len, pem_block_fn fn, void *ctx, char *err,
+                          size_t errlen)
 {
-    BIO *bio = BIO_new_mem_buf(pem, (int)len);
+    BIO *bio = len <= PEM_MAX_FILE_SIZE ? BIO_new_mem_buf(pem, (int)len) : NULL;
     int keys = 0, block = 0, rc = 0;
 
-    if (bio == NULL || len > PEM_MAX_FILE_SIZE) {
+    if (bio == NULL) {
         snprintf(err, errlen, "%s: cannot read (too large or out of memory)", path);
-        BIO_free(bio);
         return -1;
     }
     ERR_clear_error();
@@ -191,7 +199,7 @@ int pem_read_mem(const char *path, const char *pem, size_t len, pem_key_cb cb, v
             }
             break;
         }
-        rc = pem_handle_block(path, ++block, name, header, der, derlen, cb, ctx, err, errlen);
+        rc = fn(ctx, ++block, name, header, der, derlen, err, errlen);
         keys += rc > 0;
         OPENSSL_cleanse(der, (size_t)derlen);
         OPENSSL_free(name);
@@ -200,11 +208,63 @@ int pem_read_mem(const char *path, const char *pem, size_t len, pem_key_cb cb, v
     }
     ERR_clear_error();
     BIO_free(bio);
-    if (rc >= 0 && keys == 0) {
-        snprintf(err, errlen, "%s: data does not contain any valid RSA or ECDSA public keys", path);
-        rc = -1;
-    }
     return rc < 0 ? -1 : keys;
+}
+
+/* What pem_read_mem's walk hands each block. */
+struct pem_reader {
+    const char *path;
+    pem_key_cb cb;
+    void *ctx;
+};
+
+static int pem_read_block(void *ctx, int block, const char *name, const char *header, unsigned char *der, long len,
+                          char *err, size_t errlen)
+{
+    struct pem_reader *r = ctx;
+
+    return pem_handle_block(r->path, block, name, header, der, len, r->cb, r->ctx, err, errlen);
+}
+
+int pem_read_mem(const char *path, const char *pem, size_t len, pem_key_cb cb, void *ctx, char *err, size_t errlen)
+{
+    struct pem_reader r = {path, cb, ctx};
+    int keys = pem_each_block(path, pem, len, pem_read_block, &r, err, errlen);
+
+    if (keys == 0) {
+        snprintf(err, errlen, "%s: data does not contain any valid RSA or ECDSA public keys", path);
+        return -1;
+    }
+    return keys;
+}
+
+/* pem_ca_keys' walk: a CA certificate's public key goes to cb; every
+ * other block, a broken one too, is passed over. */
+static int pem_ca_block(void *ctx, int block, const char *name, const char *header, unsigned char *der, long len,
+                        char *err, size_t errlen)
+{
+    struct pem_reader *r = ctx;
+    const unsigned char *p = der;
+    X509 *cert;
+    EVP_PKEY *pub;
+
+    (void)header;
+    if (pem_kind_of(name) != PEM_CERT || (cert = d2i_X509(NULL, &p, len)) == NULL)
+        return 0;
+    pub = (X509_get_extension_flags(cert) & EXFLAG_CA) != 0 ? X509_get_pubkey(cert) : NULL;
+    X509_free(cert);
+    if (pub == NULL)
+        return 0;
+    return r->cb(r->ctx, pub, r->path, block, 0, err, errlen) == 0 ? 1 : -1;
+}
+
+int pem_ca_keys(const char *name, const char *pem, size_t len, pem_key_cb cb, void *ctx)
+{
+    struct pem_reader r = {name, cb, ctx};
+    char err[256];
+
+    ERR_clear_error();
+    return pem_each_block(name, pem, len, pem_ca_block, &r, err, sizeof(err));
 }
 
 int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen)

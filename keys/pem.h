@@ -37,4 +37,12 @@ int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t 
  * used in messages only. */
 int pem_read_mem(const char *name, const char *pem, size_t len, pem_key_cb cb, void *ctx, char *err, size_t errlen);
 
+/* Calls cb (was_private 0) with the public key of each CA certificate
+ * (basicConstraints CA:TRUE) of the PEM text, in file order; every other
+ * block is passed over, and a malformed one ends the walk. name is for
+ * cb. For telling a CA's key by the certificate beside it (keys/pki.h).
+ * Returns how many cb took, or -1 when cb refused one or the text is
+ * malformed (some may have been delivered). */
+int pem_ca_keys(const char *name, const char *pem, size_t len, pem_key_cb cb, void *ctx);
+
 #endif

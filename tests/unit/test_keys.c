@@ -669,7 +669,7 @@ static struct bad bad_files[] = {
     {"params-only.pem", NOKEYS},
     {"badbase64.pem", "block 1"},
     {"badder.pem", "block 1"},
-    {"rsa2048.ca.crt", "basicConstraints CA:TRUE"},
+    {"ca/rsa2048.ca.crt", "basicConstraints CA:TRUE"},
 };
 
 ParameterizedTestParameters(errors, pem_read_file)
@@ -979,8 +979,8 @@ static struct keyset *src_load(const char *path, struct warns *w, char *err, siz
 Test(sources, ca_certificate_is_refused_and_says_what_to_do)
 {
     char err[1024];
-    cr_assert_null(src_load(fx("rsa2048.ca.crt"), NULL, err, sizeof err));
-    assert_err(err, fx("rsa2048.ca.crt"), "basicConstraints CA:TRUE");
+    cr_assert_null(src_load(fx("ca/rsa2048.ca.crt"), NULL, err, sizeof err));
+    assert_err(err, fx("ca/rsa2048.ca.crt"), "basicConstraints CA:TRUE");
     cr_assert(strstr(err, "sa.pub") != NULL, "does not point at sa.pub: %s", err);
     /* the same key in a leaf certificate is a key source */
     struct keyset *ks = load_one("rsa2048.crt", NULL);
@@ -989,7 +989,9 @@ Test(sources, ca_certificate_is_refused_and_says_what_to_do)
 
 Test(sources, ca_certificate_among_other_blocks_fails_the_file)
 {
-    static const char *const names[] = {"rsa2048.pub", "rsa2048.ca.crt"};
+    /* another key first: rsa2048.pub itself would be refused, its CA
+     * certificate being in the same file */
+    static const char *const names[] = {"ec256.pub", "ca/rsa2048.ca.crt"};
     size_t len;
     char path[PATH_MAX], err[1024];
     char *pem = concat(names, COUNT(names), &len);
@@ -1047,6 +1049,91 @@ Test(sources, file_named_like_a_ca_key_is_refused)
     /* names that merely contain "ca" are fine */
     src_put(dir, "cascade.pub", "ec256.pub");
     struct keyset *ks = src_load(src_path(dir, "cascade.pub"), NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    keyset_free(ks);
+    src_rm(dir);
+}
+
+/* The name rules are the file's, in any case, and cover every CA name a
+ * PKI layout uses: kubernetes-ca.pem was published with the cluster CA's
+ * kid, and so was CA.KEY. */
+Test(sources, ca_names_in_any_case_and_every_layout)
+{
+    static const char *const refused[] = {
+        "CA.KEY",          "Ca.Crt",      "kubernetes-ca.pem", "front-proxy-ca", "front-proxy-ca.crt",
+        "etcd-ca-key.pem", "root_ca.crt", "ca.key.pem",        "SERVER-CA.KEY",  "ca_key.pem"};
+    static const char *const fine[] = {"cascade.pub", "sa.key",        "sa.pub",     "rsa2048.ca.crt.pub",
+                                       "ca-not.pub",  "apiserver.key", "capital.pem"};
+    char dir[64], err[1024];
+
+    src_dir(dir);
+    for (size_t i = 0; i < COUNT(refused); i++) {
+        src_put(dir, refused[i], "ec256.pub");
+        cr_expect_null(src_load(src_path(dir, refused[i]), NULL, err, sizeof err), "%s loaded", refused[i]);
+        cr_expect(strstr(err, "CA") != NULL, "%s: %s", refused[i], err);
+        unlink(src_path(dir, refused[i]));
+    }
+    for (size_t i = 0; i < COUNT(fine); i++) {
+        src_put(dir, fine[i], "ec256.pub");
+        struct keyset *ks = src_load(src_path(dir, fine[i]), NULL, err, sizeof err);
+        cr_expect_not_null(ks, "%s: %s", fine[i], err);
+        keyset_free(ks);
+        unlink(src_path(dir, fine[i]));
+    }
+    /* a directory holding one, in upper case, is a PKI directory */
+    src_put(dir, "sa.pub", "ec256.pub");
+    src_put(dir, "FRONT-PROXY-CA.CRT", "rsa2048.crt");
+    cr_expect_null(src_load(dir, NULL, err, sizeof err));
+    cr_expect(strstr(err, "looks like a PKI directory") != NULL, "%s", err);
+    src_rm(dir);
+}
+
+/* A link named like a service-account key that leads to a CA's key is a
+ * CA's key: the rules look at the file reached, given as a key file and
+ * as a directory's entry. */
+Test(sources, link_to_a_ca_key_is_refused)
+{
+    char dir[64], err[1024], sub[PATH_MAX], pki[PATH_MAX];
+
+    src_dir(dir);
+    snprintf(sub, sizeof sub, "%s/t", dir);
+    snprintf(pki, sizeof pki, "%s/pki", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    cr_assert_eq(mkdir(pki, 0700), 0);
+    src_put(dir, "pki/ca.key", "ec256.sec1.key");
+    cr_assert_eq(symlink("../pki/ca.key", src_path(dir, "t/sa.key")), 0);
+    cr_assert_null(src_load(src_path(dir, "t/sa.key"), NULL, err, sizeof err), "a link to ca.key was loaded");
+    assert_err(err, src_path(dir, "t/sa.key"), "named like a CA's key");
+    cr_expect(strstr(err, "pki/ca.key") != NULL, "does not name the file reached: %s", err);
+    /* t/ as a directory source: its one entry leads to ca.key */
+    cr_assert_null(src_load(sub, NULL, err, sizeof err), "a directory with a link to ca.key was loaded");
+    cr_expect(strstr(err, "pki/ca.key") != NULL, "%s", err);
+    src_rm(dir);
+}
+
+/* By content: a key whose public half is that of a CA certificate
+ * (CA:TRUE) beside it is the CA's key, whatever the names; a leaf
+ * certificate beside it changes nothing. */
+Test(sources, key_of_a_ca_certificate_beside_it_is_refused)
+{
+    char dir[64], err[1024];
+
+    src_dir(dir);
+    src_put(dir, "sa.key", "rsa2048.pkcs8.key");
+    src_put(dir, "sa.pub", "ec256.pub");
+    src_put(dir, "leaf.crt", "rsa2048.crt");
+    struct keyset *ks = src_load(src_path(dir, "sa.key"), NULL, err, sizeof err);
+    cr_assert_not_null(ks, "%s", err);
+    keyset_free(ks);
+    src_put(dir, "issuer.crt", "ca/rsa2048.ca.crt");
+    cr_assert_null(src_load(src_path(dir, "sa.key"), NULL, err, sizeof err), "a CA's key was loaded");
+    assert_err(err, src_path(dir, "sa.key"), "CA:TRUE");
+    cr_expect(strstr(err, src_path(dir, "issuer.crt")) != NULL, "does not name the certificate: %s", err);
+    /* the directory as a source: refused too (the certificate is read first) */
+    cr_assert_null(src_load(dir, NULL, err, sizeof err), "a directory with a CA's key was loaded");
+    cr_expect(strstr(err, "CA:TRUE") != NULL, "%s", err);
+    /* another key beside the same certificate is fine */
+    ks = src_load(src_path(dir, "sa.pub"), NULL, err, sizeof err);
     cr_assert_not_null(ks, "%s", err);
     keyset_free(ks);
     src_rm(dir);
