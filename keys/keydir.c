@@ -112,8 +112,17 @@ void keydir_forget(struct keydir *kd, size_t i, char kid[KEY_KID_LEN + 1])
     kd->count--;
 }
 
+/* Whether a mode gives group or others any access: the directory and its
+ * key files hold private keys, which are the owner's alone (0700, 0600:
+ * what keydir creates). */
+static int keydir_shared(mode_t mode)
+{
+    return (mode & (S_IRWXG | S_IRWXO)) != 0;
+}
+
 int keydir_open(const char *dir, int create, char *err, size_t errlen)
 {
+    struct stat st;
     int fd;
 
     if (create && mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -122,7 +131,53 @@ int keydir_open(const char *dir, int create, char *err, size_t errlen)
     }
     if ((fd = file_open_own_dir(dir, KEYDIR_WHAT, KEYDIR_HARM, err, errlen)) < 0 && errno == ENOENT)
         snprintf(err, errlen, "%s %s does not exist", KEYDIR_WHAT, dir);
+    if (fd >= 0 && fstat(fd, &st) == 0 && keydir_shared(st.st_mode)) {
+        snprintf(err, errlen,
+                 "%s %s has mode %04o: it holds private keys, which group and others must not even list; chmod "
+                 "700 it",
+                 KEYDIR_WHAT, dir, (unsigned)(st.st_mode & 07777));
+        close(fd);
+        fd = -1;
+    }
     return fd;
+}
+
+/* Whether name is a key file's (key-KID.pem, any KID). */
+static int keydir_key_file_name(const char *name)
+{
+    size_t len = strlen(name), plen = strlen(KEYDIR_KEY_PREFIX), slen = strlen(KEYDIR_KEY_SUFFIX);
+
+    return len > plen + slen && strncmp(name, KEYDIR_KEY_PREFIX, plen) == 0 &&
+           strcmp(name + len - slen, KEYDIR_KEY_SUFFIX) == 0;
+}
+
+int keydir_check_modes(const char *dir, char *err, size_t errlen)
+{
+    int fd = keydir_open(dir, 0, err, errlen), lfd = fd >= 0 ? dup(fd) : -1, rc = fd >= 0 ? 0 : -1;
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    struct dirent *e;
+    struct stat st;
+
+    if (fd >= 0 && d == NULL) {
+        snprintf(err, errlen, "%s %s: cannot list: %s", KEYDIR_WHAT, dir, strerror(errno));
+        rc = -1;
+        if (lfd >= 0)
+            close(lfd);
+    }
+    while (rc == 0 && d != NULL && (e = readdir(d)) != NULL) {
+        if (!keydir_key_file_name(e->d_name) || fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || !keydir_shared(st.st_mode))
+            continue;
+        snprintf(err, errlen,
+                 "%s/%s: private key file of the %s has mode %04o: only its owner may read it; chmod 600 it", dir,
+                 e->d_name, KEYDIR_WHAT, (unsigned)(st.st_mode & 07777));
+        rc = -1;
+    }
+    if (d != NULL)
+        closedir(d);
+    if (fd >= 0)
+        close(fd);
+    return rc;
 }
 
 int keydir_lock(const char *dir, int *lockfd, char *err, size_t errlen)

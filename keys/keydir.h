@@ -53,9 +53,16 @@ extern const char *const keydir_types[];
 
 /* Opens the directory, creating it with mode 0700 first when create is
  * set and it is missing, and checks it as a directory of this server's
- * own (keys/keyfile.h: owned by this user or root, not writable by group
- * or others). Returns the descriptor, or -1 with the reason in err. */
+ * own (keys/keyfile.h: owned by this user or root) that holds private
+ * keys: no access at all for group or others (0700). Returns the
+ * descriptor, or -1 with the reason in err. */
 int keydir_open(const char *dir, int create, char *err, size_t errlen);
+
+/* Checks the directory (as keydir_open) and every key file in it (each
+ * key-*.pem, named in rotation.json or not): a private key file that
+ * group or others may access at all (not 0600) is refused, naming it.
+ * 0, or -1 with the reason in err. */
+int keydir_check_modes(const char *dir, char *err, size_t errlen);
 
 /* Takes the rotation lock without waiting: 1 when this process holds it
  * now (*lockfd keeps it; closing it releases it), 0 when another process

@@ -274,6 +274,12 @@ const struct keydir *signerdir_prepare(struct signerdir *sd, const struct keyset
 {
     int held = sd->lockfd >= 0;
 
+    /* A key file or the directory opened to group or others since the
+     * last pass fails this one before anything is read or rotated: the
+     * last good state goes on serving and signing, and the reload error
+     * names the file. */
+    if (keydir_check_modes(sd->dir, err, errlen) != 0)
+        return NULL;
     /* Every process but the holder reads the directory; so does one that
      * has just become the holder. */
     if (!held && (signerdir_try_lock(sd, now_ms, err, errlen) < 0 || signerdir_reread(sd, err, errlen) != 0))
@@ -542,7 +548,8 @@ struct signerdir *signerdir_create(const struct config *cfg, int others_publishe
     sd->policy = publish_rotation_policy(cfg);
     sd->lockfd = -1;
     sd->ticked_ms = sd->saved_ms = now_ms;
-    if ((fd = keydir_open(sd->dir, 1, err, errlen)) >= 0 && signerdir_check_apart(cfg, err, errlen) == 0) {
+    if ((fd = keydir_open(sd->dir, 1, err, errlen)) >= 0 && signerdir_check_apart(cfg, err, errlen) == 0 &&
+        keydir_check_modes(sd->dir, err, errlen) == 0) {
         rc = keydir_lock(sd->dir, &sd->lockfd, err, errlen) < 0 ? -1 : keydir_read(sd->dir, &sd->kd, err, errlen);
     }
     if (fd >= 0)

@@ -13,6 +13,7 @@ mode and group, a live or non-socket path refused, a stale one replaced."""
 
 import json
 import os
+import re
 import socket
 import stat
 import time
@@ -260,6 +261,35 @@ class KeyDirectory(SignerCase):
             self.assertIn(says, err)
             H.atomic_write(path, keep.encode())
 
+
+    def test_private_modes_are_enforced_at_start_and_on_reload(self):
+        """A key file in --signing-key-dir that group or others may read,
+        or a directory they may list, is refused naming it: at start the
+        server does not start; on a reload the pass fails as other reload
+        errors do, and the last good state goes on serving and signing."""
+        srv = self.start_signer()
+        (name,) = [n for n in os.listdir(self.dir) if n.startswith("key-")]
+        key = os.path.join(self.dir, name)
+        kid = name[len("key-"):-len(".pem")]
+        for path, mode, says in ((key, 0o644, "chmod 600"), (self.dir, 0o755, "chmod 700")):
+            os.chmod(path, mode)
+            pattern = r"key reload failed .*%s.* has mode %04o.*%s" % (re.escape(path), mode, says)
+            n = H.count_log(srv, pattern)
+            self.assertTrue(H.sighup_and_wait(srv), srv.stderr())
+            self.assertGreater(H.wait_for_log(srv, pattern, n + 1, timeout=10), n, srv.stderr()[-3000:])
+            self.assertIn('"kid":"%s"' % kid, X.header_of(self.client().token(X.claims(ISSUER))),
+                          "the last good state signs on")
+            self.assertEqual(H.jwks_kids(srv.get(H.JWKS)[2]), [kid], "and is served")
+            os.chmod(path, 0o700 if path == self.dir else 0o600)
+        self.stop_ok(srv)
+        for path, mode, says in ((key, 0o640, "%s: private key file of the signing key directory has mode 0640"
+                                  % key), (self.dir, 0o750, "%s has mode 0750" % self.dir)):
+            os.chmod(path, mode)
+            rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--signing-key-dir", self.dir,
+                                       "--listen", "127.0.0.1:0", "--admin-listen", "none"])
+            self.assertEqual(rc, 2, err)
+            self.assertIn(says, err)
+            os.chmod(path, 0o700 if path == self.dir else 0o600)
 
 class Socket(SignerCase):
 

@@ -108,6 +108,37 @@ Test(keydir, a_directory_others_can_write_is_refused)
     cr_expect(strstr(err, "signing key directory") && strstr(err, "writable by group or others"), "%s", err);
 }
 
+/* The directory holds private keys: 0755 (readable by all) was accepted
+ * and a key file of mode 0644 drew no word; both are refused, naming the
+ * path, by what every pass and the start check. */
+Test(keydir, private_modes_are_enforced)
+{
+    struct keydir *kd = one_key("ec-p256", ROTATION_SIGNING);
+    char name[80], path[PATH_MAX];
+    int fd;
+
+    snprintf(name, sizeof(name), "key-%s.pem", kd->rot[0].kid);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    cr_assert_eq(keydir_check_modes(dir, err, sizeof(err)), 0, "%s", err);
+    for (mode_t m = 0640; m != 0; m = m == 0640 ? 0644 : m == 0644 ? 0604 : 0) {
+        cr_assert_eq(chmod(path, m), 0);
+        cr_expect_eq(keydir_check_modes(dir, err, sizeof(err)), -1, "mode %04o passed", (unsigned)m);
+        cr_expect(strstr(err, path) != NULL && strstr(err, "chmod 600") != NULL, "%s", err);
+    }
+    cr_assert_eq(chmod(path, 0600), 0);
+    for (mode_t m = 0750; m != 0; m = m == 0750 ? 0755 : m == 0755 ? 0701 : 0) {
+        cr_assert_eq(chmod(dir, m), 0);
+        cr_expect_lt(fd = keydir_open(dir, 0, err, sizeof(err)), 0, "mode %04o opened", (unsigned)m);
+        if (fd >= 0)
+            close(fd);
+        cr_expect(strstr(err, dir) != NULL && strstr(err, "chmod 700") != NULL, "%s", err);
+        cr_expect_eq(keydir_check_modes(dir, err, sizeof(err)), -1);
+    }
+    cr_assert_eq(chmod(dir, 0700), 0);
+    cr_expect_eq(keydir_check_modes(dir, err, sizeof(err)), 0, "%s", err);
+    keydir_free(kd);
+}
+
 Test(keydir, generated_keys_are_pkcs8_0600_and_round_trip)
 {
     for (size_t t = 0; keydir_types[t] != NULL; t++) {
