@@ -128,23 +128,24 @@ int64_t rotation_promote_in(const struct rotation_key *keys, size_t n, const str
 }
 
 /* Whether this process may sign with key i (see rotation_choose). */
-static int rotation_may_sign(const struct rotation_key *k, int64_t local_ms, int64_t ahead_ms)
+static int rotation_may_sign(const struct rotation_key *k, int64_t local_ms, int vouched, int64_t ahead_ms)
 {
-    return local_ms >= 0 && (k->trusted || local_ms >= ahead_ms + ROTATION_SLACK_MS);
+    return local_ms >= 0 && ((k->trusted && vouched) || local_ms >= ahead_ms + ROTATION_SLACK_MS);
 }
 
-int rotation_choose(const struct rotation_key *keys, size_t n, const int64_t *local_ms, int64_t ahead_ms,
-                    int64_t *due_in_ms)
+int rotation_choose(const struct rotation_key *keys, size_t n, const int64_t *local_ms, const int *vouched,
+                    int64_t ahead_ms, int64_t *due_in_ms)
 {
     int s = rotation_find(keys, n, ROTATION_SIGNING), best = -1;
 
     *due_in_ms = -1;
-    if (s >= 0 && rotation_may_sign(&keys[s], local_ms[s], ahead_ms))
+    if (s >= 0 && rotation_may_sign(&keys[s], local_ms[s], vouched == NULL || vouched[s], ahead_ms))
         return s;
     if (s >= 0 && local_ms[s] >= 0)
         *due_in_ms = ahead_ms + ROTATION_SLACK_MS - local_ms[s];
     for (size_t i = 0; i < n; i++)
-        if (keys[i].role == ROTATION_RETIRED && rotation_may_sign(&keys[i], local_ms[i], ahead_ms) &&
+        if (keys[i].role == ROTATION_RETIRED &&
+            rotation_may_sign(&keys[i], local_ms[i], vouched == NULL || vouched[i], ahead_ms) &&
             (best < 0 || keys[i].retired_ms < keys[best].retired_ms))
             best = (int)i;
     return best;

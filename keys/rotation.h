@@ -115,10 +115,13 @@ int64_t rotation_promote_in(const struct rotation_key *keys, size_t n, const str
  * that long (the rotating process promoted
  * sooner than this one noticed the next key); -1 when none qualifies.
  * local_ms[i] is how long this process has published keys[i] (-1: not in
- * its snapshot); a trusted key qualifies whenever it is published. Sets
- * *due_in_ms to the time until the answer can change (-1: never). */
-int rotation_choose(const struct rotation_key *keys, size_t n, const int64_t *local_ms, int64_t ahead_ms,
-                    int64_t *due_in_ms);
+ * its snapshot). A trusted key qualifies whenever it is published, as
+ * long as vouched[i] says the trust holds in this process's snapshot (the
+ * caller's to judge: no relying party may hold a set without the key);
+ * vouched NULL: it holds for every key. Sets *due_in_ms to the time until
+ * the answer can change (-1: never). */
+int rotation_choose(const struct rotation_key *keys, size_t n, const int64_t *local_ms, const int *vouched,
+                    int64_t ahead_ms, int64_t *due_in_ms);
 
 /* A retired key: when it leaves the published set at the earliest, read
  * at now by the wall clock (its keep time, or the policy's when longer,

@@ -268,7 +268,8 @@ struct snapshot *reload_pass(struct reload *r, time_t now, int64_t now_ms)
     }
     if (r->current != NULL && !r->current->unavailable)
         signing_check(&r->signing, r->current->keyset, r->history, now);
-    r->signer_changed = r->signer && r->current ? signerdir_state(r->signer, r->current, now, now_ms) : NULL;
+    r->signer_changed =
+        r->signer && r->current ? signerdir_state(r->signer, r->current, r->upstream, now, now_ms) : NULL;
     reload_update_gauges(r);
     return published;
 }

@@ -368,22 +368,50 @@ static void signerdir_update_metrics(const struct signerdir *sd, int chosen, tim
     atomic_store(&metrics_signer.signing_fallback, chosen >= 0 && chosen != s);
 }
 
-struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot *snap, time_t now, int64_t now_ms)
+/* Whether the trust of a trusted key (imported, or the first key of an
+ * empty directory: it signs without waiting --publish-ahead) holds in the
+ * snapshot this process publishes: no relying party can hold a key set
+ * without it. So when another source publishes it too (a key file, which
+ * comes first and so gives the entry its path, or the --upstream's set,
+ * whose copy the directory's replaces), or when nothing but the
+ * directory's keys is published. An imported key that the --upstream's
+ * set lacks has never been published: it waits like any other. */
+static int signerdir_vouched(const struct signerdir *sd, const struct snapshot *snap, const struct keyset *upstream,
+                             const char *kid)
+{
+    const struct key *k = keyset_find(snap->keyset, kid);
+
+    if ((k != NULL && k->path != NULL) || (upstream != NULL && keyset_find(upstream, kid) != NULL))
+        return 1;
+    for (size_t i = 0; i < snap->keyset->count; i++)
+        if (keydir_find(sd->kd, snap->keyset->keys[i].kid) < 0)
+            return 0;
+    return 1;
+}
+
+struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot *snap, const struct keyset *upstream,
+                                     time_t now, int64_t now_ms)
 {
     const struct keydir *kd = sd->kd;
     int64_t *local = calloc(kd->count ? kd->count : 1, sizeof(*local)), due = -1;
+    int *vouched = calloc(kd->count ? kd->count : 1, sizeof(*vouched));
     struct signer_state *st = NULL;
     char why[512] = "", err[256];
     int chosen;
 
-    for (size_t i = 0; local != NULL && i < kd->count; i++) {
+    for (size_t i = 0; local != NULL && vouched != NULL && i < kd->count; i++) {
         struct signerdir_seen *seen = &sd->seen[i];
         int in = keyset_find(snap->keyset, seen->kid) != NULL;
         if (in && seen->since_ms < 0)
             seen->since_ms = now_ms;
         local[i] = in && seen->priv != NULL ? seen->credit_ms + now_ms - seen->since_ms : -1;
+        vouched[i] = kd->rot[i].trusted && signerdir_vouched(sd, snap, upstream, seen->kid);
     }
-    chosen = local ? rotation_choose(kd->rot, kd->count, local, sd->policy.ahead_ms, &due) : -1;
+    if (vouched == NULL) {
+        free(local);
+        local = NULL;
+    }
+    chosen = local ? rotation_choose(kd->rot, kd->count, local, vouched, sd->policy.ahead_ms, &due) : -1;
     sd->choose_due_ms = due >= 0 ? now_ms + due : 0;
     if (chosen < 0 && local != NULL)
         signerdir_unavailable(sd, local, why, sizeof(why));
@@ -407,6 +435,7 @@ struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot
         signerdir_update_metrics(sd, chosen, now);
     }
     free(local);
+    free(vouched);
     free(roles);
     if (st != NULL && sd->current != NULL && signer_state_same(st, sd->current)) {
         signer_state_release(st);

@@ -14,8 +14,9 @@
  *                      keys to publish.
  *   signerdir_state    once the snapshot is built: which key this process
  *                      signs with (only one it has published for
- *                      --publish-ahead itself), and a new signer state
- *                      when anything a call answers changed.
+ *                      --publish-ahead itself, or a trusted one that
+ *                      no relying party can lack), and a new signer
+ *                      state when anything a call answers changed.
  *
  * Every time is given (wall and monotonic), as in reload.h.
  */
@@ -56,10 +57,13 @@ struct signerdir *signerdir_create(const struct config *cfg, int others_publishe
 const struct keydir *signerdir_prepare(struct signerdir *sd, const struct keyset *published, time_t now, int64_t now_ms,
                                        char *err, size_t errlen);
 
-/* See above, for the snapshot snap now published. Returns the new state
- * (sd keeps a reference; the caller hands it on), or NULL when nothing
- * changed. */
-struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot *snap, time_t now, int64_t now_ms);
+/* See above, for the snapshot snap now published; upstream is the
+ * --upstream's last good set (NULL: none), which a trusted key must be in
+ * to sign at once when the snapshot holds other keys than the
+ * directory's. Returns the new state (sd keeps a reference; the caller
+ * hands it on), or NULL when nothing changed. */
+struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot *snap, const struct keyset *upstream,
+                                     time_t now, int64_t now_ms);
 
 /* The state signerdir_state last returned, or NULL. */
 struct signer_state *signerdir_current(const struct signerdir *sd);

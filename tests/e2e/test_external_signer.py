@@ -236,6 +236,7 @@ class KeyDirectory(SignerCase):
             f.write("hello")
         with open(stranger.priv, "rb") as f:
             H.atomic_write(os.path.join(self.dir, "key-%s.pem" % stranger.kid), f.read())
+        os.chmod(os.path.join(self.dir, "key-%s.pem" % stranger.kid), 0o600)  # a key file of another mode is refused
         srv = self.start_signer()
         self.assertIn("%s/notes.txt: not a file of the signing key directory" % self.dir, srv.stderr())
         self.assertIn("key-%s.pem: not a file of the signing key directory" % stranger.kid, srv.stderr())
@@ -254,12 +255,14 @@ class KeyDirectory(SignerCase):
                                  (os.path.join(self.dir, key), "garbage", "holds no private key")):
             keep = H.read_bytes(path).decode()
             H.atomic_write(path, text.encode())
+            os.chmod(path, 0o600)  # as the directory writes them: another mode is refused before any read
             rc, out, err = H.run_once(["serve", "--service-account-issuer", ISSUER, "--signing-key-dir", self.dir,
                                        "--listen", "127.0.0.1:0", "--admin-listen", "none"])
             self.assertEqual(rc, 2, err)
             self.assertIn(path, err)
             self.assertIn(says, err)
             H.atomic_write(path, keep.encode())
+            os.chmod(path, 0o600)
 
 
     def test_private_modes_are_enforced_at_start_and_on_reload(self):
@@ -290,6 +293,56 @@ class KeyDirectory(SignerCase):
             self.assertEqual(rc, 2, err)
             self.assertIn(says, err)
             os.chmod(path, 0o700 if path == self.dir else 0o600)
+
+class ImportBesideAnUpstream(SignerCase):
+    """--signing-key-import signs at once on the premise that the key has
+    been published all along. Beside an --upstream that premise holds when
+    the upstream's set holds the key; when it does not, no set anybody
+    published held it, and the key waits --publish-ahead (24h by default)
+    like a new one."""
+
+    def setUp(self):
+        super().setUp()
+        from apiserver_standin import StandInAPIServer
+        self.api = StandInAPIServer(os.path.join(self.tmp, "apiserver"), tokens=("token-one",))
+        self.api.__enter__()
+        self.addCleanup(self.api.stop)
+        self.token = os.path.join(self.tmp, "token")
+        H.atomic_write(self.token, b"token-one\n")
+
+    def start_importing(self, imported, upstream_keys):
+        """A signer importing imported beside the stand-in serving
+        upstream_keys, once its signer state holds the upstream's answer
+        (FetchKeys lists every published key, the imported one included)."""
+        self.api.set_documents(ISSUER, upstream_keys)
+        srv = self.start_signer("--upstream", self.api.url, "--upstream-ca-file", self.api.ca_file,
+                                "--upstream-token-file", self.token, "--upstream-refresh-interval", "1s",
+                                "--signing-key-import", imported.priv)
+        want = sorted([imported.kid] + [k.kid for k in upstream_keys if k.kid != imported.kid])
+
+        def published():
+            return sorted(k.key_id for k in self.client().fetch_keys().keys) == want
+        self.assertTrue(H.wait_until(published, 10), srv.stderr()[-3000:])
+        self.assertEqual(sorted(H.jwks_kids(srv.get(H.JWKS)[2])), want)
+        return srv
+
+    def test_an_imported_key_the_upstream_lacks_waits(self):
+        served, imported = self.keys.ec(), self.keys.ec()
+        srv = self.start_importing(imported, [served])
+        c = self.client()
+        with self.assertRaises(c.grpc.RpcError) as e:
+            c.token(X.claims(ISSUER))
+        self.assertIn("--publish-ahead", e.exception.details())
+        self.assertIn(imported.kid, e.exception.details())
+        self.stop_ok(srv)
+
+    def test_an_imported_key_the_upstream_publishes_signs_at_once(self):
+        served, imported = self.keys.ec(), self.keys.ec()
+        srv = self.start_importing(imported, [imported, served])
+        token = self.client().token(X.claims(ISSUER))
+        self.assertIn('"kid":"%s"' % imported.kid, X.header_of(token))
+        X.pyjwt_verify(token, srv.get(H.JWKS)[2], ISSUER)
+        self.stop_ok(srv)
 
 class Socket(SignerCase):
 

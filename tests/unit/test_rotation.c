@@ -175,16 +175,36 @@ Test(rotation, a_process_signs_with_the_signing_key_once_it_published_it_long_en
     struct rotation_key keys[] = {key("r", ROTATION_RETIRED), key("s", ROTATION_SIGNING)};
     int64_t local[] = {40L * DAY, policy.ahead_ms + ROTATION_SLACK_MS}, due;
 
-    cr_expect_eq(rotation_choose(keys, 2, local, policy.ahead_ms, &due), 1);
+    cr_expect_eq(rotation_choose(keys, 2, local, NULL, policy.ahead_ms, &due), 1);
     cr_expect_eq(due, -1);
     local[1] -= 30 * SEC;
-    cr_expect_eq(rotation_choose(keys, 2, local, policy.ahead_ms, &due), 0, "falls back on the retired key");
+    cr_expect_eq(rotation_choose(keys, 2, local, NULL, policy.ahead_ms, &due), 0, "falls back on the retired key");
     cr_expect_eq(due, 30 * SEC);
     local[0] = -1;
-    cr_expect_eq(rotation_choose(keys, 2, local, policy.ahead_ms, &due), -1, "nothing it published may sign");
+    cr_expect_eq(rotation_choose(keys, 2, local, NULL, policy.ahead_ms, &due), -1, "nothing it published may sign");
     local[1] = -1;
-    cr_expect_eq(rotation_choose(keys, 2, local, policy.ahead_ms, &due), -1);
+    cr_expect_eq(rotation_choose(keys, 2, local, NULL, policy.ahead_ms, &due), -1);
     cr_expect_eq(due, -1, "not even published here: nothing to wait for");
+}
+
+/* A trusted key (imported) signs as soon as it is published only while
+ * its trust holds (vouched: no relying party can hold a set without it);
+ * else it waits publish-ahead like any key. */
+Test(rotation, a_trusted_key_signs_at_once_only_when_vouched_for)
+{
+    struct rotation_key keys[] = {key("s", ROTATION_SIGNING)};
+    int64_t local[] = {0}, due;
+    int vouched[] = {0};
+
+    keys[0].trusted = 1;
+    cr_expect_eq(rotation_choose(keys, 1, local, NULL, policy.ahead_ms, &due), 0);
+    cr_expect_eq(rotation_choose(keys, 1, local, vouched, policy.ahead_ms, &due), -1);
+    cr_expect_eq(due, policy.ahead_ms + ROTATION_SLACK_MS, "it signs once published long enough");
+    local[0] = policy.ahead_ms + ROTATION_SLACK_MS;
+    cr_expect_eq(rotation_choose(keys, 1, local, vouched, policy.ahead_ms, &due), 0);
+    vouched[0] = 1;
+    local[0] = -1;
+    cr_expect_eq(rotation_choose(keys, 1, local, vouched, policy.ahead_ms, &due), -1, "never before it is published");
 }
 
 Test(rotation, the_fallback_is_the_most_recently_retired_key)
@@ -195,7 +215,7 @@ Test(rotation, the_fallback_is_the_most_recently_retired_key)
 
     keys[0].retired_ms = 20L * DAY;
     keys[1].retired_ms = 5 * SEC;
-    cr_expect_eq(rotation_choose(keys, 4, local, policy.ahead_ms, &due), 1);
+    cr_expect_eq(rotation_choose(keys, 4, local, NULL, policy.ahead_ms, &due), 1);
 }
 
 /* An imported key, or the first of an empty directory, signs at once
@@ -206,9 +226,9 @@ Test(rotation, a_trusted_key_signs_once_published)
     int64_t local[] = {0}, due;
 
     keys[0].trusted = 1;
-    cr_expect_eq(rotation_choose(keys, 1, local, policy.ahead_ms, &due), 0);
+    cr_expect_eq(rotation_choose(keys, 1, local, NULL, policy.ahead_ms, &due), 0);
     local[0] = -1;
-    cr_expect_eq(rotation_choose(keys, 1, local, policy.ahead_ms, &due), -1);
+    cr_expect_eq(rotation_choose(keys, 1, local, NULL, policy.ahead_ms, &due), -1);
 }
 
 Test(rotation, role_names)
@@ -305,7 +325,7 @@ static int sim_sign(const struct sim_process *p, int64_t now, int64_t ahead_ms)
 
     for (size_t i = 0; i < p->nview; i++)
         local[i] = now - p->since[sim_number(p->view[i].kid)];
-    chosen = rotation_choose(p->view, p->nview, local, ahead_ms, &due);
+    chosen = rotation_choose(p->view, p->nview, local, NULL, ahead_ms, &due);
     return chosen < 0 ? -1 : sim_number(p->view[chosen].kid);
 }
 

@@ -105,7 +105,7 @@ static const char *proc_pass(struct proc *p, int64_t ms)
     cr_assert_eq(keydir_add_public(dir, kd, ks, err, sizeof(err)), 0, "%s", err);
     snapshot_release(p->snap);
     cr_assert_not_null(p->snap = publish_snapshot(p->cfg, ks, T0 + ms / SEC));
-    signerdir_state(p->sd, p->snap, T0 + ms / SEC, MS0 + ms);
+    signerdir_state(p->sd, p->snap, NULL, T0 + ms / SEC, MS0 + ms);
     return signerdir_current(p->sd)->kid;
 }
 
