@@ -618,6 +618,32 @@ class Callers(ReviewBase):
         self.assertEqual(H.metric(samples, "oidc_verification_cache_entries"), 2)
         self.stop_ok(srv)
 
+    def test_a_refused_caller_costs_one_signature_check_at_most(self):
+        """A caller is not known when its token is checked: whatever the
+        token, a refusal costs one signature check at most (the README's
+        promise). A forged token without kid was tried against every key
+        of its alg, 16 of the 17 P-256 keys here; now it is refused
+        unchecked, and one with a kid costs one check."""
+        keys = [self.ec] + [self.keys.ec() for _ in range(16)]
+        srv = self.start(["--api-audiences", "vault", "--threads", "1"], keys=keys)
+        token = H.mint_token(self.rsa.priv, ISSUER, audiences=["vault"], sa_uid=SA_UID)
+        caller = H.kube_claims(ISSUER, [H.REVIEW_CALLER_AUDIENCE], H.REVIEW_CALLER_NS, H.REVIEW_CALLER_SA)
+        forged = H.b64url(b"\x01" * 64)  # r = s = 0x0101...: in range, so each key tried costs a full check
+        kidless = "%s.%s.%s" % (H.b64url(b'{"alg":"ES256"}'), H.b64url(json.dumps(caller).encode()), forged)
+        with_kid = "%s.%s.%s" % (H.b64url(json.dumps({"alg": "ES256", "kid": keys[-1].kid}).encode()),
+                                 H.b64url(json.dumps(caller).encode()), forged)
+        for bearer, checks in ((kidless, 0), (with_kid, 1)):
+            before = H.metric(H.scrape_metrics(srv.admin_port), "oidc_token_signature_checks_total")
+            for _ in range(3):
+                st, h, b = H.review_post(srv, H.review_body(token), bearer=None,
+                                         headers={"Authorization": "Bearer " + bearer})
+                self.assert_status_exactly(st, h, b, UNAUTHORIZED)
+            samples = H.scrape_until(srv.admin_port, lambda m: H.metric(
+                m, "oidc_token_review_requests_total", outcome="unauthenticated") >= (3 if checks == 0 else 6))
+            self.assertEqual(H.metric(samples, "oidc_token_signature_checks_total") - before, 3 * checks,
+                             "signature checks for 3 refused callers, %s" % ("kid-less" if checks == 0 else "kid"))
+        self.stop_ok(srv)
+
     def test_insecure_http_warns_at_start(self):
         srv = self.start()
         self.assertEqual(H.count_log(srv, r"\bwarn\b.*--token-review-insecure-http: the TokenReview API is served "
