@@ -63,33 +63,28 @@ int pki_ca_named(const char *name)
 static int pki_take(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err, size_t errlen)
 {
     struct pki_cas *c = ctx;
+    size_t cap = c->cap ? c->cap * 2 : 4;
+    struct pki_ca *cas = c->count < c->cap ? c->cas : realloc(c->cas, cap * sizeof(*cas));
 
     (void)block, (void)was_private;
-    c->failed = 1; /* until taken */
-    if (c->count == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 4;
-        struct pki_ca *cas = realloc(c->cas, cap * sizeof(*cas));
-        if (cas == NULL) {
-            EVP_PKEY_free(pub);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
+    if (cas != NULL && cas != c->cas) {
         c->cas = cas;
         c->cap = cap;
     }
-    if ((c->cas[c->count].path = strdup(path)) == NULL) {
+    if (cas == NULL || (c->cas[c->count].path = strdup(path)) == NULL) {
         EVP_PKEY_free(pub);
         snprintf(err, errlen, "out of memory");
+        c->failed = 1;
         return -1;
     }
     c->cas[c->count++].pub = pub;
-    c->failed = 0;
     return 0;
 }
 
 /* Reads the CA certificates of one file into c. Only a text with a
- * certificate in it is parsed: the private keys beside it (ca.key,
- * apiserver.key) are read and wiped, never decoded. */
+ * certificate in it is parsed (each block's DER wiped once looked at):
+ * the private key files beside it (ca.key, apiserver.key) are read and
+ * wiped, never decoded. */
 static void pki_read_file(struct pki_cas *c, const char *path)
 {
     static const char marker[] = "-----BEGIN CERTIFICATE-----";
