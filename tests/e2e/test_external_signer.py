@@ -8,8 +8,11 @@ assembled token verifies against the served JWKS with PyJWT and node jose;
 bad claims, other methods and the v1 API path. The key directory (created
 0700, keys 0600), the import of sa.key beside a published sa.pub, the
 refusal of an empty directory beside published keys, foreign and corrupt
-files, `keys` with roles, the schedule on /metrics, and the socket: its
-mode and group, a live or non-socket path refused, a stale one replaced."""
+files, the directory's and key files' modes (0700, 0600) enforced at start
+and on reload, an imported key beside an --upstream (at once only when the
+upstream publishes it), `keys` with roles, the schedule on /metrics, and
+the socket: its mode and group, a live or non-socket path refused, a stale
+one replaced."""
 
 import json
 import os
@@ -24,6 +27,7 @@ import oidc_harness as H
 H.ensure_system_modules("grpc", "grpc_tools", "jwt", "cryptography", "prometheus_client")
 
 import extsigner_client as X  # noqa: E402
+from apiserver_standin import StandInAPIServer  # noqa: E402
 
 ISSUER = "https://issuer.example"
 
@@ -303,7 +307,6 @@ class ImportBesideAnUpstream(SignerCase):
 
     def setUp(self):
         super().setUp()
-        from apiserver_standin import StandInAPIServer
         self.api = StandInAPIServer(os.path.join(self.tmp, "apiserver"), tokens=("token-one",))
         self.api.__enter__()
         self.addCleanup(self.api.stop)
