@@ -31,14 +31,22 @@ static int signing_read_kid(struct signing *s, char kid[KEY_KID_MAX + 1])
     return 0;
 }
 
-/* Logs the state the key (e, NULL when unpublished) has just reached. */
-static void signing_log(const struct signing *s, const struct history_entry *e, time_t now)
+/* Logs the state the key (e, NULL when unpublished) has just reached.
+ * first: this process's first look at it. A key first seen at that very
+ * moment has no known past (a new --state-dir, or none): "published for
+ * 0s" would read as a key put to work too soon, so it is said as it is. */
+static void signing_log(const struct signing *s, const struct history_entry *e, time_t now, int first)
 {
     if (s->state == SIGNING_UNPUBLISHED)
         log_msg(LOG_ERROR,
                 "SIGNING KEY NOT PUBLISHED: kid=%s (%s) is not in the published set; no relying party can "
                 "verify the tokens it signs",
                 s->kid, s->file);
+    else if (s->state == SIGNING_YOUNG && first && e->first_seen >= now)
+        log_msg(LOG_WARN,
+                "SIGNING KEY TOO NEW: kid=%s is published from now on (no earlier publication is known); relying "
+                "parties that cached a JWKS without it may refuse its tokens for up to --max-age %lus",
+                s->kid, s->max_age);
     else if (s->state == SIGNING_YOUNG)
         log_msg(LOG_WARN,
                 "SIGNING KEY TOO NEW: kid=%s has been published for %llds, less than --max-age %lus; "
@@ -63,9 +71,10 @@ enum signing_state signing_check(struct signing *s, const struct keyset *publish
         s->mature_at = e->first_seen + (time_t)s->max_age;
     atomic_store(&metrics_process.signing_key_first_published, e ? (long long)e->first_seen : 0);
     if (state != s->state || strcmp(kid, s->kid) != 0) {
+        int first = s->state == SIGNING_UNKNOWN;
         s->state = state;
         memcpy(s->kid, kid, sizeof(kid));
-        signing_log(s, e, now);
+        signing_log(s, e, now, first);
     }
     return state;
 }

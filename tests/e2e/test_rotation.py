@@ -301,6 +301,20 @@ class Rotation(RotationBase):
         # nothing was written into the key directory
         self.assertEqual(sorted(n for n in os.listdir(d) if not n.startswith("..")), ["sa.pub"])
 
+    def test_fresh_start_says_no_earlier_publication_is_known(self):
+        """The first start with a signing key that is published at once: no
+        history says for how long, so the warning says that, not "0s"."""
+        s = self.keys.ec("P-256")
+        d = os.path.join(self.tmp, "keys")
+        os.mkdir(d)
+        shutil.copyfile(s.pub, os.path.join(d, "s.pub"))
+        srv = self.serve(d, "--signing-key-file", s.priv)
+        fresh = r"\bwarn\b.*SIGNING KEY TOO NEW: kid=%s is published from now on \(no earlier publication is known\)" \
+            % re.escape(s.kid)
+        self.assertEqual(H.wait_for_log(srv, fresh, 1, 5.0 * H.SLOW), 1, srv.stderr())
+        self.assertNotIn("has been published for 0s", srv.stderr())
+        self.stop_ok(srv)
+
     # 9 ------------------------------------------------------------------
     def test_signing_key_messages_once_each(self):
         a, s = self.keys.ec("P-256"), self.keys.ec("P-256")
