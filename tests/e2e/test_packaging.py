@@ -1,5 +1,6 @@
-"""Packaging: `cmake --install` lays out the binary, the man page and the
-systemd unit; the unit's command line is one the binary accepts, its
+"""Packaging: `cmake --install` lays out the binary, the man page, the
+systemd unit and its settings file, the unit naming the paths of the
+install's prefix (the Debian package is tests/e2e/test_deb.py's); the unit's command line is one the binary accepts, its
 sandbox directives are the ones its comment rates with `systemd-analyze
 security` (at or below the score it states), its open-file limit holds the
 default --max-connections, and serve does everything it does under the
@@ -220,13 +221,19 @@ class Install(unittest.TestCase):
             self.assertEqual((r.returncode, r.stderr), (0, ""), "groff warns about the page")
 
     def test_unit_installed(self):
-        self.assertEqual(H.read_bytes(self.path("lib", "systemd", "system", "oidc-discovery.service")),
-                         H.read_bytes(UNIT))
+        """The unit and its settings file name this install's paths (the
+        unit in deploy/ names the Debian package's, /usr and /etc)."""
+        want = H.read_bytes(UNIT).decode().replace("/usr/bin/oidc-discovery", self.path("bin", "oidc-discovery"))
+        want = want.replace("/etc/default/oidc-discovery", self.path("etc", "default", "oidc-discovery"))
+        self.assertEqual(H.read_bytes(self.path("lib", "systemd", "system", "oidc-discovery.service")).decode(), want)
+        self.assertIn("EnvironmentFile=-%s\n" % self.path("etc", "default", "oidc-discovery"), want)
+        self.assertEqual(H.read_bytes(self.path("etc", "default", "oidc-discovery")),
+                         H.read_bytes(os.path.join(H.REPO, "deploy", "oidc-discovery.default")))
 
     def test_unit_hardening(self):
         entries = unit_entries(H.read_bytes(UNIT).decode())
         keys = dict(entries)
-        want = {"DynamicUser": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
+        want = {"User": "oidc-discovery", "Group": "oidc-discovery", "RemoveIPC": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
                 "PrivateDevices": "yes", "NoNewPrivileges": "yes", "ProtectKernelTunables": "yes",
                 "ProtectKernelModules": "yes", "ProtectKernelLogs": "yes", "ProtectControlGroups": "yes",
                 "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX", "RestrictNamespaces": "yes",
@@ -240,6 +247,7 @@ class Install(unittest.TestCase):
         for k, v in want.items():
             self.assertEqual(keys.get(k), v, k)
         self.assertNotIn("AmbientCapabilities", keys, "port 8080 needs no capability")
+        self.assertNotIn("DynamicUser", keys, "the Debian package makes the user (tests/e2e/test_deb.py)")
         self.assertEqual(unit_values("SystemCallFilter"), ["@system-service", "~@privileged @resources"])
         for k in ("LimitNOFILE", "MemoryMax"):
             self.assertEqual(len(unit_values(k)), 1, k)
@@ -261,7 +269,7 @@ class Install(unittest.TestCase):
         """ExecStart's flags, with a real key and state directory put in,
         are ones the binary takes (keys reads serve's flags and exits)."""
         argv = shlex.split(dict(unit_entries(H.read_bytes(UNIT).decode()))["ExecStart"])
-        self.assertEqual(argv[:2], ["/usr/local/bin/oidc-discovery", "serve"])
+        self.assertEqual(argv[:2], ["/usr/bin/oidc-discovery", "serve"])
         self.assertEqual(argv[argv.index("--state-dir") + 1], "/var/lib/oidc-discovery")
         self.assertEqual(argv[argv.index("--key-retention") + 1], "24h")
         self.assertEqual(argv[argv.index("--listen") + 1], "0.0.0.0:8080")
@@ -280,7 +288,7 @@ class Install(unittest.TestCase):
         unit_dir = self.path("verify")
         os.makedirs(unit_dir, exist_ok=True)
         unit = os.path.join(unit_dir, "oidc-discovery.service")
-        text = H.read_bytes(UNIT).decode().replace("/usr/local/bin/oidc-discovery", self.path("bin", "oidc-discovery"))
+        text = H.read_bytes(UNIT).decode().replace("/usr/bin/oidc-discovery", self.path("bin", "oidc-discovery"))
         with open(unit, "w") as f:
             f.write(text)
         env = dict(os.environ, MANPATH=self.path("share", "man"))
