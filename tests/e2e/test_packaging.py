@@ -1,15 +1,14 @@
 """Packaging: `cmake --install` lays out the binary, the man page, the
 systemd unit and its settings file, the unit naming the paths of the
-install's prefix (the Debian package is tests/e2e/test_deb.py's); the unit's command line is one the binary accepts, its
-sandbox directives are the ones its comment rates with `systemd-analyze
-security` (at or below the score it states), its open-file limit holds the
-default --max-connections, and serve does everything it does under the
-unit's SystemCallFilter (loaded with libseccomp, as systemd loads it); the
-external signer's module goes to <libdir>/oidc-discovery, where an
-installed binary (any --prefix, any DESTDIR) finds it and starts the
-signer; the Dockerfile builds in one stage and runs unprivileged,
-compiler-free, in a debian:12-slim stage that has the module where the
-binary looks for it and every library the binary and the module link."""
+install's prefix (the Debian package is tests/e2e/test_deb.py's, the OCI
+image tests/e2e/test_image.py's); the unit's command line is one the binary
+accepts, its sandbox directives are the ones its comment rates with
+`systemd-analyze security` (at or below the score it states), its
+open-file limit holds the default --max-connections, and serve does
+everything it does under the unit's SystemCallFilter (loaded with
+libseccomp, as systemd loads it); the external signer's module goes to
+<libdir>/oidc-discovery, where an installed binary (any --prefix, any
+DESTDIR) finds it and starts the signer."""
 
 import errno
 import functools
@@ -32,9 +31,7 @@ import extsigner_client as X  # noqa: E402
 
 BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(H.REPO, "build")
 UNIT = os.path.join(H.REPO, "deploy", "oidc-discovery.service")
-DOCKERFILE = os.path.join(H.REPO, "Dockerfile")
 MODULE = "oidc-discovery-extsigner.so"
-COMPILERS = re.compile(r"^(build-essential|gcc(-[0-9]+)?|g\+\+(-[0-9]+)?|clang.*|cmake|make|pkg-config|.*-dev)$")
 
 
 def unit_entries(text):
@@ -92,37 +89,8 @@ def unit_syscall_allowlist():
     return allowed
 
 
-def docker_stages(text):
-    """The Dockerfile's stages: [{"from": image, "name": alias or None,
-    "instructions": [(INSTRUCTION, args)]}], continuation lines joined."""
-    text = re.sub(r"\\\n", " ", text)
-    stages = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        instr, _, args = line.partition(" ")
-        instr = instr.upper()
-        if instr == "FROM":
-            words = args.split()
-            name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
-            stages.append({"from": words[0], "name": name, "instructions": []})
-        elif stages:
-            stages[-1]["instructions"].append((instr, args.strip()))
-    return stages
 
 
-def apt_packages(stage):
-    """The packages a stage's RUN lines apt-get install."""
-    pkgs = []
-    for instr, args in stage["instructions"]:
-        if instr != "RUN":
-            continue
-        for cmd in re.split(r"&&|;", args):
-            words = shlex.split(cmd)
-            if words[:2] == ["apt-get", "install"]:
-                pkgs += [w for w in words[2:] if not w.startswith("-")]
-    return pkgs
 
 
 def cmake_cache(name):
@@ -139,20 +107,6 @@ def installed_module(root):
     return os.path.join(root, cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", MODULE)
 
 
-def owning_package(path):
-    """The Debian package that ships a library file, whichever of / and /usr
-    (merged on Debian 12) the package lists it under; None if none does."""
-    seen = []
-    for p in (path, os.path.realpath(path)):
-        bare = p[4:] if p.startswith("/usr/") else p
-        for c in (bare, "/usr" + bare):
-            if c in seen:
-                continue
-            seen.append(c)
-            r = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True, timeout=30)
-            if r.returncode == 0:
-                return r.stdout.split(":")[0]
-    return None
 
 
 class Install(unittest.TestCase):
@@ -480,83 +434,6 @@ class UnitSyscallFilter(H.SanitizerCheck, H.TLSServerTestCase):
         self.assertEqual(H.count_log(srv, r"cannot raise the open-file limit"), 0, srv.stderr())
         self.assertEqual(H.count_log(srv, r"\b(error|warn)\b"), 0, srv.stderr())
         self.stop_ok(srv)
-
-
-class Dockerfile(unittest.TestCase):
-
-    def setUp(self):
-        self.stages = docker_stages(H.read_bytes(DOCKERFILE).decode())
-
-    def test_two_stages(self):
-        self.assertEqual(len(self.stages), 2, [s["from"] for s in self.stages])
-        build, final = self.stages
-        self.assertEqual(build["from"], "debian:12")
-        self.assertEqual(final["from"], "debian:12-slim")
-        runs = " ".join(a for i, a in build["instructions"] if i == "RUN")
-        self.assertIn("-DOIDC_TESTS=OFF", runs)
-        self.assertIn("-DCMAKE_BUILD_TYPE=Release", runs)
-        copies = [a for i, a in final["instructions"] if i == "COPY"]
-        self.assertTrue(copies and all(c.startswith("--from=%s " % build["name"]) for c in copies), copies)
-
-    def test_final_stage_has_the_signer_module_where_the_binary_looks(self):
-        """The binary at /usr/local/bin finds the module in
-        ../lib/oidc-discovery (a --prefix /usr/local install on Debian)."""
-        build, final = self.stages
-        self.assertIn("--prefix /usr/local", " ".join(a for i, a in build["instructions"] if i == "RUN"))
-        copies = [a.split()[1:] for i, a in final["instructions"] if i == "COPY"]
-        self.assertIn(["/usr/local/lib/oidc-discovery/", "/usr/local/lib/oidc-discovery/"], copies)
-
-    def test_final_stage_unprivileged(self):
-        final = self.stages[-1]
-        users = [a for i, a in final["instructions"] if i == "USER"]
-        self.assertEqual(len(users), 1, users)
-        uid = users[0].split(":")[0]
-        self.assertNotIn(uid, ("0", "root"))
-        self.assertEqual(users[0], "65532:65532")
-        entry = [a for i, a in final["instructions"] if i == "ENTRYPOINT"]
-        self.assertEqual([json.loads(e) for e in entry], [["/usr/local/bin/oidc-discovery"]])
-        cmd = [json.loads(a) for i, a in final["instructions"] if i == "CMD"]
-        self.assertEqual(cmd, [["--help"]], "the image must not start serving without configuration")
-        expose = " ".join(a for i, a in final["instructions"] if i == "EXPOSE").split()
-        self.assertEqual(sorted(expose), ["8080", "9090"])
-
-    def test_no_compiler_in_final_stage(self):
-        build, final = self.stages
-        self.assertIn("build-essential", apt_packages(build))
-        pkgs = apt_packages(final)
-        self.assertTrue(pkgs)
-        self.assertEqual([p for p in pkgs if COMPILERS.match(p)], [])
-        for p in ("libh2o-evloop0.13", "libssl3", "libcurl4", "ca-certificates"):
-            self.assertIn(p, pkgs)
-
-    @unittest.skipUnless(shutil.which("readelf") and shutil.which("dpkg"), "needs readelf and dpkg")
-    def test_final_stage_has_every_linked_library(self):
-        """Each library the built binary and the signer's module need comes
-        from a package the final stage installs (or libc6, which every
-        image has)."""
-        for elf in (H.BIN, os.path.join(os.path.dirname(H.BIN), MODULE)):
-            with self.subTest(elf=elf):
-                self.check_libraries(elf)
-
-    def check_libraries(self, elf):
-        pkgs = set(apt_packages(self.stages[-1])) | {"libc6"}
-        dyn = subprocess.run(["readelf", "-d", elf], capture_output=True, text=True, timeout=30).stdout
-        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
-        self.assertTrue(needed, dyn)
-        ldd = subprocess.run(["ldd", elf], capture_output=True, text=True, timeout=30).stdout
-        for lib in needed:
-            if lib.startswith(("libasan", "libubsan")):
-                continue  # a sanitizer build; the image builds without
-            m = re.search(r"^\s*%s => (\S+)" % re.escape(lib), ldd, re.M)
-            self.assertIsNotNone(m, "ldd does not resolve %s:\n%s" % (lib, ldd))
-            pkg = owning_package(m.group(1))
-            self.assertIsNotNone(pkg, "no package ships %s" % m.group(1))
-            self.assertIn(pkg, pkgs, "%s comes from %s, which the final stage does not install" % (lib, pkg))
-
-    def test_dockerignore(self):
-        lines = H.read_bytes(os.path.join(H.REPO, ".dockerignore")).decode().split()
-        for p in ("build*/", "node_modules", "dev-keys"):
-            self.assertIn(p, lines)
 
 
 if __name__ == "__main__":
