@@ -113,23 +113,37 @@ class Image(H.ServerTestCase):
                 cls.members += t.getmembers()
                 t.extractall(cls.root)
             os.remove(path)
-        # Where image_server mounts /proc, as a container runtime does.
+        # Where chrooted() mounts /proc, as a container runtime does.
         os.makedirs(os.path.join(cls.root, "proc"), exist_ok=True)
         cls.uid, cls.gid = (int(x) for x in cls.config["config"]["User"].split(":"))
+        # A sanitizer build (which no image is made from, but the suite
+        # runs this test there too) reads the suppression files its
+        # environment names: the chroot gets a copy at the same path.
+        for var in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"):
+            for path in re.findall(r"(?:^|:)suppressions=([^:]+)", os.environ.get(var, "")):
+                if os.path.isfile(path):
+                    dest = os.path.join(cls.root, path.lstrip("/"))
+                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    shutil.copyfile(path, dest)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.work, ignore_errors=True)
 
+    def chrooted(self, argv):
+        """argv (a program of the image and its arguments) run from the
+        image's root, chrooted, as the image's user, with /proc mounted in
+        a mount namespace of its own; the same process from exec to exit,
+        so that signals reach it."""
+        return ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                'root=$0 user=$1; shift; mount -t proc proc "$root/proc" && '
+                'exec chroot --userspec="$user" "$root" "$@"',
+                self.root, "%d:%d" % (self.uid, self.gid)] + list(argv)
+
     def image_server(self, args):
-        """A server run from the image's root, chrooted, as the image's
-        user, with /proc mounted in a mount namespace of its own; the
-        same process from exec to exit, so that signals reach it."""
+        """A server run from the image (chrooted())."""
         srv = H.Server(args)
-        srv.argv[:1] = ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-                        'root=$0 user=$1; shift; mount -t proc proc "$root/proc" && '
-                        'exec chroot --userspec="$user" "$root" "$@"',
-                        self.root, "%d:%d" % (self.uid, self.gid), IMAGE_BIN]
+        srv.argv[:1] = self.chrooted([IMAGE_BIN])
         self._servers.append(srv)
         srv.start()
         return srv
@@ -179,8 +193,8 @@ class Image(H.ServerTestCase):
         self.stop_ok(srv)
 
     def test_version(self):
-        r = subprocess.run(["chroot", "--userspec=%d:%d" % (self.uid, self.gid), self.root, IMAGE_BIN, "--version"],
-                           capture_output=True, text=True, timeout=H.RUN_TIMEOUT)
+        r = subprocess.run(self.chrooted([IMAGE_BIN, "--version"]), capture_output=True, text=True,
+                           timeout=H.RUN_TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(r.stdout.startswith("oidc-discovery %s (commit " % VERSION), r.stdout)
         labels = self.config["config"]["Labels"]
