@@ -32,6 +32,9 @@ import extsigner_client as X  # noqa: E402
 BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(H.REPO, "build")
 UNIT = os.path.join(H.REPO, "deploy", "oidc-discovery.service")
 MODULE = "oidc-discovery-extsigner.so"
+# The one version (CMake's project() reads the file; the chart's is
+# tests/helm/test_chart.py's to check).
+VERSION = H.read_bytes(os.path.join(H.REPO, "VERSION")).decode().strip()
 
 
 def unit_entries(text):
@@ -132,8 +135,8 @@ class Install(unittest.TestCase):
         self.assertTrue(os.access(b, os.X_OK), b)
         r = subprocess.run([b, "--version"], capture_output=True, text=True, timeout=H.RUN_TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"^oidc-discovery [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), "
-                                   r"built \d{4}-\d\d-\d\d\)\n$")
+        self.assertRegex(r.stdout, r"^oidc-discovery %s \(commit ([0-9a-f]{12}(-dirty)?|unknown), "
+                                   r"built \d{4}-\d\d-\d\d\)\n$" % re.escape(VERSION))
 
     def test_extsigner_module(self):
         """The module is in <libdir>/oidc-discovery (InstalledSigner
@@ -143,7 +146,7 @@ class Install(unittest.TestCase):
 
     def test_man_page(self):
         page = H.read_bytes(self.path("share", "man", "man1", "oidc-discovery.1")).decode()
-        self.assertRegex(page, r'^\.TH OIDC\\-DISCOVERY 1 "\d{4}-\d\d-\d\d" "oidc-discovery [0-9.]+" ', page[:80])
+        self.assertRegex(page, r'^\.TH OIDC\\-DISCOVERY 1 "\d{4}-\d\d-\d\d" "oidc-discovery %s" ' % re.escape(VERSION), page[:80])
         for section in (".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH OPTIONS", ".SH EXIT STATUS",
                         ".SH SEE ALSO"):
             self.assertIn("\n" + section + "\n", page)
