@@ -6,6 +6,12 @@
 # computed by dpkg-shlibdeps (dpkg-dev). tests/e2e/test_deb.py installs,
 # runs and purges it.
 
+# cpack (and `make install`, `make package`) package what is built: they do
+# not build first. A build started by the test suite's cpack
+# (tests/e2e/test_deb.py) would relink the binary other tests are running
+# whenever build_info.h changed (a commit, the date). Build, then package.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME oidc-discovery)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

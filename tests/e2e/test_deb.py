@@ -23,11 +23,9 @@ import unittest
 
 import oidc_harness as H
 
-BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(H.REPO, "build")
 VERSION = H.read_bytes(os.path.join(H.REPO, "VERSION")).decode().strip()
 PACKAGE = "oidc-discovery"
 INSTALLED_BIN = "/usr/bin/oidc-discovery"
-MODULE = "/usr/lib/oidc-discovery/oidc-discovery-extsigner.so"
 DEFAULTS = "/etc/default/oidc-discovery"
 UNIT = "/usr/lib/systemd/system/oidc-discovery.service"
 LOCK = "/run/lock/oidc-discovery-test-deb.lock"
@@ -35,6 +33,12 @@ LOCK = "/run/lock/oidc-discovery-test-deb.lock"
 # command is bounded by a little more.
 APT_LOCK_WAIT = 240
 APT_TIMEOUT = APT_LOCK_WAIT + 120
+
+
+def installed_module():
+    """Where the package puts the module: <libdir>/oidc-discovery under
+    /usr, the libdir the build tree was configured with."""
+    return os.path.join("/usr", H.cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", "oidc-discovery-extsigner.so")
 
 
 def run(argv, timeout, env=None):
@@ -102,7 +106,7 @@ class DebianPackage(H.ServerTestCase):
         """cpack in the build directory, writing into a directory of this
         test's (-B), so nothing else in the build tree changes."""
         out = os.path.join(self.tmp, "cpack")
-        r = subprocess.run(["cpack", "-G", "DEB", "-B", out], cwd=BUILD_DIR, capture_output=True, text=True,
+        r = subprocess.run(["cpack", "-G", "DEB", "-B", out], cwd=H.BUILD_DIR, capture_output=True, text=True,
                            timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         debs = [f for f in os.listdir(out) if f.endswith(".deb")]
@@ -131,7 +135,7 @@ class DebianPackage(H.ServerTestCase):
         r = apt_get("remove", PACKAGE)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(package_status(), "deinstall ok config-files")
-        for path in (INSTALLED_BIN, MODULE, UNIT):
+        for path in (INSTALLED_BIN, installed_module(), UNIT):
             self.assertFalse(os.path.exists(path), path)
         self.assertIn("OIDC_ISSUER=https://oidc.example.com\n", H.read_bytes(DEFAULTS).decode())
         self.assertIsNotNone(getent("passwd", PACKAGE))
@@ -139,7 +143,7 @@ class DebianPackage(H.ServerTestCase):
         # purge: nothing left
         r = apt_get("purge", PACKAGE)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for path in (INSTALLED_BIN, os.path.dirname(MODULE), UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1",
+        for path in (INSTALLED_BIN, os.path.dirname(installed_module()), UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1",
                      "/var/lib/oidc-discovery"):
             self.assertFalse(os.path.lexists(path), path)
         self.assertIsNone(getent("passwd", PACKAGE))
@@ -148,7 +152,7 @@ class DebianPackage(H.ServerTestCase):
 
     def check_files(self):
         listed = set(run(["dpkg", "-L", PACKAGE], 60).stdout.split())
-        for path in (INSTALLED_BIN, MODULE, UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1"):
+        for path in (INSTALLED_BIN, installed_module(), UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1"):
             self.assertIn(path, listed)
             self.assertTrue(os.path.isfile(path), path)
         self.assertEqual([p for p in listed if p.startswith("/usr/local")], [])
@@ -210,7 +214,7 @@ class DebianPackage(H.ServerTestCase):
         signer.start()
         self.assertTrue(H.wait_until(lambda: os.path.exists(sock), 10.0), signer.stderr())
         with open("/proc/%d/maps" % signer.proc.pid) as f:
-            self.assertIn(MODULE, f.read())
+            self.assertIn(installed_module(), f.read())
         self.stop_ok(signer)
 
 

@@ -27,7 +27,7 @@ import unittest
 
 import oidc_harness as H
 
-BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(H.REPO, "build")
+BUILD_DIR = H.BUILD_DIR
 SCRIPT = os.path.join(H.REPO, "scripts", "build-image.sh")
 VERSION = H.read_bytes(os.path.join(H.REPO, "VERSION")).decode().strip()
 IMAGE_BIN = "/usr/bin/oidc-discovery"
@@ -189,7 +189,8 @@ class Image(H.ServerTestCase):
         self.assertTrue(H.wait_until(lambda: os.path.exists(os.path.join(d, "signer.sock")), 10.0), srv.stderr())
         with open("/proc/%d/maps" % srv.proc.pid) as f:
             maps = f.read()
-        self.assertIn(os.path.join(self.root, "usr", "lib", "oidc-discovery", MODULE), maps)
+        self.assertIn(os.path.join(self.root, "usr", H.cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", MODULE),
+                      maps)
         self.stop_ok(srv)
 
     def test_version(self):

@@ -29,7 +29,8 @@ H.ensure_system_modules("grpc", "grpc_tools")
 
 import extsigner_client as X  # noqa: E402
 
-BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(H.REPO, "build")
+BUILD_DIR = H.BUILD_DIR
+cmake_cache = H.cmake_cache
 UNIT = os.path.join(H.REPO, "deploy", "oidc-discovery.service")
 MODULE = "oidc-discovery-extsigner.so"
 # The one version (CMake's project() reads the file; the chart's is
@@ -95,14 +96,6 @@ def unit_syscall_allowlist():
 
 
 
-
-def cmake_cache(name):
-    """A value of the build directory's CMakeCache.txt."""
-    with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
-        m = re.search(r"^%s:[A-Z]+=(.*)$" % re.escape(name), f.read(), re.M)
-    if m is None:
-        raise AssertionError("%s is not in %s/CMakeCache.txt" % (name, BUILD_DIR))
-    return m.group(1)
 
 
 def installed_module(root):
