@@ -56,7 +56,7 @@ mkdir -p "$work/proto"
 protoc-c -Iproto -I/usr/include --c_out="$work/proto" externaljwt.proto google/protobuf/timestamp.proto
 extsigner_srcs=(server/extsigner/grpc_conn.c server/extsigner/service.c "$work/proto/externaljwt.pb-c.c"
                 "$work/proto/google/protobuf/timestamp.pb-c.c")
-version=$(sed -n 's/^project(oidc-discovery VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+version=$(cat VERSION)
 cflags=(-g -O1 -std=c11 -D_GNU_SOURCE -DH2O_USE_LIBUV=0 -DOIDC_VERSION=\"$version\" -I. -I"$work/proto"
         $(pkg-config --cflags libcrypto libcurl yajl libh2o-evloop libnghttp2 libprotobuf-c))
 libs=($(pkg-config --libs libcrypto libssl libcurl yajl) -lpthread -lm)

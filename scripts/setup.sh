@@ -14,7 +14,11 @@ packages=(build-essential cmake pkg-config openssl curl
           python3-botocore
           libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev python3-grpcio python3-grpc-tools
           libgrpc-dev
-          chromium)  # the browser tests: CORS from another origin, the status page
+          chromium  # the browser tests: CORS from another origin, the status page
+          dpkg-dev buildah)
+# dpkg-dev: cpack -G DEB computes the package's dependencies with
+# dpkg-shlibdeps (tests/e2e/test_deb.py); buildah builds the OCI image
+# (scripts/build-image.sh, tests/e2e/test_image.py).
 # python3-botocore recomputes the S3 signatures in tests/e2e/s3_standin.py.
 # libgrpc-dev: bench/sign_bench, the external signer's load generator (a
 # client on gRPC's C core); python3-grpcio is the tests' client.

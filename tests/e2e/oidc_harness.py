@@ -33,6 +33,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 BIN = os.environ.get("OIDC_BIN") or os.path.join(REPO, "build", "oidc-discovery")
+# The build tree BIN comes from (ctest sets it), for the tests that install
+# or package it.
+BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(REPO, "build")
 NODE_DIR = os.environ.get("OIDC_NODE_DIR") or os.path.join(REPO, "tests", "node")
 
 VALGRIND = os.environ.get("OIDC_VALGRIND") == "1"
@@ -60,6 +63,15 @@ def b64url(data: bytes) -> str:
 def read_bytes(path) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+def cmake_cache(name):
+    """A value of the build directory's CMakeCache.txt."""
+    with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
+        m = re.search(r"^%s:[A-Z]+=(.*)$" % re.escape(name), f.read(), re.M)
+    if m is None:
+        raise AssertionError("%s is not in %s/CMakeCache.txt" % (name, BUILD_DIR))
+    return m.group(1)
 
 
 def int_to_min_bytes(n: int) -> bytes:

@@ -1,14 +1,14 @@
-"""Packaging: `cmake --install` lays out the binary, the man page and the
-systemd unit; the unit's command line is one the binary accepts, its
-sandbox directives are the ones its comment rates with `systemd-analyze
-security` (at or below the score it states), its open-file limit holds the
-default --max-connections, and serve does everything it does under the
-unit's SystemCallFilter (loaded with libseccomp, as systemd loads it); the
-external signer's module goes to <libdir>/oidc-discovery, where an
-installed binary (any --prefix, any DESTDIR) finds it and starts the
-signer; the Dockerfile builds in one stage and runs unprivileged,
-compiler-free, in a debian:12-slim stage that has the module where the
-binary looks for it and every library the binary and the module link."""
+"""Packaging: `cmake --install` lays out the binary, the man page, the
+systemd unit and its settings file, the unit naming the paths of the
+install's prefix (the Debian package is tests/e2e/test_deb.py's, the OCI
+image tests/e2e/test_image.py's); the unit's command line is one the binary
+accepts, its sandbox directives are the ones its comment rates with
+`systemd-analyze security` (at or below the score it states), its
+open-file limit holds the default --max-connections, and serve does
+everything it does under the unit's SystemCallFilter (loaded with
+libseccomp, as systemd loads it); the external signer's module goes to
+<libdir>/oidc-discovery, where an installed binary (any --prefix, any
+DESTDIR) finds it and starts the signer."""
 
 import errno
 import functools
@@ -29,11 +29,13 @@ H.ensure_system_modules("grpc", "grpc_tools")
 
 import extsigner_client as X  # noqa: E402
 
-BUILD_DIR = os.environ.get("OIDC_BUILD_DIR") or os.path.join(H.REPO, "build")
+BUILD_DIR = H.BUILD_DIR
+cmake_cache = H.cmake_cache
 UNIT = os.path.join(H.REPO, "deploy", "oidc-discovery.service")
-DOCKERFILE = os.path.join(H.REPO, "Dockerfile")
 MODULE = "oidc-discovery-extsigner.so"
-COMPILERS = re.compile(r"^(build-essential|gcc(-[0-9]+)?|g\+\+(-[0-9]+)?|clang.*|cmake|make|pkg-config|.*-dev)$")
+# The one version (CMake's project() reads the file; the chart's is
+# tests/helm/test_chart.py's to check).
+VERSION = H.read_bytes(os.path.join(H.REPO, "VERSION")).decode().strip()
 
 
 def unit_entries(text):
@@ -91,46 +93,9 @@ def unit_syscall_allowlist():
     return allowed
 
 
-def docker_stages(text):
-    """The Dockerfile's stages: [{"from": image, "name": alias or None,
-    "instructions": [(INSTRUCTION, args)]}], continuation lines joined."""
-    text = re.sub(r"\\\n", " ", text)
-    stages = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        instr, _, args = line.partition(" ")
-        instr = instr.upper()
-        if instr == "FROM":
-            words = args.split()
-            name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
-            stages.append({"from": words[0], "name": name, "instructions": []})
-        elif stages:
-            stages[-1]["instructions"].append((instr, args.strip()))
-    return stages
 
 
-def apt_packages(stage):
-    """The packages a stage's RUN lines apt-get install."""
-    pkgs = []
-    for instr, args in stage["instructions"]:
-        if instr != "RUN":
-            continue
-        for cmd in re.split(r"&&|;", args):
-            words = shlex.split(cmd)
-            if words[:2] == ["apt-get", "install"]:
-                pkgs += [w for w in words[2:] if not w.startswith("-")]
-    return pkgs
 
-
-def cmake_cache(name):
-    """A value of the build directory's CMakeCache.txt."""
-    with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
-        m = re.search(r"^%s:[A-Z]+=(.*)$" % re.escape(name), f.read(), re.M)
-    if m is None:
-        raise AssertionError("%s is not in %s/CMakeCache.txt" % (name, BUILD_DIR))
-    return m.group(1)
 
 
 def installed_module(root):
@@ -138,20 +103,6 @@ def installed_module(root):
     return os.path.join(root, cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", MODULE)
 
 
-def owning_package(path):
-    """The Debian package that ships a library file, whichever of / and /usr
-    (merged on Debian 12) the package lists it under; None if none does."""
-    seen = []
-    for p in (path, os.path.realpath(path)):
-        bare = p[4:] if p.startswith("/usr/") else p
-        for c in (bare, "/usr" + bare):
-            if c in seen:
-                continue
-            seen.append(c)
-            r = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True, timeout=30)
-            if r.returncode == 0:
-                return r.stdout.split(":")[0]
-    return None
 
 
 class Install(unittest.TestCase):
@@ -177,8 +128,8 @@ class Install(unittest.TestCase):
         self.assertTrue(os.access(b, os.X_OK), b)
         r = subprocess.run([b, "--version"], capture_output=True, text=True, timeout=H.RUN_TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"^oidc-discovery [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown), "
-                                   r"built \d{4}-\d\d-\d\d\)\n$")
+        self.assertRegex(r.stdout, r"^oidc-discovery %s \(commit ([0-9a-f]{12}(-dirty)?|unknown), "
+                                   r"built \d{4}-\d\d-\d\d\)\n$" % re.escape(VERSION))
 
     def test_extsigner_module(self):
         """The module is in <libdir>/oidc-discovery (InstalledSigner
@@ -188,7 +139,7 @@ class Install(unittest.TestCase):
 
     def test_man_page(self):
         page = H.read_bytes(self.path("share", "man", "man1", "oidc-discovery.1")).decode()
-        self.assertRegex(page, r'^\.TH OIDC\\-DISCOVERY 1 "\d{4}-\d\d-\d\d" "oidc-discovery [0-9.]+" ', page[:80])
+        self.assertRegex(page, r'^\.TH OIDC\\-DISCOVERY 1 "\d{4}-\d\d-\d\d" "oidc-discovery %s" ' % re.escape(VERSION), page[:80])
         for section in (".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH OPTIONS", ".SH EXIT STATUS",
                         ".SH SEE ALSO"):
             self.assertIn("\n" + section + "\n", page)
@@ -220,13 +171,19 @@ class Install(unittest.TestCase):
             self.assertEqual((r.returncode, r.stderr), (0, ""), "groff warns about the page")
 
     def test_unit_installed(self):
-        self.assertEqual(H.read_bytes(self.path("lib", "systemd", "system", "oidc-discovery.service")),
-                         H.read_bytes(UNIT))
+        """The unit and its settings file name this install's paths (the
+        unit in deploy/ names the Debian package's, /usr and /etc)."""
+        want = H.read_bytes(UNIT).decode().replace("/usr/bin/oidc-discovery", self.path("bin", "oidc-discovery"))
+        want = want.replace("/etc/default/oidc-discovery", self.path("etc", "default", "oidc-discovery"))
+        self.assertEqual(H.read_bytes(self.path("lib", "systemd", "system", "oidc-discovery.service")).decode(), want)
+        self.assertIn("EnvironmentFile=-%s\n" % self.path("etc", "default", "oidc-discovery"), want)
+        self.assertEqual(H.read_bytes(self.path("etc", "default", "oidc-discovery")),
+                         H.read_bytes(os.path.join(H.REPO, "deploy", "oidc-discovery.default")))
 
     def test_unit_hardening(self):
         entries = unit_entries(H.read_bytes(UNIT).decode())
         keys = dict(entries)
-        want = {"DynamicUser": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
+        want = {"User": "oidc-discovery", "Group": "oidc-discovery", "RemoveIPC": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
                 "PrivateDevices": "yes", "NoNewPrivileges": "yes", "ProtectKernelTunables": "yes",
                 "ProtectKernelModules": "yes", "ProtectKernelLogs": "yes", "ProtectControlGroups": "yes",
                 "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX", "RestrictNamespaces": "yes",
@@ -240,6 +197,7 @@ class Install(unittest.TestCase):
         for k, v in want.items():
             self.assertEqual(keys.get(k), v, k)
         self.assertNotIn("AmbientCapabilities", keys, "port 8080 needs no capability")
+        self.assertNotIn("DynamicUser", keys, "the Debian package makes the user (tests/e2e/test_deb.py)")
         self.assertEqual(unit_values("SystemCallFilter"), ["@system-service", "~@privileged @resources"])
         for k in ("LimitNOFILE", "MemoryMax"):
             self.assertEqual(len(unit_values(k)), 1, k)
@@ -261,7 +219,7 @@ class Install(unittest.TestCase):
         """ExecStart's flags, with a real key and state directory put in,
         are ones the binary takes (keys reads serve's flags and exits)."""
         argv = shlex.split(dict(unit_entries(H.read_bytes(UNIT).decode()))["ExecStart"])
-        self.assertEqual(argv[:2], ["/usr/local/bin/oidc-discovery", "serve"])
+        self.assertEqual(argv[:2], ["/usr/bin/oidc-discovery", "serve"])
         self.assertEqual(argv[argv.index("--state-dir") + 1], "/var/lib/oidc-discovery")
         self.assertEqual(argv[argv.index("--key-retention") + 1], "24h")
         self.assertEqual(argv[argv.index("--listen") + 1], "0.0.0.0:8080")
@@ -280,7 +238,7 @@ class Install(unittest.TestCase):
         unit_dir = self.path("verify")
         os.makedirs(unit_dir, exist_ok=True)
         unit = os.path.join(unit_dir, "oidc-discovery.service")
-        text = H.read_bytes(UNIT).decode().replace("/usr/local/bin/oidc-discovery", self.path("bin", "oidc-discovery"))
+        text = H.read_bytes(UNIT).decode().replace("/usr/bin/oidc-discovery", self.path("bin", "oidc-discovery"))
         with open(unit, "w") as f:
             f.write(text)
         env = dict(os.environ, MANPATH=self.path("share", "man"))
@@ -472,83 +430,6 @@ class UnitSyscallFilter(H.SanitizerCheck, H.TLSServerTestCase):
         self.assertEqual(H.count_log(srv, r"cannot raise the open-file limit"), 0, srv.stderr())
         self.assertEqual(H.count_log(srv, r"\b(error|warn)\b"), 0, srv.stderr())
         self.stop_ok(srv)
-
-
-class Dockerfile(unittest.TestCase):
-
-    def setUp(self):
-        self.stages = docker_stages(H.read_bytes(DOCKERFILE).decode())
-
-    def test_two_stages(self):
-        self.assertEqual(len(self.stages), 2, [s["from"] for s in self.stages])
-        build, final = self.stages
-        self.assertEqual(build["from"], "debian:12")
-        self.assertEqual(final["from"], "debian:12-slim")
-        runs = " ".join(a for i, a in build["instructions"] if i == "RUN")
-        self.assertIn("-DOIDC_TESTS=OFF", runs)
-        self.assertIn("-DCMAKE_BUILD_TYPE=Release", runs)
-        copies = [a for i, a in final["instructions"] if i == "COPY"]
-        self.assertTrue(copies and all(c.startswith("--from=%s " % build["name"]) for c in copies), copies)
-
-    def test_final_stage_has_the_signer_module_where_the_binary_looks(self):
-        """The binary at /usr/local/bin finds the module in
-        ../lib/oidc-discovery (a --prefix /usr/local install on Debian)."""
-        build, final = self.stages
-        self.assertIn("--prefix /usr/local", " ".join(a for i, a in build["instructions"] if i == "RUN"))
-        copies = [a.split()[1:] for i, a in final["instructions"] if i == "COPY"]
-        self.assertIn(["/usr/local/lib/oidc-discovery/", "/usr/local/lib/oidc-discovery/"], copies)
-
-    def test_final_stage_unprivileged(self):
-        final = self.stages[-1]
-        users = [a for i, a in final["instructions"] if i == "USER"]
-        self.assertEqual(len(users), 1, users)
-        uid = users[0].split(":")[0]
-        self.assertNotIn(uid, ("0", "root"))
-        self.assertEqual(users[0], "65532:65532")
-        entry = [a for i, a in final["instructions"] if i == "ENTRYPOINT"]
-        self.assertEqual([json.loads(e) for e in entry], [["/usr/local/bin/oidc-discovery"]])
-        cmd = [json.loads(a) for i, a in final["instructions"] if i == "CMD"]
-        self.assertEqual(cmd, [["--help"]], "the image must not start serving without configuration")
-        expose = " ".join(a for i, a in final["instructions"] if i == "EXPOSE").split()
-        self.assertEqual(sorted(expose), ["8080", "9090"])
-
-    def test_no_compiler_in_final_stage(self):
-        build, final = self.stages
-        self.assertIn("build-essential", apt_packages(build))
-        pkgs = apt_packages(final)
-        self.assertTrue(pkgs)
-        self.assertEqual([p for p in pkgs if COMPILERS.match(p)], [])
-        for p in ("libh2o-evloop0.13", "libssl3", "libcurl4", "ca-certificates"):
-            self.assertIn(p, pkgs)
-
-    @unittest.skipUnless(shutil.which("readelf") and shutil.which("dpkg"), "needs readelf and dpkg")
-    def test_final_stage_has_every_linked_library(self):
-        """Each library the built binary and the signer's module need comes
-        from a package the final stage installs (or libc6, which every
-        image has)."""
-        for elf in (H.BIN, os.path.join(os.path.dirname(H.BIN), MODULE)):
-            with self.subTest(elf=elf):
-                self.check_libraries(elf)
-
-    def check_libraries(self, elf):
-        pkgs = set(apt_packages(self.stages[-1])) | {"libc6"}
-        dyn = subprocess.run(["readelf", "-d", elf], capture_output=True, text=True, timeout=30).stdout
-        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
-        self.assertTrue(needed, dyn)
-        ldd = subprocess.run(["ldd", elf], capture_output=True, text=True, timeout=30).stdout
-        for lib in needed:
-            if lib.startswith(("libasan", "libubsan")):
-                continue  # a sanitizer build; the image builds without
-            m = re.search(r"^\s*%s => (\S+)" % re.escape(lib), ldd, re.M)
-            self.assertIsNotNone(m, "ldd does not resolve %s:\n%s" % (lib, ldd))
-            pkg = owning_package(m.group(1))
-            self.assertIsNotNone(pkg, "no package ships %s" % m.group(1))
-            self.assertIn(pkg, pkgs, "%s comes from %s, which the final stage does not install" % (lib, pkg))
-
-    def test_dockerignore(self):
-        lines = H.read_bytes(os.path.join(H.REPO, ".dockerignore")).decode().split()
-        for p in ("build*/", "node_modules", "dev-keys"):
-            self.assertIn(p, lines)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,13 @@ selects); TokenReview always comes with a NetworkPolicy that admits only
 networkPolicy.tokenReview.from to it, and no rule admits peers to every port;
 it speaks TLS with its own Secret and names its callers, and the chart
 refuses to render it without either. A second matrix of invalid values
-must make `helm template` exit non-zero with a message naming the problem.
+must make `helm template` exit non-zero with a message naming the problem
+(not a schema's "subschemas matched"). The objects' names for several
+release names and namespaces: each the fullname (or its -internal Service,
+or the namespaced ClusterRoleBinding), no word twice in a row
+(oidc-oidc-discovery). Chart.yaml's version and appVersion are VERSION, the
+default image is what scripts/build-image.sh tags, and the README has one
+upgrade section per old version.
 
 When the oidc-discovery binary is available (OIDC_BIN, or ../oidc-discovery
 from ctest's working directory, or <repo>/build/oidc-discovery), the container
@@ -134,11 +140,11 @@ class Helm:
 # rendered manifests
 
 class Rendered:
-    def __init__(self, text):
+    def __init__(self, text, namespace="oidc"):
         self.docs = [d for d in yaml.safe_load_all(text) if d]
         for d in self.docs:
             check(isinstance(d, dict) and "kind" in d and "apiVersion" in d, f"not a Kubernetes object: {d!r}")
-            check(d.get("metadata", {}).get("namespace") in (None, "oidc") or d["kind"] == "ServiceMonitor",
+            check(d.get("metadata", {}).get("namespace") in (None, namespace) or d["kind"] == "ServiceMonitor",
                   f"{d['kind']} in namespace {d['metadata'].get('namespace')!r}")
 
     def kinds(self):
@@ -823,8 +829,12 @@ REFUSED = [
     ("issuer without host", base(issuer="https:///path"), "/issuer"),
     ("maxAge as a string", base(maxAge="3600"), "/maxAge"),
     ("maxAge too large", base(maxAge=31536001), "/maxAge"),
-    ("two key sources", base(keys={"existingSecret": "a", "existingConfigMap": "b"}), "/keys"),
-    ("apiserver and a Secret", base(keys={"existingSecret": "a", "source": "apiserver"}), "/keys"),
+    ("two key sources", base(keys={"existingSecret": "a", "existingConfigMap": "b"}),
+     "keys: give at most one key source; got keys.existingSecret and keys.existingConfigMap"),
+    ("apiserver and a Secret", base(keys={"existingSecret": "a", "source": "apiserver"}),
+     "keys: give at most one key source; got keys.existingSecret and keys.source=apiserver"),
+    ("control plane and a ConfigMap", base(keys={"existingConfigMap": "b", "controlPlane": {"enabled": True}}),
+     "got keys.existingConfigMap and keys.controlPlane.enabled"),
     ("unknown keys.source", base(keys={"source": "oidc"}), "/keys/source"),
     ("apiserver refreshInterval", {"issuer": ISSUER, "keys": {"apiserver": {"refreshInterval": "1w"}}},
      "/keys/apiserver/refreshInterval"),
@@ -845,6 +855,89 @@ REFUSED = [
     ("tokenReview caller not a username", base(tokenReview=review(allowedCallers=["vault-auth"])),
      "/tokenReview/allowedCallers/0"),
 ]
+
+
+# --------------------------------------------------------------------------
+# names
+
+# Every optional object rendered, in apiserver mode (the ClusterRoleBinding).
+ALL_OBJECTS = {"issuer": ISSUER, "ingress": {"enabled": True}, "tokenReview": review(),
+               "networkPolicy": {"enabled": True}, "metrics": {"serviceMonitor": {"enabled": True}},
+               "autoscaling": {"enabled": True}}
+
+# (release, namespace) -> the objects' name, and the ClusterRoleBinding's.
+NAMES = [
+    (("oidc", "oidc"), "oidc-discovery", "oidc-discovery:issuer-discovery"),
+    (("oidc-discovery", "oidc"), "oidc-discovery", "oidc-discovery:issuer-discovery"),
+    (("oidc", "default"), "oidc-discovery", "default:oidc-discovery:issuer-discovery"),
+    (("my-oidc-discovery", "oidc"), "my-oidc-discovery", "oidc:my-oidc-discovery:issuer-discovery"),
+    (("rel", "oidc"), "rel-oidc-discovery", "oidc:rel-oidc-discovery:issuer-discovery"),
+    (("prod", "prod"), "prod-oidc-discovery", "prod-oidc-discovery:issuer-discovery"),
+    (("discovery", "oidc"), "discovery-oidc-discovery", "oidc:discovery-oidc-discovery:issuer-discovery"),
+]
+
+# A word said twice in a row: oidc-oidc-discovery, ns:ns-name.
+STUTTER = re.compile(r"(?:^|[-:])([a-z0-9]+)[-:]\1(?:[-:]|$)")
+
+
+def check_names(r, namespace, fullname, binding):
+    """Every object is named after the fullname (the internal Service
+    with -internal), the ServiceAccount too, the ClusterRoleBinding
+    as given; what refers to a name refers to the object's; no name says
+    a word twice."""
+    for d in r.docs:
+        kind, name = d["kind"], d["metadata"]["name"]
+        if kind == "ClusterRoleBinding":
+            eq(name, binding, "ClusterRoleBinding name")
+        elif kind == "Service" and d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "internal":
+            eq(name, fullname + "-internal", "internal Service name")
+        else:
+            eq(name, fullname, f"{kind} name")
+        check(not STUTTER.search(name), f"{kind} name {name!r} says a word twice")
+    pod = r.workload()["spec"]["template"]["spec"]
+    eq(pod["serviceAccountName"], fullname, "the pod's ServiceAccount")
+    eq(r.one("ClusterRoleBinding")["subjects"][0], {"kind": "ServiceAccount", "name": fullname,
+                                                    "namespace": namespace}, "binding subject")
+    eq(r.one("HorizontalPodAutoscaler")["spec"]["scaleTargetRef"]["name"], fullname, "HPA target")
+    backends = [p["backend"]["service"]["name"] for rule in r.one("Ingress")["spec"]["rules"]
+                for p in rule["http"]["paths"]]
+    check(backends and set(backends) == {fullname}, f"Ingress backends {backends}")
+
+
+# --------------------------------------------------------------------------
+# one version: VERSION, the chart, the image the chart runs
+
+def check_versions():
+    """Chart.yaml's version and appVersion are VERSION, and the default
+    image is what scripts/build-image.sh tags: its repository, the tag
+    left to appVersion."""
+    with open(os.path.join(REPO, "VERSION")) as f:
+        version = f.read().strip()
+    with open(os.path.join(CHART, "Chart.yaml")) as f:
+        chart = yaml.safe_load(f)
+    eq(chart["version"], version, "Chart.yaml version (VERSION)")
+    eq(chart["appVersion"], version, "Chart.yaml appVersion (VERSION)")
+    with open(os.path.join(CHART, "values.yaml")) as f:
+        image = yaml.safe_load(f)["image"]
+    with open(os.path.join(REPO, "scripts", "build-image.sh")) as f:
+        m = re.search(r'^repository=\$\{IMAGE_REPOSITORY:-([^}]+)\}$', f.read(), re.M)
+    check(m, "scripts/build-image.sh names no default repository (repository=${IMAGE_REPOSITORY:-...})")
+    eq(image["repository"], m.group(1), "values.yaml image.repository (the image scripts/build-image.sh tags)")
+    eq(image["tag"], "", "values.yaml image.tag (empty: appVersion, VERSION)")
+    return f"{version}; image {image['repository']}:{version}"
+
+
+def check_readme():
+    """The chart's README has one upgrade section per old version, and
+    sends TokenReview callers to https (the chart serves it only over
+    TLS)."""
+    with open(os.path.join(CHART, "README.md")) as f:
+        text = f.read()
+    heads = re.findall(r"^## Upgrading from chart (\S+)$", text, re.M)
+    check(heads, "no 'Upgrading from chart' section")
+    eq(sorted(heads), sorted(set(heads)), "upgrade sections (one per version)")
+    check("http://<fullname>-internal" not in text, "README sends TokenReview callers to http://")
+    return ", ".join(heads)
 
 
 # --------------------------------------------------------------------------
@@ -1054,12 +1147,34 @@ def main():
                 detail = f"{type(e).__name__}: {e}"
             results.append(("render", name, ok, detail))
 
+        for (release, namespace), fullname, binding in NAMES:
+            name = f"release {release} in {namespace}"
+            ok = True
+            try:
+                out = helm.template(ALL_OBJECTS, release=release, namespace=namespace)
+                check(out.returncode == 0, f"helm template exited {out.returncode}:\n{out.stderr}")
+                check_names(Rendered(out.stdout, namespace), namespace, fullname, binding)
+                detail = f"{fullname}, {binding}"
+            except (CheckFailed, subprocess.TimeoutExpired, KeyError, IndexError, TypeError) as e:
+                ok = False
+                detail = f"{type(e).__name__}: {e}"
+            results.append(("names", name, ok, detail))
+
+        for name, fn in (("one version", check_versions), ("README", check_readme)):
+            try:
+                ok, detail = True, fn()
+            except (CheckFailed, OSError, KeyError, TypeError, yaml.YAMLError) as e:
+                ok, detail = False, f"{type(e).__name__}: {e}"
+            results.append(("chart", name, ok, detail))
+
         for name, values, needle in REFUSED:
             ok = True
             try:
                 out = helm.template(values)
                 check(out.returncode != 0, "rendered although it must be refused")
                 check(needle in out.stderr, f"error does not mention {needle!r}: {out.stderr.strip()}")
+                # a schema's oneOf reports only which subschemas matched
+                check("subschemas" not in out.stderr, f"an unreadable schema error: {out.stderr.strip()}")
                 lines = [ln.strip() for ln in out.stderr.splitlines() if needle in ln]
                 detail = lines[0][:150]
             except (CheckFailed, subprocess.TimeoutExpired) as e:

@@ -5,6 +5,14 @@ Names and labels.
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+The objects' name: <release>-<chart name>, without saying a word twice. A
+release whose name contains the chart's (oidc-discovery, my-oidc-discovery)
+is the name, as in most charts; so is the chart's name for a release named
+by its first words (oidc: oidc-discovery, not oidc-oidc-discovery). Two such
+releases in one namespace (oidc and oidc-discovery) would share the names:
+helm refuses the second, whose objects belong to the first.
+*/}}
 {{- define "oidc-discovery.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
@@ -12,6 +20,8 @@ Names and labels.
 {{- $name := default .Chart.Name .Values.nameOverride }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else if hasPrefix (printf "%s-" .Release.Name) $name }}
+{{- $name | trunc 63 | trimSuffix "-" }}
 {{- else }}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -103,10 +113,19 @@ and the cluster CA: the path every in-cluster client looks in.
 
 {{/*
 The ClusterRoleBinding of apiserver mode: cluster-scoped, so the namespace
-is part of its name.
+is part of its name, <namespace>:<fullname>:issuer-discovery, unless the
+fullname already starts with it (namespace oidc, fullname oidc-discovery:
+oidc-discovery:issuer-discovery). Neither a namespace nor a fullname has a
+colon, so the count of colons tells the two forms apart and no two
+releases get one name.
 */}}
 {{- define "oidc-discovery.issuerDiscoveryBindingName" -}}
-{{- printf "%s-%s-issuer-discovery" .Release.Namespace (include "oidc-discovery.fullname" .) | trunc 253 | trimSuffix "-" }}
+{{- $fullname := include "oidc-discovery.fullname" . }}
+{{- if hasPrefix (printf "%s-" .Release.Namespace) $fullname }}
+{{- printf "%s:issuer-discovery" $fullname }}
+{{- else }}
+{{- printf "%s:%s:issuer-discovery" .Release.Namespace $fullname }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -119,7 +138,7 @@ schema may be skipped with --skip-schema-validation). Renders nothing.
 {{- end }}
 {{- $sources := include "oidc-discovery.keySources" . }}
 {{- if gt (len (splitList "," $sources)) 1 }}
-{{- fail (printf "set at most one key source: keys.existingSecret, keys.existingConfigMap, keys.controlPlane.enabled or keys.source=apiserver (got %s; with none, the keys come from the API server)" (replace "," ", " $sources)) }}
+{{- fail (printf "keys: give at most one key source; got %s (the sources: keys.existingSecret, keys.existingConfigMap, keys.controlPlane.enabled or keys.source=apiserver; with none, the keys come from the API server)" (replace "," " and " $sources)) }}
 {{- end }}
 {{- if and .Values.keys.controlPlane.enabled .Values.autoscaling.enabled }}
 {{- fail "autoscaling.enabled does not apply to keys.controlPlane.enabled (a DaemonSet on the control-plane nodes): disable one of them" }}
