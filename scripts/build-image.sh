@@ -31,7 +31,7 @@ build=${1:-build}
 version=$(cat VERSION)
 archive=${2:-$build/oidc-discovery-$version.oci.tar}
 repository=${IMAGE_REPOSITORY:-ghcr.io/oidc-discovery/oidc-discovery}
-licenses=${IMAGE_LICENSES:-NOASSERTION}
+licenses=${IMAGE_LICENSES:-Apache-2.0}
 source_url=${IMAGE_SOURCE:-$(git config --get remote.origin.url 2>/dev/null || true)}
 uid=65532
 

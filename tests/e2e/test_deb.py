@@ -152,7 +152,8 @@ class DebianPackage(H.ServerTestCase):
 
     def check_files(self):
         listed = set(run(["dpkg", "-L", PACKAGE], 60).stdout.split())
-        for path in (INSTALLED_BIN, installed_module(), UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1"):
+        for path in (INSTALLED_BIN, installed_module(), UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1",
+                     "/usr/share/doc/oidc-discovery/copyright"):
             self.assertIn(path, listed)
             self.assertTrue(os.path.isfile(path), path)
         self.assertEqual([p for p in listed if p.startswith("/usr/local")], [])

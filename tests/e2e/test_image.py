@@ -202,7 +202,8 @@ class Image(H.ServerTestCase):
         self.assertEqual(labels["org.opencontainers.image.version"], VERSION)
         self.assertEqual(labels["org.opencontainers.image.revision"],
                          re.search(r"\(commit ([^,]+),", r.stdout).group(1))
-        for label in ("org.opencontainers.image.licenses", "org.opencontainers.image.created",
+        self.assertEqual(labels["org.opencontainers.image.licenses"], "Apache-2.0")
+        for label in ("org.opencontainers.image.created",
                       "org.opencontainers.image.title"):
             self.assertTrue(labels.get(label), label)
         # the archive's name for the image: the chart's default repository
