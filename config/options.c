@@ -255,6 +255,11 @@ const struct config_option config_options[] = {
      .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "10s", SCALAR(request_timeout),
      .group = CONFIG_GROUP_LIMITS,
      .help = "Time to read a whole request and HTTP/1.1 keep-alive idle time"},
+    {.name = "handshake-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "5s", SCALAR(handshake_timeout),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Close a new connection whose client has sent nothing (over TLS: not finished its handshake) for this "
+             "long; such a connection is also the first closed to make room when its listener is full"},
     {.name = "write-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
      .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "10s", SCALAR(write_timeout),
      .group = CONFIG_GROUP_LIMITS,
@@ -281,6 +286,11 @@ const struct config_option config_options[] = {
      .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "64", SCALAR(admin_max_connections),
      .group = CONFIG_GROUP_LIMITS,
      .help = "Open connections of the admin listener, %r; more are closed at once"},
+    {.name = "connection-share-per-address", .arg = "PERCENT", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = 100, .commands = CONFIG_FOR_SERVERS, .def = "25", SCALAR(connection_share),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Share of each listener's connection budget that one client address (IPv6: one /64) may hold, %r; "
+             "more from it are closed at once"},
 
     /* Token verification */
     {.name = "api-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,

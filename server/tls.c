@@ -257,6 +257,14 @@ X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *ctx)
     return SSL_get0_peer_certificate(head->ossl);
 }
 
+int tls_handshake_done(struct st_h2o_socket_t *sock, SSL_CTX *ctx)
+{
+    const struct tls_h2o_ssl_head *head = (const void *)sock->ssl;
+
+    return head != NULL && ctx != NULL && head->ssl_ctx == ctx && head->ossl != NULL &&
+           SSL_get_SSL_CTX(head->ossl) == ctx && SSL_is_init_finished(head->ossl);
+}
+
 char *tls_subject(X509 *cert)
 {
     BIO *bio = BIO_new(BIO_s_mem());

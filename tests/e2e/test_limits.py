@@ -18,6 +18,9 @@ import oidc_harness as H
 H.ensure_system_modules("prometheus_client", "cryptography")
 
 ISSUER = "https://issuer.example"
+# Every client of a test comes from 127.0.0.1: the tests of a whole budget
+# let one address hold all of it (test_connection_budgets tests the share).
+WHOLE_BUDGET = ("--connection-share-per-address", "100")
 SLACK = 2.0  # seconds beyond --request-timeout for a close to arrive
 REQUEST = b"GET " + H.JWKS.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"
 NON_READERS = 20
@@ -264,7 +267,7 @@ class TestHeaderSize(LimitsBase):
 class TestMaxConnections(LimitsBase):
 
     def test_connection_over_limit_closed_at_once(self):
-        srv = self.start_server(self.args("--max-connections", "5", "--request-timeout", "30s"))
+        srv = self.start_server(self.args("--max-connections", "5", "--request-timeout", "30s", *WHOLE_BUDGET))
         # the harness's readiness probe must have been closed server-side
         time.sleep(0.3)
         before = H.metric(H.scrape_metrics(srv.admin_port), "oidc_connections_refused_total", listener="public")
@@ -272,9 +275,10 @@ class TestMaxConnections(LimitsBase):
         time.sleep(0.2)  # the scrape's connection is gone too
         idle = []
         self.addCleanup(lambda: [s.close() for s in idle])
+        # each has been answered once: a connection that has sent nothing
+        # would be closed to make room for the sixth
         for _ in range(5):
-            idle.append(srv.raw_socket())
-        time.sleep(0.3)
+            idle.append(idle_after_answer(srv.port, REQUEST))
         # the five are really open: one of them can still be used
         H.raw_request(idle[0], H.JWKS)
         self.assertEqual(H.RawReader(idle[0]).read_response()[0], 200)
@@ -324,7 +328,7 @@ class TestWriteTimeout(LimitsBase):
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-key-file",
                                            self.keyfile, "--service-account-key-file", self.caller.pub,
                                            "--write-timeout", "%ds" % write_timeout, "--request-timeout", "60s",
-                                           *extra], self.caller.priv)
+                                           *WHOLE_BUDGET, *extra], self.caller.priv)
         st, _, self.jwks = srv.get(H.JWKS)
         self.assertEqual(st, 200)
         self.assertGreater(len(self.jwks), 50000)
@@ -411,7 +415,8 @@ class TestBudgets(LimitsBase):
 
     def test_each_listener_has_its_own_budget(self):
         srv = H.start_review_server(self, self.args("--max-connections", "3", "--token-review-max-connections", "2",
-                                                    "--admin-max-connections", "3", "--request-timeout", "60s"),
+                                                    "--admin-max-connections", "3", "--request-timeout", "60s",
+                                                    *WHOLE_BUDGET),
                                     self.key.priv)
         review_get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # 401 (no caller), kept alive
         admin_get = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
