@@ -94,6 +94,8 @@ struct config {
     char *external_signer_socket_mode;     /* --external-signer-socket-mode: "0600" or "0660" */
     char *external_signer_socket_owner;    /* --external-signer-socket-owner: [USER][:GROUP], or NULL */
     unsigned long external_signer_threads; /* --external-signer-threads */
+    unsigned long signer_idle_timeout;     /* --external-signer-idle-timeout, seconds */
+    unsigned long signer_max_buffered;     /* --external-signer-max-buffered-bytes: all connections */
 
     char *output;     /* keys and doctor --output: "table" (or "text", the same) or "json" */
     char *export_dir; /* export --out */

@@ -204,6 +204,16 @@ const struct config_option config_options[] = {
      SCALAR(external_signer_threads), .group = CONFIG_GROUP_SIGNER,
      .help = "Threads that serve the external signer's connections (each connection on one of them), apart "
              "from the HTTP threads"},
+    {.name = "external-signer-idle-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION,
+     .flags = CONFIG_FILE_KEY, .min = 1, .max = CONFIG_DAY, .commands = CONFIG_FOR_SERVERS, .def = "5m",
+     SCALAR(signer_idle_timeout), .group = CONFIG_GROUP_SIGNER,
+     .help = "Say GOAWAY to and close a signer connection that has sent nothing and taken nothing for this long "
+             "(gRPC clients reconnect on their next call)"},
+    {.name = "external-signer-max-buffered-bytes", .arg = "BYTES", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY,
+     .min = 65536, .max = 1073741824, .commands = CONFIG_FOR_SERVERS, .def = "16777216",
+     SCALAR(signer_max_buffered), .group = CONFIG_GROUP_SIGNER,
+     .help = "Request bytes the signer holds for unfinished calls, over all connections; a call that would pass "
+             "it is answered RESOURCE_EXHAUSTED"},
 
     /* Listeners and serving */
     {.name = "listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY | CONFIG_UNIX_OK,
