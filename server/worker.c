@@ -346,21 +346,22 @@ static void worker_evict(struct worker_conn *conn)
  * even from the same address. Without such a connection on this thread
  * the newcomer is refused, which costs the client a retry but keeps the
  * server's memory bounded. At most two make room: one for the budget and
- * one for the share. Returns 1 when admitted. */
+ * one for the share (another thread may take a slot given back meanwhile,
+ * which then costs this newcomer its turn). Returns 1 when admitted. */
 static int worker_admit(struct worker *w, struct worker_conn *conn)
 {
     enum metrics_listener l = w->env.listener;
 
     if (w->env.budget == NULL)
         return 1;
-    for (int tries = 0; tries < 3; tries++) {
+    for (int made = 0;; made++) {
         enum connbudget_verdict v = connbudget_take(w->env.budget, &conn->addr);
         struct worker_conn *room;
         if (v == CONNBUDGET_TAKEN) {
             conn->counted = 1;
             return 1;
         }
-        if ((room = worker_oldest_silent(w, v == CONNBUDGET_ADDRESS_FULL ? &conn->addr : NULL)) == NULL)
+        if (made == 2 || (room = worker_oldest_silent(w, v == CONNBUDGET_ADDRESS_FULL ? &conn->addr : NULL)) == NULL)
             break;
         worker_evict(room);
     }

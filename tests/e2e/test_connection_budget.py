@@ -300,7 +300,10 @@ class HandshakeTimeoutTest(BudgetBase, H.TLSServerTestCase):
 
     def test_silent_connections_closed(self):
         cert, key = self.new_cert("public")
-        srv = self.start_tls_server(self.args("--handshake-timeout", "1s", "--request-timeout", "60s"), cert, key)
+        # long enough for a TLS handshake under memcheck too
+        timeout = 1 * H.SLOW
+        srv = self.start_tls_server(self.args("--handshake-timeout", "%ds" % timeout, "--request-timeout", "60s"),
+                                    cert, key)
         self.assertEqual(metric(srv, "oidc_handshake_timeouts_total", listener="public"), 0)
         silent = srv.raw_socket()
         self.addCleanup(silent.close)
@@ -317,7 +320,7 @@ class HandshakeTimeoutTest(BudgetBase, H.TLSServerTestCase):
         tls_idle = H.tls_connect(srv.tls_port, self.ca_cert)
         self.addCleanup(tls_idle.close)
         for s in (silent, tls_silent, tls_partial):
-            took = self.wait_closed(s, 1.0 + SLACK + 1)
+            took = self.wait_closed(s, timeout + SLACK + 1)
             self.assertIsNotNone(took, "a connection that said nothing is still open")
         samples = H.scrape_until(srv.admin_port, lambda m: H.metric(
             m, "oidc_handshake_timeouts_total", listener="public") == 3)
