@@ -241,6 +241,11 @@ class Transport(SignerSocket):
         hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.addCleanup(hog.close)
         hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        # a small send buffer too: once the server stops reading, the hog
+        # stalls after a few KiB, not after the ~200 KiB a Unix socket
+        # buffers by default, which Python on a busy machine may take
+        # longer to produce than the test waits
+        hog.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
         hog.connect(self.sock)
         import h2.config
         import h2.connection
