@@ -24,4 +24,8 @@ uint64_t peer_progress(int fd);
  * since the kernel counts nothing else there. One system call. */
 int peer_sent_any(int fd);
 
+/* Whether bytes from the peer of fd wait in the kernel to be read. One
+ * system call. */
+int peer_unread(int fd);
+
 #endif

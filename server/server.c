@@ -346,7 +346,8 @@ static int server_add_site(struct server *s, const struct server_site_spec *spec
                                     .listener = spec->listener,
                                     .budget = *b,
                                     .write_timeout_ms = (uint64_t)s->cfg->write_timeout * 1000,
-                                    .handshake_timeout_ms = (uint64_t)s->cfg->handshake_timeout * 1000};
+                                    .handshake_timeout_ms = (uint64_t)s->cfg->handshake_timeout * 1000,
+                                    .idle_make_room = spec->listener == METRICS_LISTENER_ADMIN};
     site_configure(&site->conf, s->cfg, spec->kind);
     s->nsites++;
     return 0;

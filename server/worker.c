@@ -326,8 +326,39 @@ static struct worker_conn *worker_oldest_silent(struct worker *w, const struct c
     return NULL;
 }
 
-/* Closes conn, which has said nothing yet, to make room for a new
- * connection: its slot is given back now, for the newcomer. */
+/* How many connections, oldest first, are looked at for one between two
+ * requests: the admin listener's budget by default. */
+#define WORKER_IDLE_SCAN 64
+
+/* With env.idle_make_room (the admin listener), the connection of w (of
+ * addr only when addr is given) accepted first that is between two
+ * requests: nothing to write, nothing read and nothing waiting to be
+ * read. The admin listener's handlers
+ * answer at once, so such a connection has no request under way, and its
+ * client (Prometheus, a probe that kept the connection) reconnects. This
+ * keeps clients that send a request and then hold the connection open
+ * from locking the probes out for --request-timeout. NULL when there is
+ * none among the first WORKER_IDLE_SCAN. */
+static struct worker_conn *worker_oldest_idle(struct worker *w, const struct connbudget_addr *addr)
+{
+    int looked = 0;
+
+    if (!w->env.idle_make_room)
+        return NULL;
+    for (h2o_linklist_t *l = w->conns.next; l != &w->conns && looked < WORKER_IDLE_SCAN; l = l->next, looked++) {
+        struct worker_conn *conn = H2O_STRUCT_FROM_MEMBER(struct worker_conn, link, l);
+        if (addr != NULL && (!conn->addr.known || conn->addr.key != addr->key))
+            continue;
+        if (conn->counted && !h2o_socket_is_writing(conn->sock) && conn->sock->input->size == 0 &&
+            !peer_unread(h2o_socket_get_fd(conn->sock)))
+            return conn;
+    }
+    return NULL;
+}
+
+/* Closes conn, which has said nothing yet (or, on the admin listener, is
+ * between requests), to make room for a new connection: its slot is given
+ * back now, for the newcomer. */
 static void worker_evict(struct worker_conn *conn)
 {
     worker_conn_heard(conn);
@@ -343,7 +374,8 @@ static void worker_evict(struct worker_conn *conn)
  * been silent longest (of that address, for the share) makes room rather
  * than the newcomer being refused: connections opened and left silent
  * then cannot lock out a client that speaks at once, such as a probe,
- * even from the same address. Without such a connection on this thread
+ * even from the same address; on the admin listener, neither can
+ * connections held open between requests. Without such a connection on this thread
  * the newcomer is refused, which costs the client a retry but keeps the
  * server's memory bounded. At most two make room: one for the budget and
  * one for the share (another thread may take a slot given back meanwhile,
@@ -356,12 +388,13 @@ static int worker_admit(struct worker *w, struct worker_conn *conn)
         return 1;
     for (int made = 0;; made++) {
         enum connbudget_verdict v = connbudget_take(w->env.budget, &conn->addr);
+        const struct connbudget_addr *of = v == CONNBUDGET_ADDRESS_FULL ? &conn->addr : NULL;
         struct worker_conn *room;
         if (v == CONNBUDGET_TAKEN) {
             conn->counted = 1;
             return 1;
         }
-        if (made == 2 || (room = worker_oldest_silent(w, v == CONNBUDGET_ADDRESS_FULL ? &conn->addr : NULL)) == NULL)
+        if (made == 2 || ((room = worker_oldest_silent(w, of)) == NULL && (room = worker_oldest_idle(w, of)) == NULL))
             break;
         worker_evict(room);
     }

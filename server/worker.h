@@ -27,6 +27,7 @@ struct worker_env {
     struct connbudget *budget;      /* the listener's, over all threads; NULL: neither limited nor counted (fuzzer) */
     uint64_t write_timeout_ms;      /* --write-timeout; 0: none (fuzzer) */
     uint64_t handshake_timeout_ms;  /* --handshake-timeout; 0: none (fuzzer) */
+    int idle_make_room;             /* a connection between requests may make room too (the admin listener) */
 };
 
 /* Creates a worker that will accept on the listening sockets fds (it owns
@@ -50,7 +51,8 @@ h2o_evloop_t *worker_attach(struct worker *w);
  * (tls 0) or TLS listeners. When its listener is at its budget, or its
  * address at its share (env.budget), the connection of w that has sent
  * nothing for longest (of that address, for the share) is closed to make
- * room; when w has none, sock is closed at once. */
+ * room, or with env.idle_make_room the first accepted of those between
+ * two requests; when w has none, sock is closed at once. */
 void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls);
 
 /* On w's thread: 1 once w has what it needs to serve (see above). */
