@@ -812,7 +812,8 @@ static int check_signer_needs(struct parser *p)
                                             "rotation-period",           "publish-ahead",      "max-token-lifetime",
                                             "allow-short-token-lifetime"};
     static const char *const needs_socket[] = {"external-signer-socket-mode", "external-signer-socket-owner",
-                                               "external-signer-threads"};
+                                               "external-signer-threads", "external-signer-idle-timeout",
+                                               "external-signer-max-buffered-bytes"};
     int dir = is_set(p, "signing-key-dir");
 
     for (size_t i = 0; i < sizeof needs_dir / sizeof needs_dir[0]; i++)

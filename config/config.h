@@ -94,6 +94,8 @@ struct config {
     char *external_signer_socket_mode;     /* --external-signer-socket-mode: "0600" or "0660" */
     char *external_signer_socket_owner;    /* --external-signer-socket-owner: [USER][:GROUP], or NULL */
     unsigned long external_signer_threads; /* --external-signer-threads */
+    unsigned long signer_idle_timeout;     /* --external-signer-idle-timeout, seconds */
+    unsigned long signer_max_buffered;     /* --external-signer-max-buffered-bytes: all connections */
 
     char *output;     /* keys and doctor --output: "table" (or "text", the same) or "json" */
     char *export_dir; /* export --out */
@@ -150,11 +152,13 @@ struct config {
     char *access_log;                           /* --access-log: a path, "-" (stdout), or NULL: off */
     unsigned long max_header_size;              /* --max-request-header-size, bytes */
     unsigned long request_timeout;              /* --request-timeout: HTTP/1.1 idle and whole request */
+    unsigned long handshake_timeout;            /* --handshake-timeout: a first byte, a TLS handshake */
     unsigned long idle_timeout;                 /* --http2-idle-timeout */
     unsigned long write_timeout;                /* --write-timeout: a pending response stalls */
     unsigned long max_connections;              /* --max-connections: the public listeners, per process */
     unsigned long token_review_max_connections; /* --token-review-max-connections */
     unsigned long admin_max_connections;        /* --admin-max-connections */
+    unsigned long connection_share;             /* --connection-share-per-address: percent of each budget */
     unsigned long http2_max_streams;            /* --http2-max-concurrent-streams */
     int http2;                                  /* --http2: HTTP/2 on the public listeners */
     unsigned long shutdown_grace;               /* --shutdown-grace */

@@ -211,6 +211,16 @@ const struct config_option config_options[] = {
      SCALAR(external_signer_threads), .group = CONFIG_GROUP_SIGNER,
      .help = "Threads that serve the external signer's connections (each connection on one of them), apart "
              "from the HTTP threads"},
+    {.name = "external-signer-idle-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION,
+     .flags = CONFIG_FILE_KEY, .min = 1, .max = CONFIG_DAY, .commands = CONFIG_FOR_SERVERS, .def = "5m",
+     SCALAR(signer_idle_timeout), .group = CONFIG_GROUP_SIGNER,
+     .help = "Say GOAWAY to and close a signer connection that has sent nothing and taken nothing for this long "
+             "(gRPC clients reconnect on their next call)"},
+    {.name = "external-signer-max-buffered-bytes", .arg = "BYTES", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY,
+     .min = 65536, .max = 1073741824, .commands = CONFIG_FOR_SERVERS, .def = "16777216",
+     SCALAR(signer_max_buffered), .group = CONFIG_GROUP_SIGNER,
+     .help = "Request bytes the signer holds for unfinished calls, over all connections; a call that would pass "
+             "it is answered RESOURCE_EXHAUSTED"},
 
     /* Listeners and serving */
     {.name = "listen", .arg = "HOST:PORT|none", .kind = CONFIG_KIND_LISTEN,
@@ -264,6 +274,11 @@ const struct config_option config_options[] = {
      .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "10s", SCALAR(request_timeout),
      .group = CONFIG_GROUP_LIMITS,
      .help = "Time to read a whole request and HTTP/1.1 keep-alive idle time"},
+    {.name = "handshake-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+     .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "5s", SCALAR(handshake_timeout),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Close a new connection whose client has sent nothing (over TLS: not finished its handshake) for this "
+             "long; such a connection is also the first closed to make room when its listener is full"},
     {.name = "write-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
      .max = 5 * CONFIG_MINUTE, .commands = CONFIG_FOR_SERVERS, .def = "10s", SCALAR(write_timeout),
      .group = CONFIG_GROUP_LIMITS,
@@ -290,6 +305,11 @@ const struct config_option config_options[] = {
      .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "64", SCALAR(admin_max_connections),
      .group = CONFIG_GROUP_LIMITS,
      .help = "Open connections of the admin listener, %r; more are closed at once"},
+    {.name = "connection-share-per-address", .arg = "PERCENT", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY,
+     .min = 1, .max = 100, .commands = CONFIG_FOR_SERVERS, .def = "25", SCALAR(connection_share),
+     .group = CONFIG_GROUP_LIMITS,
+     .help = "Share of each listener's connection budget that one client address (IPv6: one /64) may hold, %r; "
+             "more from it are closed at once"},
 
     /* Token verification */
     {.name = "api-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,

@@ -31,7 +31,10 @@
 #define FUZZ_PREFACE    "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 static struct signer_slot slot;
-static struct grpc_conn_env env = {.slot = &slot, .max_claims = 1024};
+/* A limit on unfinished calls' memory that one input can reach, so that
+ * its refusals are fuzzed too; every input must give back all it took. */
+static atomic_size_t buffered;
+static struct grpc_conn_env env = {.slot = &slot, .max_claims = 1024, .max_buffered = 65536, .buffered = &buffered};
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -104,5 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     grpc_conn_free(c);
     close(sv[1]);
+    if (atomic_load(&buffered) != 0) {
+        fprintf(stderr, "fuzz_extsigner: %zu bytes still counted after the connection ended\n",
+                (size_t)atomic_load(&buffered));
+        abort();
+    }
     return 0;
 }

@@ -107,7 +107,7 @@ static struct snapshot *fuzz_snapshot(const struct config *cfg)
  * rounds of the loop. */
 static void fuzz_site_init(struct fuzz_site *site, const struct config *cfg, enum site_kind kind, struct snapshot *snap)
 {
-    const struct worker_env env = {.max_connections = 0};
+    const struct worker_env env = {.budget = NULL};
 
     site_configure(&site->conf, cfg, kind);
     if ((site->worker = worker_create(&site->conf, NULL, 0, &env)) == NULL) {

@@ -50,7 +50,8 @@ runtime_srcs=($(lib_srcs oidcruntime))
 [ ${#core_srcs[@]} -gt 10 ] && [ ${#runtime_srcs[@]} -gt 3 ] ||
     { echo "fuzz/run.sh: cannot read oidccore's and oidcruntime's sources from CMakeLists.txt" >&2; exit 2; }
 http_srcs=(server/http/site.c server/http/handler_docs.c server/http/http_framing.c server/http/handler_tokenreview.c
-           server/http/handler_admin.c server/http/request_log.c server/worker.c server/peer_progress.c server/tls.c)
+           server/http/handler_admin.c server/http/request_log.c server/worker.c server/connbudget.c
+           server/peer_progress.c server/tls.c)
 command -v protoc-c >/dev/null || { echo "fuzz/run.sh: protoc-c not found (run scripts/setup.sh)" >&2; exit 1; }
 mkdir -p "$work/proto"
 protoc-c -Iproto -I/usr/include --c_out="$work/proto" externaljwt.proto google/protobuf/timestamp.proto

@@ -23,3 +23,21 @@ uint64_t peer_progress(int fd)
         return (uint64_t)queued;
     return 0;
 }
+
+int peer_unread(int fd)
+{
+    int waiting;
+
+    return ioctl(fd, SIOCINQ, &waiting) == 0 && waiting > 0;
+}
+
+int peer_sent_any(int fd)
+{
+    struct tcp_info info;
+    socklen_t len = sizeof(info);
+
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 &&
+        len >= offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received))
+        return info.tcpi_bytes_received > 0;
+    return peer_unread(fd);
+}

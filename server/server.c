@@ -13,6 +13,7 @@
 
 #include "publish/paths.h"
 #include "push/publisher.h"
+#include "server/connbudget.h"
 #include "server/extsigner/extsigner.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
@@ -78,6 +79,7 @@ struct server {
     size_t nsites;
     struct worker **workers;
     size_t nworkers;
+    struct connbudget *budgets[METRICS_NLISTENERS]; /* each listener's, shared by its workers */
     /* What the reload thread works with. */
     struct reload *reload;
     struct cert certs[CERT_NKINDS];
@@ -314,14 +316,19 @@ static int server_start_publisher(struct server *s)
     return 0;
 }
 
-/* Adds the site spec describes, with its share of the connection budget. */
+/* Adds the site spec describes, with its connection budget (the open-file
+ * limit's share, fdlimit.c) and each address's share of that. */
 static int server_add_site(struct server *s, const struct server_site_spec *spec,
                            const unsigned long budget[METRICS_NLISTENERS])
 {
     struct server_site *site = &s->sites[s->nsites];
     size_t n = spec->nplain + spec->ntls;
+    struct connbudget **b = &s->budgets[spec->listener];
 
-    if ((site->addrs = calloc(n ? n : 1, sizeof(*site->addrs))) == NULL) {
+    if ((site->addrs = calloc(n ? n : 1, sizeof(*site->addrs))) == NULL ||
+        (*b = connbudget_new(spec->listener, budget[spec->listener], s->cfg->connection_share)) == NULL) {
+        free(site->addrs);
+        site->addrs = NULL;
         log_msg(LOG_ERROR, "out of memory");
         return -1;
     }
@@ -337,8 +344,10 @@ static int server_add_site(struct server *s, const struct server_site_spec *spec
     site->cert = spec->cert;
     site->env = (struct worker_env){.accesslog = spec->listener != METRICS_LISTENER_ADMIN ? s->accesslog : NULL,
                                     .listener = spec->listener,
-                                    .max_connections = budget[spec->listener],
-                                    .write_timeout_ms = (uint64_t)s->cfg->write_timeout * 1000};
+                                    .budget = *b,
+                                    .write_timeout_ms = (uint64_t)s->cfg->write_timeout * 1000,
+                                    .handshake_timeout_ms = (uint64_t)s->cfg->handshake_timeout * 1000,
+                                    .idle_make_room = spec->listener == METRICS_LISTENER_ADMIN};
     site_configure(&site->conf, s->cfg, spec->kind);
     s->nsites++;
     return 0;
@@ -577,6 +586,8 @@ static void server_stop_workers(struct server *s)
         free(s->sites[i].addrs);
         h2o_config_dispose(&s->sites[i].conf);
     }
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        connbudget_free(s->budgets[l]);
 }
 
 static void server_free(struct server *s)

@@ -343,6 +343,14 @@ void tls_recheck_clear(struct tls_recheck *rc)
     rc->ok = 0;
 }
 
+int tls_handshake_done(struct st_h2o_socket_t *sock, SSL_CTX *ctx)
+{
+    const struct tls_h2o_ssl_head *head = (const void *)sock->ssl;
+
+    return head != NULL && ctx != NULL && head->ssl_ctx == ctx && head->ossl != NULL &&
+           SSL_get_SSL_CTX(head->ossl) == ctx && SSL_is_init_finished(head->ossl);
+}
+
 /* An empty subject prints as nothing, and a memory BIO that was never
  * written to has no buffer at all (NULL data): neither is a name. */
 char *tls_subject(X509 *cert)

@@ -79,6 +79,11 @@ X509 *tls_client_certificate(struct st_h2o_socket_t *sock, SSL_CTX *accepted, SS
 
 void tls_recheck_clear(struct tls_recheck *rc);
 
+/* Whether sock, a connection accepted with the context ctx, has finished
+ * its TLS handshake. 0 until h2o has made the connection's SSL object,
+ * which it does once the client's first bytes arrive. */
+int tls_handshake_done(struct st_h2o_socket_t *sock, SSL_CTX *ctx);
+
 /* The subject of cert in RFC 4514 form as OpenSSL prints it with
  * XN_FLAG_RFC2253 ("CN=vault,O=example", the most specific attribute
  * first; what `openssl x509 -noout -subject -nameopt RFC2253` prints).

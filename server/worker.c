@@ -54,17 +54,23 @@ struct worker_listener {
 };
 
 /* An open client connection, tracked so that the idle ones can be closed
- * at shutdown and the stalled ones after --write-timeout (h2o 2.2 has no
- * API for either). */
+ * at shutdown, the stalled ones after --write-timeout and the silent ones
+ * after --handshake-timeout or to make room (h2o 2.2 has no API for
+ * any). */
 struct worker_conn {
     h2o_linklist_t link;
+    h2o_linklist_t silent_link;     /* in the worker's silent list, oldest first, until found to have spoken */
+    h2o_timeout_entry_t first_word; /* --handshake-timeout, while in the silent list */
     h2o_socket_t *sock;
     struct worker *worker;
-    SSL_CTX *tls;               /* the certificate it was accepted with: a reference, see worker_serve_connection */
-    struct tls_recheck recheck; /* its client certificate against a newer context (tls.h) */
-    uint64_t progress;          /* peer_progress and bytes queued at the last check of a pending write */
-    uint64_t progress_at;       /* loop time (ms) that value was first seen; 0: no write pending then */
-    int timed_out;              /* shut down by --write-timeout; h2o closes it */
+    SSL_CTX *tls;                /* the certificate it was accepted with: a reference, see worker_serve_connection */
+    struct tls_recheck recheck;  /* its client certificate against a newer context (tls.h) */
+    struct connbudget_addr addr; /* whose share of the budget it counts in */
+    int counted;                 /* holds a slot of the budget, given back when it closes or makes room */
+    int is_tls;
+    uint64_t progress;    /* peer_progress and bytes queued at the last check of a pending write */
+    uint64_t progress_at; /* loop time (ms) that value was first seen; 0: no write pending then */
+    int timed_out;        /* shut down by --write-timeout; h2o closes it */
 };
 
 struct worker {
@@ -73,7 +79,8 @@ struct worker {
     h2o_accept_ctx_t accept_tls; /* ssl_ctx: the current certificate, owned reference */
     h2o_evloop_t *loop;
     h2o_multithread_receiver_t receiver;
-    h2o_linklist_t conns; /* of struct worker_conn */
+    h2o_linklist_t conns;  /* of struct worker_conn */
+    h2o_linklist_t silent; /* of struct worker_conn, by silent_link: accepted recently, not yet heard */
     struct worker_listener *listeners;
     size_t nlisteners;
     struct worker_env env;
@@ -87,7 +94,8 @@ struct worker {
     h2o_timeout_entry_t accept_resume; /* linked while accepting is paused */
     h2o_timeout_t write_check;         /* --write-timeout / WORKER_WRITE_CHECKS */
     h2o_timeout_entry_t write_check_entry;
-    struct worker_pin *pin; /* NULL until the first snapshot arrives */
+    h2o_timeout_t first_word; /* --handshake-timeout */
+    struct worker_pin *pin;   /* NULL until the first snapshot arrives */
     size_t inflight;
     int has_tls;   /* one of the listeners is a TLS one */
     int listening; /* accepting began (worker_serving) */
@@ -231,31 +239,167 @@ static void worker_on_message(h2o_multithread_receiver_t *receiver, h2o_linklist
     worker_begin_listening(w);
 }
 
+/* Gives conn's slot of the budget back, once. */
+static void worker_release(struct worker_conn *conn)
+{
+    if (conn->counted)
+        connbudget_release(conn->worker->env.budget, &conn->addr);
+    conn->counted = 0;
+}
+
+/* conn has spoken, or is closing: it leaves the silent list and its
+ * --handshake-timeout. */
+static void worker_conn_heard(struct worker_conn *conn)
+{
+    if (h2o_linklist_is_linked(&conn->silent_link))
+        h2o_linklist_unlink(&conn->silent_link);
+    h2o_timeout_unlink(&conn->first_word);
+}
+
 static void worker_on_conn_close(void *data)
 {
     struct worker_conn *conn = data;
 
-    if (conn->worker->env.max_connections != 0)
-        atomic_fetch_sub(&metrics_process.connections[conn->worker->env.listener], 1);
+    worker_release(conn);
+    worker_conn_heard(conn);
     h2o_linklist_unlink(&conn->link);
     SSL_CTX_free(conn->tls);
     tls_recheck_clear(&conn->recheck);
     free(conn);
 }
 
-/* Takes one more connection unless its listener is at its budget: then it
- * is closed at once, which costs the client a retry but keeps the server's
- * memory bounded. Each kind of listener has its own budget, so clients
- * filling the public one leave TokenReview and the probes answered. */
-static int worker_admit(struct worker *w)
+/* Whether conn's client has said anything: over TLS, finished its
+ * handshake, since a ClientHello alone costs an attacker nothing;
+ * otherwise sent a byte, which the kernel counts whether or not h2o has
+ * read it yet. A Unix socket's kernel counts only what waits, so there
+ * what h2o has read or answered counts too. */
+static int worker_conn_spoke(struct worker_conn *conn)
+{
+    if (conn->is_tls)
+        return tls_handshake_done(conn->sock, conn->tls);
+    return peer_sent_any(h2o_socket_get_fd(conn->sock)) || conn->sock->bytes_written > 0 || conn->sock->input->size > 0;
+}
+
+/* Shutting the socket down makes h2o's pending read or write fail, so h2o
+ * releases the connection itself (closing the socket under it would leave
+ * h2o a freed one). SO_LINGER 0 makes the final close a reset, which frees
+ * unsent data at once instead of the kernel trying to deliver it to a
+ * client that does not read. */
+static void worker_reset(struct worker_conn *conn)
+{
+    int fd = h2o_socket_get_fd(conn->sock);
+    struct linger reset = {.l_onoff = 1, .l_linger = 0};
+
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    shutdown(fd, SHUT_RDWR);
+}
+
+/* --handshake-timeout: a connection that has said nothing since it was
+ * accepted is closed, long before --request-timeout, so that connections
+ * opened and left silent hold a slot of the budget for seconds only. */
+static void worker_on_first_word_deadline(h2o_timeout_entry_t *entry)
+{
+    struct worker_conn *conn = H2O_STRUCT_FROM_MEMBER(struct worker_conn, first_word, entry);
+
+    worker_conn_heard(conn);
+    if (worker_conn_spoke(conn))
+        return;
+    worker_reset(conn);
+    atomic_fetch_add(&metrics_process.silent_timeouts[conn->worker->env.listener], 1);
+}
+
+/* The connection of w that has been silent longest, of addr only when
+ * addr is given; NULL when there is none. Those found to have spoken
+ * meanwhile leave the list on the way (the others of another address are
+ * passed over unasked: one system call per connection considered). */
+static struct worker_conn *worker_oldest_silent(struct worker *w, const struct connbudget_addr *addr)
+{
+    h2o_linklist_t *l = w->silent.next;
+
+    while (l != &w->silent) {
+        struct worker_conn *conn = H2O_STRUCT_FROM_MEMBER(struct worker_conn, silent_link, l);
+        l = l->next;
+        if (addr != NULL && (!conn->addr.known || conn->addr.key != addr->key))
+            continue;
+        if (!worker_conn_spoke(conn))
+            return conn;
+        worker_conn_heard(conn);
+    }
+    return NULL;
+}
+
+/* How many connections, oldest first, are looked at for one between two
+ * requests: the admin listener's budget by default. */
+#define WORKER_IDLE_SCAN 64
+
+/* With env.idle_make_room (the admin listener), the connection of w (of
+ * addr only when addr is given) accepted first that is between two
+ * requests: nothing to write, nothing read and nothing waiting to be
+ * read. The admin listener's handlers
+ * answer at once, so such a connection has no request under way, and its
+ * client (Prometheus, a probe that kept the connection) reconnects. This
+ * keeps clients that send a request and then hold the connection open
+ * from locking the probes out for --request-timeout. NULL when there is
+ * none among the first WORKER_IDLE_SCAN. */
+static struct worker_conn *worker_oldest_idle(struct worker *w, const struct connbudget_addr *addr)
+{
+    int looked = 0;
+
+    if (!w->env.idle_make_room)
+        return NULL;
+    for (h2o_linklist_t *l = w->conns.next; l != &w->conns && looked < WORKER_IDLE_SCAN; l = l->next, looked++) {
+        struct worker_conn *conn = H2O_STRUCT_FROM_MEMBER(struct worker_conn, link, l);
+        if (addr != NULL && (!conn->addr.known || conn->addr.key != addr->key))
+            continue;
+        if (conn->counted && !h2o_socket_is_writing(conn->sock) && conn->sock->input->size == 0 &&
+            !peer_unread(h2o_socket_get_fd(conn->sock)))
+            return conn;
+    }
+    return NULL;
+}
+
+/* Closes conn, which has said nothing yet (or, on the admin listener, is
+ * between requests), to make room for a new connection: its slot is given
+ * back now, for the newcomer. */
+static void worker_evict(struct worker_conn *conn)
+{
+    worker_conn_heard(conn);
+    worker_release(conn);
+    worker_reset(conn);
+    atomic_fetch_add(&metrics_process.connections_evicted[conn->worker->env.listener], 1);
+}
+
+/* Takes a slot of the budget for a new connection from addr. Each kind of
+ * listener has its own budget, so clients filling the public one leave
+ * TokenReview and the probes answered; within one, an address may hold
+ * its share only. At the budget or the share, the connection that has
+ * been silent longest (of that address, for the share) makes room rather
+ * than the newcomer being refused: connections opened and left silent
+ * then cannot lock out a client that speaks at once, such as a probe,
+ * even from the same address; on the admin listener, neither can
+ * connections held open between requests. Without such a connection on this thread
+ * the newcomer is refused, which costs the client a retry but keeps the
+ * server's memory bounded. At most two make room: one for the budget and
+ * one for the share (another thread may take a slot given back meanwhile,
+ * which then costs this newcomer its turn). Returns 1 when admitted. */
+static int worker_admit(struct worker *w, struct worker_conn *conn)
 {
     enum metrics_listener l = w->env.listener;
 
-    if (w->env.max_connections == 0)
+    if (w->env.budget == NULL)
         return 1;
-    if (atomic_fetch_add(&metrics_process.connections[l], 1) < w->env.max_connections)
-        return 1;
-    atomic_fetch_sub(&metrics_process.connections[l], 1);
+    for (int made = 0;; made++) {
+        enum connbudget_verdict v = connbudget_take(w->env.budget, &conn->addr);
+        const struct connbudget_addr *of = v == CONNBUDGET_ADDRESS_FULL ? &conn->addr : NULL;
+        struct worker_conn *room;
+        if (v == CONNBUDGET_TAKEN) {
+            conn->counted = 1;
+            return 1;
+        }
+        if (made == 2 || ((room = worker_oldest_silent(w, of)) == NULL && (room = worker_oldest_idle(w, of)) == NULL))
+            break;
+        worker_evict(room);
+    }
     atomic_fetch_add(&metrics_process.connections_refused[l], 1);
     return 0;
 }
@@ -295,19 +439,12 @@ static int worker_end_keepalive(h2o_req_t *req, void *unused)
     return 0;
 }
 
-/* Shutting the socket down makes h2o's pending write fail, so h2o releases
- * the connection itself (closing the socket under it would leave h2o a
- * freed one). SO_LINGER 0 makes the final close a reset, which frees the
- * unsent data at once instead of the kernel trying to deliver it to a
- * client that does not read. */
+/* A pending write that made no progress for --write-timeout: the
+ * connection is reset (worker_reset). */
 static void worker_time_out(struct worker *w, struct worker_conn *conn)
 {
-    int fd = h2o_socket_get_fd(conn->sock);
-    struct linger reset = {.l_onoff = 1, .l_linger = 0};
-
     conn->timed_out = 1;
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
-    shutdown(fd, SHUT_RDWR);
+    worker_reset(conn);
     if (w->metrics != NULL)
         metrics_add(&w->metrics->write_timeouts, 1);
 }
@@ -351,17 +488,29 @@ static void worker_on_write_check(h2o_timeout_entry_t *entry)
  * closes. */
 void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls)
 {
-    struct worker_conn *conn;
+    struct worker_conn *conn = calloc(1, sizeof(*conn));
 
-    if (!worker_admit(w) || (conn = calloc(1, sizeof(*conn))) == NULL) {
+    if (conn == NULL) {
+        h2o_socket_close(sock);
+        return;
+    }
+    conn->sock = sock;
+    conn->worker = w;
+    conn->is_tls = tls;
+    conn->addr = connbudget_addr_of(h2o_socket_get_fd(sock));
+    if (!worker_admit(w, conn)) {
+        free(conn);
         h2o_socket_close(sock);
         return;
     }
     if (tls && SSL_CTX_up_ref(w->accept_tls.ssl_ctx))
         conn->tls = w->accept_tls.ssl_ctx;
-    conn->sock = sock;
-    conn->worker = w;
     h2o_linklist_insert(&w->conns, &conn->link);
+    if (w->env.handshake_timeout_ms != 0) {
+        h2o_linklist_insert(&w->silent, &conn->silent_link);
+        conn->first_word.cb = worker_on_first_word_deadline;
+        h2o_timeout_link(w->loop, &w->first_word, &conn->first_word);
+    }
     sock->on_close.cb = worker_on_conn_close;
     sock->on_close.data = conn;
     h2o_accept(tls ? &w->accept_tls : &w->accept_plain, sock);
@@ -455,6 +604,7 @@ static void worker_init_loop(struct worker *w)
     w->accept_plain = (h2o_accept_ctx_t){.ctx = &w->ctx, .hosts = w->conf->hosts};
     w->accept_tls = w->accept_plain;
     h2o_linklist_init_anchor(&w->conns);
+    h2o_linklist_init_anchor(&w->silent);
     h2o_multithread_register_receiver(w->ctx.queue, &w->receiver, worker_on_message);
     h2o_timeout_init(w->loop, &w->accept_pause, WORKER_ACCEPT_PAUSE_MS);
     w->accept_resume.cb = worker_on_accept_resume;
@@ -463,6 +613,8 @@ static void worker_init_loop(struct worker *w)
         w->write_check_entry.cb = worker_on_write_check;
         h2o_timeout_link(w->loop, &w->write_check, &w->write_check_entry);
     }
+    if (w->env.handshake_timeout_ms != 0)
+        h2o_timeout_init(w->loop, &w->first_word, w->env.handshake_timeout_ms);
     for (size_t i = 0; i < w->nlisteners; i++) {
         w->listeners[i].sock = h2o_evloop_socket_create(w->loop, w->listeners[i].fd, H2O_SOCKET_FLAG_DONT_READ);
         w->listeners[i].sock->data = &w->listeners[i];
@@ -486,6 +638,8 @@ static void worker_dispose_loop(struct worker *w)
         h2o_timeout_unlink(&w->write_check_entry);
         h2o_timeout_dispose(w->loop, &w->write_check);
     }
+    if (w->env.handshake_timeout_ms != 0)
+        h2o_timeout_dispose(w->loop, &w->first_word);
     h2o_context_dispose(&w->ctx);
     h2o_evloop_destroy(w->loop);
 }

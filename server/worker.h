@@ -13,6 +13,7 @@
 #include <h2o.h>
 #include <openssl/ssl.h>
 #include "publish/snapshot.h"
+#include "server/connbudget.h"
 #include "server/listener.h"
 #include "server/obs/accesslog.h"
 #include "server/obs/metrics.h"
@@ -22,9 +23,11 @@ struct worker;
 /* What the workers of one kind of listener share. */
 struct worker_env {
     struct accesslog *accesslog;    /* or NULL */
-    enum metrics_listener listener; /* whose connection budget and counters */
-    unsigned long max_connections;  /* the budget, over all threads; 0: neither limited nor counted (fuzzer) */
+    enum metrics_listener listener; /* whose counters */
+    struct connbudget *budget;      /* the listener's, over all threads; NULL: neither limited nor counted (fuzzer) */
     uint64_t write_timeout_ms;      /* --write-timeout; 0: none (fuzzer) */
+    uint64_t handshake_timeout_ms;  /* --handshake-timeout; 0: none (fuzzer) */
+    int idle_make_room;             /* a connection between requests may make room too (the admin listener) */
 };
 
 /* Creates a worker that will accept on the listening sockets fds (it owns
@@ -45,8 +48,11 @@ int worker_start(struct worker *w);
 h2o_evloop_t *worker_attach(struct worker *w);
 
 /* On w's thread: serves sock, a connection accepted on one of w's plain
- * (tls 0) or TLS listeners, or closes it at once when its listener is at
- * its budget (env.max_connections). */
+ * (tls 0) or TLS listeners. When its listener is at its budget, or its
+ * address at its share (env.budget), the connection of w that has sent
+ * nothing for longest (of that address, for the share) is closed to make
+ * room, or with env.idle_make_room the first accepted of those between
+ * two requests; when w has none, sock is closed at once. */
 void worker_serve_connection(struct worker *w, h2o_socket_t *sock, int tls);
 
 /* On w's thread: 1 once w has what it needs to serve (see above). */

@@ -26,6 +26,10 @@
 #define GRPC_CONN_MAX_HEADERS 16384
 /* A request is claims (at most --max-token-size) and a field header. */
 #define GRPC_MESSAGE_SLACK 64
+/* What an open call costs before its first DATA, counted against
+ * --external-signer-max-buffered-bytes: its struct grpc_stream and
+ * nghttp2's stream, rounded up. */
+#define GRPC_STREAM_COST 512
 
 /* The paths of the calls: kube-apiserver 1.32 and 1.33 call v1alpha1,
  * later releases v1, with the same messages. */
@@ -49,6 +53,8 @@ struct grpc_stream {
     int bad_timeout;  /* grpc-timeout does not parse */
     int has_deadline; /* grpc-timeout was given: deadline holds */
     int answered;     /* the answer is submitted: DATA still coming is dropped */
+    int exhausted;    /* opened over --external-signer-max-buffered-bytes: answered so once its headers end */
+    size_t charged;   /* what it counts in env->buffered */
     struct timespec deadline;
     size_t header_bytes;
     uint8_t *req; /* the DATA received: one length-prefixed message */
@@ -157,6 +163,29 @@ static void grpc_take_header(struct grpc_stream *st, const uint8_t *name, size_t
     } else if (grpc_name_is(name, namelen, "grpc-timeout")) {
         grpc_parse_timeout(st, value, valuelen);
     }
+}
+
+/* ---- the memory of unfinished calls ------------------------------------ */
+
+/* Counts n more bytes held for st against the limit every connection
+ * shares. -1, counting nothing, when they would pass it. */
+static int grpc_charge(struct grpc_conn *c, struct grpc_stream *st, size_t n)
+{
+    size_t before = atomic_fetch_add(c->env->buffered, n);
+
+    if (before + n > c->env->max_buffered) {
+        atomic_fetch_sub(c->env->buffered, n);
+        return -1;
+    }
+    st->charged += n;
+    return 0;
+}
+
+/* st holds nothing more: its request is answered, or it is gone. */
+static void grpc_uncharge(struct grpc_conn *c, struct grpc_stream *st)
+{
+    atomic_fetch_sub(c->env->buffered, st->charged);
+    st->charged = 0;
 }
 
 /* ---- answering a call --------------------------------------------------- */
@@ -301,6 +330,11 @@ static int grpc_answer(struct grpc_conn *c, int32_t id, struct grpc_stream *st)
     service_call(grpc_paths[st->path].method, s, st->req + SERVICE_MESSAGE_PREFIX, st->req_len - SERVICE_MESSAGE_PREFIX,
                  c->env->max_claims, time(NULL), &reply);
     signer_state_release(s);
+    /* The request has served its purpose: its bytes go back now rather
+     * than when the answer has been written. */
+    free(st->req);
+    st->req = NULL;
+    grpc_uncharge(c, st);
     rc = reply.status == RPC_OK ? grpc_answer_message(c, id, st, &reply)
                                 : grpc_answer_status(c, id, reply.status, reply.message);
     free(reply.body);
@@ -323,6 +357,7 @@ static int grpc_on_begin_headers(nghttp2_session *session, const nghttp2_frame *
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
     c->nstreams++;
     st->path = -1;
+    st->exhausted = grpc_charge(c, st, GRPC_STREAM_COST) != 0;
     st->next = c->streams;
     if (c->streams)
         c->streams->prev = st;
@@ -350,8 +385,20 @@ static int grpc_on_header(nghttp2_session *session, const nghttp2_frame *frame, 
     return 0;
 }
 
+/* Answers st RESOURCE_EXHAUSTED at once (the rest of its request is
+ * dropped): the calls open on every connection hold all the memory they
+ * may. */
+static int grpc_answer_exhausted(struct grpc_conn *c, int32_t id, struct grpc_stream *st)
+{
+    st->answered = 1;
+    return grpc_answer_status(c, id, RPC_RESOURCE_EXHAUSTED,
+                              "the signer holds too many unfinished calls (--external-signer-max-buffered-bytes)");
+}
+
 /* Keeps the request's bytes, up to one message of the largest size a call
- * takes; a larger request is answered at once and the rest dropped. */
+ * takes and while the memory of every connection's unfinished calls
+ * allows; a larger request, or one over that, is answered at once and the
+ * rest dropped. */
 static int grpc_on_data(nghttp2_session *session, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
                         void *user_data)
 {
@@ -369,6 +416,8 @@ static int grpc_on_data(nghttp2_session *session, uint8_t flags, int32_t id, con
         st->answered = 1;
         return grpc_answer_status(c, id, RPC_RESOURCE_EXHAUSTED, why) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
     }
+    if (grpc_charge(c, st, len) != 0)
+        return grpc_answer_exhausted(c, id, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
     if ((grown = realloc(st->req, st->req_len + len)) == NULL)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     memcpy(grown + st->req_len, data, len);
@@ -378,16 +427,20 @@ static int grpc_on_data(nghttp2_session *session, uint8_t flags, int32_t id, con
 }
 
 /* A frame that ends a request (HEADERS or DATA with END_STREAM): the call
- * is complete and answered now, on this thread. */
+ * is complete and answered now, on this thread. A call opened over the
+ * memory limit is answered once its headers are complete. */
 static int grpc_on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     struct grpc_stream *st;
 
-    if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
-        !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
         return 0;
     st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
     if (st == NULL || st->answered)
+        return 0;
+    if (st->exhausted)
+        return grpc_answer_exhausted(user_data, frame->hd.stream_id, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     return grpc_answer(user_data, frame->hd.stream_id, st) == 0 ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE;
 }
@@ -402,6 +455,7 @@ static void grpc_stream_free(struct grpc_conn *c, struct grpc_stream *st)
     if (st->next)
         st->next->prev = st->prev;
     c->nstreams--;
+    grpc_uncharge(c, st);
     free(st->req);
     free(st->resp);
     free(st);
@@ -520,6 +574,11 @@ int grpc_conn_io(struct grpc_conn *c)
 int grpc_conn_blocked(const struct grpc_conn *c)
 {
     return c->out_off < c->out.len;
+}
+
+int grpc_conn_idle(const struct grpc_conn *c)
+{
+    return c->nstreams == 0 && !grpc_conn_blocked(c);
 }
 
 void grpc_conn_goaway(struct grpc_conn *c)

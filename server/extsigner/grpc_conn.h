@@ -13,13 +13,17 @@
  * connection, from the signer state current at that moment
  * (jose/signer.h): nothing is queued between reading a call and signing
  * it, so a connection never holds more than the calls its client has in
- * flight (at most GRPC_CONN_MAX_STREAMS, each at most the message limit).
+ * flight (at most GRPC_CONN_MAX_STREAMS, each at most the message limit,
+ * and all the connections' together at most --external-signer-max-
+ * buffered-bytes: a call that would pass it is answered
+ * RESOURCE_EXHAUSTED).
  * While its answers cannot be written, the connection is not read: a
  * client that does not read cannot make the server buffer without bound.
  */
 #ifndef OIDC_EXTSIGNER_GRPC_CONN_H
 #define OIDC_EXTSIGNER_GRPC_CONN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "jose/signer.h"
@@ -28,10 +32,13 @@
  * STREAMS). */
 #define GRPC_CONN_MAX_STREAMS 1000
 
-/* What every connection of a server answers from. */
+/* What every connection of a server answers from, and the memory all of
+ * them share. */
 struct grpc_conn_env {
     struct signer_slot *slot;
-    size_t max_claims; /* --max-token-size: the longest claims Sign takes */
+    size_t max_claims;       /* --max-token-size: the longest claims Sign takes */
+    size_t max_buffered;     /* --external-signer-max-buffered-bytes */
+    atomic_size_t *buffered; /* what unfinished calls hold now, over every connection */
 };
 
 struct grpc_conn;
@@ -49,6 +56,10 @@ int grpc_conn_io(struct grpc_conn *c);
 /* Whether answers wait for fd to become writable: the caller then waits
  * for EPOLLOUT instead of EPOLLIN. */
 int grpc_conn_blocked(const struct grpc_conn *c);
+
+/* Whether c has no call open and no answer waiting: closing it loses
+ * nothing (a gRPC client reconnects on its next call). */
+int grpc_conn_idle(const struct grpc_conn *c);
 
 /* Tells the client the server is going away (GOAWAY) and writes what can
  * be written now, without waiting. */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +21,31 @@
 #define EXTSIGNER_EVENTS 64
 /* Connections one thread serves at once: kube-apiserver keeps one per
  * API server process, and the socket is its owner's alone (0600 or 0660),
- * so this only bounds a local client gone wrong (each connection holds at
- * most GRPC_CONN_MAX_STREAMS unfinished requests of --max-token-size). */
+ * so this only bounds a local client gone wrong (the unfinished requests
+ * of all connections together hold at most
+ * --external-signer-max-buffered-bytes). A thread at this many makes room
+ * for a new connection by closing its idle one that has been quiet
+ * longest. */
 #define EXTSIGNER_MAX_CONNS 64
+/* A line about refused connections or failed accepts is logged at most
+ * this often, with the count of those not logged since: a client that
+ * reconnects in a loop must not flood the log. */
+#define EXTSIGNER_LOG_EVERY_MS 10000
+
+/* One kind of message logged at most every EXTSIGNER_LOG_EVERY_MS, shared
+ * by the threads. */
+struct extsigner_ratelimit {
+    pthread_mutex_t mu;
+    int64_t last_ms; /* when the last line was written; 0: never */
+    unsigned long suppressed;
+};
 
 /* One connection as its thread keeps it. */
 struct extsigner_conn {
     struct grpc_conn *c;
     int fd;
-    int blocked; /* waiting for EPOLLOUT (grpc_conn_blocked) */
+    int blocked;       /* waiting for EPOLLOUT (grpc_conn_blocked) */
+    int64_t active_ms; /* when epoll last said it could read or write */
     struct extsigner_conn *prev, *next;
 };
 
@@ -39,15 +56,48 @@ struct extsigner_thread {
     int started;
     struct extsigner_conn *conns; /* every connection of the thread */
     size_t nconns;
+    int64_t swept_ms; /* when idle connections were last looked for */
 };
 
 struct extsigner_grpc {
     struct unix_socket sock;
     int stop_fd; /* an eventfd: readable once the threads must end */
     struct grpc_conn_env env;
+    atomic_size_t buffered; /* env.buffered points here */
+    int64_t idle_ms;        /* --external-signer-idle-timeout */
+    struct extsigner_ratelimit refusals, accept_errors;
     struct extsigner_thread *threads;
     size_t nthreads;
 };
+
+/* Monotonic milliseconds. */
+static int64_t extsigner_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether a line of r's kind may be written now; when it may, *suppressed
+ * is how many were not written since the last one. */
+static int extsigner_may_log(struct extsigner_ratelimit *r, unsigned long *suppressed)
+{
+    int64_t now = extsigner_now_ms();
+    int may;
+
+    pthread_mutex_lock(&r->mu);
+    may = r->last_ms == 0 || now - r->last_ms >= EXTSIGNER_LOG_EVERY_MS;
+    if (may) {
+        *suppressed = r->suppressed;
+        r->suppressed = 0;
+        r->last_ms = now;
+    } else {
+        r->suppressed++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return may;
+}
 
 /* ---- connections -------------------------------------------------------- */
 
@@ -72,6 +122,7 @@ static void extsigner_serve(struct extsigner_thread *t, struct extsigner_conn *n
     struct epoll_event ev;
     int blocked;
 
+    n->active_ms = extsigner_now_ms();
     if (grpc_conn_io(n->c) != 0) {
         extsigner_drop(t, n);
         return;
@@ -85,17 +136,79 @@ static void extsigner_serve(struct extsigner_thread *t, struct extsigner_conn *n
         extsigner_drop(t, n);
 }
 
-/* Takes one accepted connection onto thread t. */
+/* Says GOAWAY to a connection and ends it. */
+static void extsigner_close(struct extsigner_thread *t, struct extsigner_conn *n)
+{
+    grpc_conn_goaway(n->c);
+    extsigner_drop(t, n);
+}
+
+/* The idle connection of t (grpc_conn_idle) quiet for longest, or NULL.
+ * The list runs newest first: of connections last active in the same
+ * millisecond, the oldest is taken. */
+static struct extsigner_conn *extsigner_quietest(struct extsigner_thread *t)
+{
+    struct extsigner_conn *best = NULL;
+
+    for (struct extsigner_conn *n = t->conns; n != NULL; n = n->next)
+        if (grpc_conn_idle(n->c) && (best == NULL || n->active_ms <= best->active_ms))
+            best = n;
+    return best;
+}
+
+/* --external-signer-idle-timeout: closes the connections of t that epoll
+ * has not woken for that long. Looked for at most every quarter of it. */
+static void extsigner_sweep(struct extsigner_thread *t)
+{
+    int64_t now = extsigner_now_ms();
+    struct extsigner_conn *n = t->conns;
+
+    if (now - t->swept_ms < t->x->idle_ms / 4)
+        return;
+    t->swept_ms = now;
+    while (n != NULL) {
+        struct extsigner_conn *next = n->next;
+        if (now - n->active_ms >= t->x->idle_ms)
+            extsigner_close(t, n);
+        n = next;
+    }
+}
+
+/* How long t's epoll_wait may sleep: until its next sweep is due, or for
+ * good without a connection. */
+static int extsigner_wait_ms(const struct extsigner_thread *t)
+{
+    return t->conns == NULL ? -1 : (int)(t->x->idle_ms / 4 > 0 ? t->x->idle_ms / 4 : 1);
+}
+
+/* A thread full of connections that are all busy closes a new one; the
+ * line says so at most every EXTSIGNER_LOG_EVERY_MS. */
+static void extsigner_refuse(struct extsigner_thread *t, int fd)
+{
+    unsigned long suppressed;
+
+    close(fd);
+    if (extsigner_may_log(&t->x->refusals, &suppressed))
+        log_msg(LOG_WARN,
+                "external signer: %d connections with calls open on one thread; closing a new one (%lu more "
+                "closed since the last such line)",
+                EXTSIGNER_MAX_CONNS, suppressed);
+}
+
+/* Takes one accepted connection onto thread t; at EXTSIGNER_MAX_CONNS,
+ * its quietest idle connection makes room, since a client that opens
+ * connections and leaves them idle must not lock kube-apiserver out. */
 static void extsigner_adopt(struct extsigner_thread *t, int fd)
 {
     struct epoll_event ev = {.events = EPOLLIN};
     struct extsigner_conn *n;
 
     if (t->nconns >= EXTSIGNER_MAX_CONNS) {
-        log_msg(LOG_WARN, "external signer: %d connections on one thread already; closing a new one",
-                EXTSIGNER_MAX_CONNS);
-        close(fd);
-        return;
+        if ((n = extsigner_quietest(t)) == NULL) {
+            extsigner_refuse(t, fd);
+            return;
+        }
+        extsigner_close(t, n);
     }
     if ((n = calloc(1, sizeof(*n))) == NULL || (n->c = grpc_conn_new(fd, &t->x->env)) == NULL) {
         if (n == NULL)
@@ -133,7 +246,12 @@ static void extsigner_accept(struct extsigner_thread *t)
             /* Out of descriptors: the socket stays readable, so wait a
              * little rather than spin. */
             struct timespec pause = {0, 10 * 1000 * 1000};
-            log_msg(LOG_ERROR, "external signer: cannot accept a connection: %s", strerror(errno));
+            unsigned long suppressed;
+            if (extsigner_may_log(&t->x->accept_errors, &suppressed))
+                log_msg(LOG_ERROR,
+                        "external signer: cannot accept a connection: %s (%lu more failures since the "
+                        "last such line)",
+                        strerror(errno), suppressed);
             nanosleep(&pause, NULL);
         }
         return;
@@ -151,7 +269,7 @@ static void *extsigner_main(void *arg)
     struct epoll_event ev[EXTSIGNER_EVENTS];
 
     for (;;) {
-        int n = epoll_wait(t->epfd, ev, EXTSIGNER_EVENTS, -1);
+        int n = epoll_wait(t->epfd, ev, EXTSIGNER_EVENTS, extsigner_wait_ms(t));
         if (n < 0 && errno != EINTR) {
             log_msg(LOG_ERROR, "external signer: epoll_wait: %s", strerror(errno));
             break;
@@ -164,12 +282,11 @@ static void *extsigner_main(void *arg)
             else
                 extsigner_serve(t, ev[i].data.ptr);
         }
+        extsigner_sweep(t);
     }
 stop:
-    while (t->conns != NULL) {
-        grpc_conn_goaway(t->conns->c);
-        extsigner_drop(t, t->conns);
-    }
+    while (t->conns != NULL)
+        extsigner_close(t, t->conns);
     return NULL;
 }
 
@@ -227,6 +344,11 @@ struct extsigner_grpc *extsigner_grpc_start(const struct config *cfg, struct sig
     x->sock.fd = x->stop_fd = -1;
     x->env.slot = slot;
     x->env.max_claims = cfg->max_token_size;
+    x->env.max_buffered = cfg->signer_max_buffered;
+    x->env.buffered = &x->buffered;
+    x->idle_ms = (int64_t)cfg->signer_idle_timeout * 1000;
+    pthread_mutex_init(&x->refusals.mu, NULL);
+    pthread_mutex_init(&x->accept_errors.mu, NULL);
     x->nthreads = cfg->external_signer_threads;
     if (extsigner_setup(x, cfg, err, errlen) != 0) {
         extsigner_grpc_stop(x);
@@ -256,6 +378,8 @@ void extsigner_grpc_stop(struct extsigner_grpc *x)
     unix_socket_close(&x->sock);
     if (x->stop_fd >= 0)
         close(x->stop_fd);
+    pthread_mutex_destroy(&x->refusals.mu);
+    pthread_mutex_destroy(&x->accept_errors.mu);
     free(x->threads);
     free(x);
 }

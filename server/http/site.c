@@ -27,6 +27,10 @@ static h2o_pathconf_t *site_init(h2o_globalconf_t *conf, const struct config *cf
     conf->max_request_entity_size = max_body;
     conf->http1.upgrade_to_http2 = http2;
     conf->http1.req_timeout = (uint64_t)cfg->request_timeout * 1000;
+    /* h2o's own deadline for a TLS handshake (10 s unless set) comes a
+     * second after --handshake-timeout, at which the worker closes, and
+     * counts, a connection still silent (worker.c). */
+    conf->handshake_timeout = ((uint64_t)cfg->handshake_timeout + 1) * 1000;
     conf->http2.idle_timeout = (uint64_t)cfg->idle_timeout * 1000;
     conf->http2.max_concurrent_requests_per_connection = cfg->http2_max_streams;
     h2o_hostconf_t *host = h2o_config_register_host(conf, h2o_iovec_init(H2O_STRLIT("default")), 65535);

@@ -196,6 +196,20 @@ static void metrics_render_connections(struct strbuf *b, size_t n)
     for (int l = 0; l < METRICS_NLISTENERS; l++)
         strbuf_printf(b, "oidc_connections_refused_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
                       (unsigned long long)p->connections_refused[l]);
+    strbuf_printf(b, "# HELP oidc_connections_evicted_total Connections that had sent nothing (over TLS: not "
+                     "finished their handshake), or on the admin listener were between requests, closed to make room "
+                     "for a new one at their listener's budget or their address's share of it "
+                     "(--connection-share-per-address).\n"
+                     "# TYPE oidc_connections_evicted_total counter\n");
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        strbuf_printf(b, "oidc_connections_evicted_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                      (unsigned long long)p->connections_evicted[l]);
+    strbuf_printf(b, "# HELP oidc_handshake_timeouts_total Connections closed because they sent nothing (over TLS: "
+                     "did not finish their handshake) within --handshake-timeout.\n"
+                     "# TYPE oidc_handshake_timeouts_total counter\n");
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        strbuf_printf(b, "oidc_handshake_timeouts_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
+                      (unsigned long long)p->silent_timeouts[l]);
     strbuf_printf(b,
                   "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
                   "out of file descriptors or memory.\n"

@@ -97,6 +97,8 @@ struct metrics_process {
     atomic_int_fast64_t token_review_cert_not_after;              /* the same for the TokenReview listener */
     atomic_uint_fast64_t connections[METRICS_NLISTENERS];         /* open client connections, all threads */
     atomic_uint_fast64_t connections_refused[METRICS_NLISTENERS]; /* closed at once over the budget */
+    atomic_uint_fast64_t connections_evicted[METRICS_NLISTENERS]; /* silent ones closed to make room */
+    atomic_uint_fast64_t silent_timeouts[METRICS_NLISTENERS];     /* silent for --handshake-timeout */
     atomic_uint_fast64_t accept_pauses;                           /* accept() out of descriptors or memory */
     atomic_uint_fast64_t access_log_dropped; /* lines not queued: the writer fell behind, or no memory */
     atomic_uint_fast64_t access_log_lost;    /* lines lost to write errors */

@@ -8,7 +8,13 @@ grpc-timeout and a request over the size limit, each answered with its
 gRPC status in one HEADERS frame while the connection goes on; fifty
 calls in flight on one connection; calls cut off by the client leaving; a
 client that sends calls and never reads holds up no other client of the
-same thread; GOAWAY when the server stops."""
+same thread; GOAWAY when the server stops. And the limits a local client
+gone wrong meets: a connection quiet for --external-signer-idle-timeout
+is told GOAWAY and closed; unfinished calls hold at most
+--external-signer-max-buffered-bytes over all connections, the calls past
+it answered RESOURCE_EXHAUSTED; a thread full of idle connections closes
+the quietest for a new one; a thread full of busy ones closes the new
+one, and says so in the log at most every ten seconds."""
 
 import os
 import select
@@ -25,6 +31,7 @@ import extsigner_client as X  # noqa: E402
 
 ISSUER = "https://issuer.example"
 METADATA = b"/v1alpha1.ExternalJWTSigner/Metadata"
+SIGN = b"/v1alpha1.ExternalJWTSigner/Sign"
 EMPTY_MESSAGE = b"\x00\x00\x00\x00\x00"
 
 
@@ -119,8 +126,32 @@ class RawClient:
     def call(self, *args, **kwargs):
         return self.wait(self.start(*args, **kwargs))[0]
 
+    def start_unfinished(self, path=SIGN, part=8192):
+        """A call whose message announces more than the part of it sent:
+        the server holds what came until the rest arrives."""
+        sid = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(sid, [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path),
+                                     (b":authority", b"localhost"), (b"content-type", b"application/grpc")])
+        self.conn.send_data(sid, b"\x00" + (2 * part).to_bytes(4, "big") + b"\x0a" + b"x" * (part - 6))
+        self.answers[sid] = Answer()
+        self.flush()
+        return sid
 
-class Transport(X.SignerTestCase):
+    def closed(self, timeout):
+        """True once the server has closed the connection (within
+        timeout)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if not self.pump(0.2):
+                    return True
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+        return False
+
+
+class SignerSocket(X.SignerTestCase):
+    """A server with the external signer on a socket of the test's."""
 
     def setUp(self):
         super().setUp()
@@ -147,6 +178,9 @@ class Transport(X.SignerTestCase):
         self.assertEqual(int(a.headers[b"grpc-status"]), status, vars(a))
         self.assertIn(details, a.headers[b"grpc-message"])
         self.assertEqual((a.data, a.trailers), (b"", None))
+
+
+class Transport(SignerSocket):
 
     def test_an_answer_is_headers_one_message_and_trailers(self):
         self.start_signer()
@@ -207,6 +241,11 @@ class Transport(X.SignerTestCase):
         hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.addCleanup(hog.close)
         hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        # a small send buffer too: once the server stops reading, the hog
+        # stalls after a few KiB, not after the ~200 KiB a Unix socket
+        # buffers by default, which Python on a busy machine may take
+        # longer to produce than the test waits
+        hog.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
         hog.connect(self.sock)
         import h2.config
         import h2.connection
@@ -274,6 +313,99 @@ class Transport(X.SignerTestCase):
         self.assertEqual(c.goaway, 0, "GOAWAY with NO_ERROR before the connection closes")
         srv.proc.wait(10 * H.SLOW)
         self.assertFalse(os.path.exists(self.sock), "the socket goes with the server")
+
+
+class Limits(SignerSocket):
+    """What a local client gone wrong meets: before, 1,000 unfinished Sign
+    calls held some 12 MiB per connection with no limit over connections,
+    64 idle connections locked a thread's other clients out, and each one
+    refused wrote a line to the log."""
+
+    def test_a_quiet_connection_is_told_goaway_and_closed(self):
+        self.start_signer("--external-signer-idle-timeout", "1s")
+        quiet, busy = self.raw(), self.raw()
+        self.assertEqual(quiet.call().status(), 0)
+        # calling more often than the timeout keeps a connection open
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2.0:
+            self.assertEqual(busy.call().status(), 0)
+            time.sleep(0.2)
+        self.assertTrue(quiet.closed(1.0 + 2.0 * H.SLOW), "a connection quiet for 1s is still open")
+        self.assertEqual(quiet.goaway, 0, "GOAWAY with NO_ERROR before the close")
+        self.assertEqual(busy.call().status(), 0)
+
+    def test_unfinished_calls_share_a_memory_limit(self):
+        self.start_signer("--external-signer-max-buffered-bytes", "65536")
+        hog = self.raw()
+        sids = []
+        for _ in range(12):  # 8 KiB each: 96 KiB in all, over the limit
+            sids.append(hog.start_unfinished())
+            hog.pump(0.05)
+        deadline = time.monotonic() + 10 * H.SLOW
+        while time.monotonic() < deadline and not hog.answers[sids[-1]].ended:
+            hog.pump(0.2)
+        refused = [s for s in sids if hog.answers[s].ended]
+        self.assertTrue(refused, "no unfinished call was refused over the limit")
+        self.assertNotIn(sids[0], refused, "the first call, under the limit, was refused")
+        for s in refused:
+            self.assert_refused(hog.answers[s], 8, b"too many unfinished calls")
+        # another connection's call over the limit is refused too, while
+        # a small one still fits
+        other = self.raw()
+        sid = other.start_unfinished()
+        self.assert_refused(other.wait(sid)[0], 8, b"--external-signer-max-buffered-bytes")
+        self.assertEqual(other.call().status(), 0)
+        # the hog's calls give their memory back when it leaves
+        hog.close()
+        deadline = time.monotonic() + 10 * H.SLOW
+        while True:
+            again = self.raw()
+            sid = again.start_unfinished()
+            again.pump(0.5)
+            if not again.answers[sid].ended:
+                break
+            self.assertLess(time.monotonic(), deadline, "the memory of a closed connection's calls stays taken")
+
+    def connect_idle(self):
+        """A connection that has said its preface and settings, and nothing
+        more."""
+        c = self.raw()
+        c.pump(0.05)
+        return c
+
+    def test_a_thread_full_of_idle_connections_makes_room(self):
+        self.start_signer("--external-signer-threads", "1")
+        idle = [self.connect_idle() for _ in range(64)]
+        signer = X.Signer(self.sock, timeout=5)
+        self.addCleanup(signer.close)
+        self.assertEqual(signer.metadata().max_token_expiration_seconds, 3600)
+        self.assertTrue(idle[0].closed(5.0 * H.SLOW), "the quietest idle connection was not closed for room")
+        self.assertEqual(idle[0].goaway, 0)
+
+    def test_refusals_are_logged_at_most_every_ten_seconds(self):
+        srv = self.start_signer("--external-signer-threads", "1")
+        busy = []
+        for _ in range(64):  # each with a call open: none is idle
+            c = self.raw()
+            c.start_unfinished(part=64)
+            busy.append(c)
+        for c in busy:
+            c.pump(0.01)
+        refused = 0
+        for _ in range(50):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5 * H.SLOW)
+            try:
+                s.connect(self.sock)
+                refused += s.recv(1) == b""
+            except (ConnectionResetError, BrokenPipeError):
+                refused += 1
+            finally:
+                s.close()
+        self.assertEqual(refused, 50, "connections over a thread's 64 busy ones were served")
+        lines = H.count_log(srv, r"closing a new one")
+        self.assertEqual(lines, 1, "%d lines for 50 refusals:\n%s" % (lines, srv.stderr()[-3000:]))
+        self.assertTrue(all(c.call().status() == 0 for c in busy[:3]), "the busy connections go on")
 
 
 if __name__ == "__main__":

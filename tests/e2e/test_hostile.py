@@ -225,8 +225,11 @@ class EveryListenerTest(H.ServerTestCase):
     def setUp(self):
         super().setUp()
         key = self.keys.ec()
+        # every case's connection stays open until the test ends, all from
+        # 127.0.0.1: more than its share of the admin budget by default
         self.srv = H.start_review_server(self, ["--service-account-issuer", ISSUER,
-                                                "--service-account-key-file", key.pub], key.priv)
+                                                "--service-account-key-file", key.pub,
+                                                "--connection-share-per-address", "100"], key.priv)
         self.targets = {  # listener -> (port, paths)
             "public": (self.srv.port, (H.JWKS, "/nope")),
             "tokenreview": (self.srv.review_port, (H.TOKENREVIEW_PATH, "/", "/apis/other")),

@@ -7,7 +7,6 @@ that never read closed after --write-timeout (oidc_write_timeouts_total),
 and each listener (public, TokenReview, admin) with a budget of its own.
 """
 
-import http.client
 import select
 import socket
 import time
@@ -18,6 +17,9 @@ import oidc_harness as H
 H.ensure_system_modules("prometheus_client", "cryptography")
 
 ISSUER = "https://issuer.example"
+# Every client of a test comes from 127.0.0.1: the tests of a whole budget
+# let one address hold all of it (test_connection_budgets tests the share).
+WHOLE_BUDGET = ("--connection-share-per-address", "100")
 SLACK = 2.0  # seconds beyond --request-timeout for a close to arrive
 REQUEST = b"GET " + H.JWKS.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"
 NON_READERS = 20
@@ -106,18 +108,6 @@ def idle_after_answer(port, request):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-
-
-def scrape_when(port, done, timeout=3.0):
-    """The first /metrics scrape for which done(samples) holds (None on
-    timeout), retrying scrapes refused while the admin budget is full."""
-    def attempt():
-        try:
-            samples = H.scrape_metrics(port)
-        except (OSError, http.client.HTTPException):
-            return None
-        return samples if done(samples) else None
-    return H.wait_until(attempt, timeout)
 
 
 def read_status(sock, timeout=H.SOCK_TIMEOUT):
@@ -264,7 +254,7 @@ class TestHeaderSize(LimitsBase):
 class TestMaxConnections(LimitsBase):
 
     def test_connection_over_limit_closed_at_once(self):
-        srv = self.start_server(self.args("--max-connections", "5", "--request-timeout", "30s"))
+        srv = self.start_server(self.args("--max-connections", "5", "--request-timeout", "30s", *WHOLE_BUDGET))
         # the harness's readiness probe must have been closed server-side
         time.sleep(0.3)
         before = H.metric(H.scrape_metrics(srv.admin_port), "oidc_connections_refused_total", listener="public")
@@ -272,9 +262,10 @@ class TestMaxConnections(LimitsBase):
         time.sleep(0.2)  # the scrape's connection is gone too
         idle = []
         self.addCleanup(lambda: [s.close() for s in idle])
+        # each has been answered once: a connection that has sent nothing
+        # would be closed to make room for the sixth
         for _ in range(5):
-            idle.append(srv.raw_socket())
-        time.sleep(0.3)
+            idle.append(idle_after_answer(srv.port, REQUEST))
         # the five are really open: one of them can still be used
         H.raw_request(idle[0], H.JWKS)
         self.assertEqual(H.RawReader(idle[0]).read_response()[0], 200)
@@ -324,7 +315,7 @@ class TestWriteTimeout(LimitsBase):
         srv = H.start_review_server(self, ["--service-account-issuer", ISSUER, "--service-account-key-file",
                                            self.keyfile, "--service-account-key-file", self.caller.pub,
                                            "--write-timeout", "%ds" % write_timeout, "--request-timeout", "60s",
-                                           *extra], self.caller.priv)
+                                           *WHOLE_BUDGET, *extra], self.caller.priv)
         st, _, self.jwks = srv.get(H.JWKS)
         self.assertEqual(st, 200)
         self.assertGreater(len(self.jwks), 50000)
@@ -411,7 +402,8 @@ class TestBudgets(LimitsBase):
 
     def test_each_listener_has_its_own_budget(self):
         srv = H.start_review_server(self, self.args("--max-connections", "3", "--token-review-max-connections", "2",
-                                                    "--admin-max-connections", "3", "--request-timeout", "60s"),
+                                                    "--admin-max-connections", "3", "--request-timeout", "60s",
+                                                    *WHOLE_BUDGET),
                                     self.key.priv)
         review_get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # 401 (no caller), kept alive
         admin_get = b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -430,18 +422,24 @@ class TestBudgets(LimitsBase):
 
         admins = [idle_after_answer(srv.admin_port, admin_get) for _ in range(3)]
         held += admins
-        self.assertTrue(answer(srv.admin_port, admin_get) is None, "a 4th admin connection was served")
-        admins[0].close()
-        # counted per listener: each is full (the admin one with the
-        # scrape's own connection); a client's close reaches the server a
-        # moment later, so a connection opened meanwhile may have been
-        # refused and retried, hence "at least one"
-        samples = scrape_when(srv.admin_port, lambda m: H.metric(m, "oidc_open_connections", listener="admin") == 3)
-        self.assertIsNotNone(samples, "no scrape with the admin listener at 2 idle connections and the scrape")
-        for listener, open_ in (("public", 3), ("tokenreview", 2), ("admin", 3)):
+        # the admin listener full of connections between requests: the
+        # first of them makes room for a 4th, so that probes get through
+        self.assertEqual(answer(srv.admin_port, admin_get), (200, b"ok\n"), "a 4th admin connection was refused")
+        self.assertTrue(H.RawReader(admins[0]).wait_closed(), "the first admin connection was not closed for room")
+        # counted per listener: the public and TokenReview ones are full; a
+        # client's close reaches the server a moment later, so a connection
+        # opened meanwhile may have been refused and retried, hence "at
+        # least one". The admin one is full too, but each scrape may close
+        # another of its idle connections for room (while the 4th's close
+        # is on its way): at most its budget
+        samples = H.scrape_metrics(srv.admin_port)
+        for listener, open_ in (("public", 3), ("tokenreview", 2)):
             with self.subTest(listener=listener):
                 self.assertEqual(H.metric(samples, "oidc_open_connections", listener=listener), open_)
                 self.assertGreaterEqual(H.metric(samples, "oidc_connections_refused_total", listener=listener), 1)
+        self.assertLessEqual(H.metric(samples, "oidc_open_connections", listener="admin"), 3)
+        self.assertGreaterEqual(H.metric(samples, "oidc_connections_evicted_total", listener="admin"), 1)
+        self.assertEqual(H.metric(samples, "oidc_connections_refused_total", listener="admin"), 0)
 
 
 if __name__ == "__main__":

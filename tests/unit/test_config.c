@@ -2282,6 +2282,8 @@ static const struct flag_case production_flags[] = {
     {"--token-review-allowed-callers", "system:serviceaccount:vault:vault-auth"},
     {"--token-review-caller-audiences", "reviewers"},
     {"--admin-max-connections", "10"},
+    {"--handshake-timeout", "2s"},
+    {"--connection-share-per-address", "50"},
     {"--http2-max-concurrent-streams", "10"},
     {"--http2", NULL},
 };
@@ -2313,6 +2315,8 @@ static void production_defaults_are_set(unsigned long grace)
     cr_assert_eq(cfg.max_connections, 10000);
     cr_assert_eq(cfg.token_review_max_connections, 1000);
     cr_assert_eq(cfg.admin_max_connections, 64);
+    cr_assert_eq(cfg.handshake_timeout, 5);
+    cr_assert_eq(cfg.connection_share, 25);
     cr_assert_eq(cfg.http2_max_streams, 100);
     cr_assert_eq(cfg.http2, 0, "HTTP/2 is opt-in (docs/http2.md)");
 }
@@ -3476,6 +3480,8 @@ Test(config, signer_defaults)
     cr_assert_str_eq(cfg.external_signer_socket_mode, "0600");
     cr_assert_null(cfg.external_signer_socket_owner);
     cr_assert_eq(cfg.external_signer_threads, expected_threads());
+    cr_assert_eq(cfg.signer_idle_timeout, 300);
+    cr_assert_eq(cfg.signer_max_buffered, 16777216);
     cr_assert_eq(cfg.warnings.count, 0);
 }
 
@@ -3484,7 +3490,8 @@ Test(config, signer_every_flag)
     ok(SIGNER_ARGS, "--service-account-key-file", "/sa.pub", "--signing-key-type", "ec-p256", "--signing-key-import",
        "/sa.key", "--rotation-period", "7d", "--publish-ahead", "2h", "--max-token-lifetime", "10m",
        "--external-signer-listen", "unix:/run/signer.sock", "--external-signer-socket-mode", "0660",
-       "--external-signer-socket-owner", "kube:kube", "--external-signer-threads", "3", NULL);
+       "--external-signer-socket-owner", "kube:kube", "--external-signer-threads", "3",
+       "--external-signer-idle-timeout", "30s", "--external-signer-max-buffered-bytes", "1048576", NULL);
     cr_assert_str_eq(cfg.signing_key_type, "ec-p256");
     cr_assert_str_eq(cfg.signing_key_import, "/sa.key");
     cr_assert_eq(cfg.rotation_period, 7 * 86400);
@@ -3494,6 +3501,8 @@ Test(config, signer_every_flag)
     cr_assert_str_eq(cfg.external_signer_socket_mode, "0660");
     cr_assert_str_eq(cfg.external_signer_socket_owner, "kube:kube");
     cr_assert_eq(cfg.external_signer_threads, 3);
+    cr_assert_eq(cfg.signer_idle_timeout, 30);
+    cr_assert_eq(cfg.signer_max_buffered, 1048576);
 }
 
 /* Seconds are accepted, for tests that rotate in seconds. */
@@ -3551,6 +3560,10 @@ Test(config, signer_flags_need_the_directory)
           "--external-signer-socket-mode", "0660", NULL);
     fails("--external-signer-threads needs --external-signer-listen unix:PATH", SIGNER_ARGS,
           "--external-signer-threads", "2", NULL);
+    fails("--external-signer-idle-timeout needs --external-signer-listen unix:PATH", SIGNER_ARGS,
+          "--external-signer-idle-timeout", "1m", NULL);
+    fails("--external-signer-max-buffered-bytes needs --external-signer-listen unix:PATH", SIGNER_ARGS,
+          "--external-signer-max-buffered-bytes", "65536", NULL);
     fails("--signing-key-file watches a key the API server signs with itself; with --signing-key-dir this server "
           "signs: drop --signing-key-file (to start signing with that key, give it as --signing-key-import)",
           SIGNER_ARGS, "--signing-key-file", "/sa.key", NULL);
