@@ -26,6 +26,12 @@
 #     is never cached, so each request of either costs one RSA signature
 #     check that fails. Compared per server CPU-second:
 #         failed caller / failed review  [>= 1.00]
+#   - the same for a forged caller token without a kid while the server
+#     publishes VERIFY_EXTRA_RSA_KEYS (16) more RS256 keys: kube-apiserver
+#     would try every key of the alg, so without a bound a kid-less token
+#     costs an attacker's target 17 signature checks; the README promises a
+#     refused caller costs one at most:
+#         failed kid-less caller / failed caller  [>= 1.00]
 #
 # Rates are per CPU-second. `openssl speed` divides by its user CPU time
 # (unless -elapsed), so the product's rate is N / (user + system CPU time of
@@ -64,6 +70,7 @@ OSSL_SECONDS=${VERIFY_OPENSSL_SECONDS:-3}
 WRK_SECONDS=${VERIFY_WRK_SECONDS:-5}
 WRK_CONNS=${VERIFY_WRK_CONNS:-16}
 N_DISTINCT=${VERIFY_DISTINCT_TOKENS:-4500}
+N_EXTRA_RSA=${VERIFY_EXTRA_RSA_KEYS:-16}
 ISSUER=https://bench.example
 AUD=bench
 CACHE_SIZE=4096 # TOKENREVIEW_CACHE_SIZE in server/http/handler_tokenreview.c
@@ -119,6 +126,19 @@ mint "$FIX/rsa2048.pkcs8.key" u1 >"$WORK/rs256.jwt"
 # signature of the right length that does not verify.
 forge() { python3 -c 'import base64,sys; h,p,_=open(sys.argv[1]).read().split("."); print(h+"."+p+"."+base64.urlsafe_b64encode(b"\x01"*256).decode().rstrip("="))' "$1"; }
 forge "$WORK/caller.jwt" >"$WORK/forged-caller.jwt"
+# the same forged caller token with its kid taken out of the header
+python3 -c 'import base64,json,sys
+h,p,s=open(sys.argv[1]).read().strip().split(".")
+hd=json.loads(base64.urlsafe_b64decode(h+"=="*(len(h)%4!=0)))
+hd.pop("kid")
+print(base64.urlsafe_b64encode(json.dumps(hd,separators=(",",":")).encode()).decode().rstrip("=")+"."+p+"."+s)' \
+    "$WORK/forged-caller.jwt" >"$WORK/forged-caller-kidless.jwt"
+log "generating $N_EXTRA_RSA more RSA 2048 public keys for the server to publish"
+EXTRA_KEYS=()
+for i in $(seq "$N_EXTRA_RSA"); do
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 2>/dev/null | openssl pkey -pubout -out "$WORK/extra$i.pub"
+    EXTRA_KEYS+=(--service-account-key-file "$WORK/extra$i.pub")
+done
 forge "$WORK/rs256.jwt" >"$WORK/forged.jwt"
 mint "$FIX/ec256.pkcs8.key" u1 >"$WORK/es256.jwt"
 # Copies of the RS256 token re-signed with fresh jti values (bench/verify_tokens.py,
@@ -199,6 +219,7 @@ s = [socket.socket() for _ in range(2)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 SERVE_CMD=("${PIN[@]}" "$BIN" serve --service-account-issuer "$ISSUER" --service-account-key-file "$FIX/rsa2048.pub"
+           "${EXTRA_KEYS[@]}"
            --listen "127.0.0.1:$P1" --enable-token-review --token-review-listen "127.0.0.1:$P2"
            --token-review-insecure-http --token-review-allowed-callers system:serviceaccount:bench:caller
            --api-audiences "$AUD" --threads 1)
@@ -241,15 +262,16 @@ for r in $(seq "$ROUNDS"); do
     run_wrk "$r" http_cached "$WORK/one.jwt" "$WORK/caller.jwt"
     run_wrk "$r" http_distinct "$WORK/distinct.jwt" "$WORK/caller.jwt"
     run_wrk "$r" http_bad_caller "$WORK/one.jwt" "$WORK/forged-caller.jwt" unauthorized
+    run_wrk "$r" http_bad_caller_kidless "$WORK/one.jwt" "$WORK/forged-caller-kidless.jwt" unauthorized
     run_wrk "$r" http_bad_review "$WORK/forged.jwt" "$WORK/caller.jwt" not-authenticated
 done
 kill "$SERVER_PID" 2>/dev/null || true
 wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=
 
-python3 - "$RESULTS" "$ROUNDS" "$N_DISTINCT" "$CORE" "$OTHERS" "$(openssl version)" "$CACHE_SIZE" <<'EOF'
+python3 - "$RESULTS" "$ROUNDS" "$N_DISTINCT" "$CORE" "$OTHERS" "$(openssl version)" "$CACHE_SIZE" "$N_EXTRA_RSA" <<'EOF'
 import math, statistics, sys
-path, rounds, ndistinct, core, others, osslver, cachesize = sys.argv[1:]
+path, rounds, ndistinct, core, others, osslver, cachesize, nextra = sys.argv[1:]
 R = range(1, int(rounds) + 1)
 v = {}
 for line in open(path):
@@ -308,6 +330,9 @@ row("TokenReview req/s, failed caller (401)", runs("http_bad_caller"), marks=Fal
 row("TokenReview req/s, failed review (201)", runs("http_bad_review"), marks=False)
 row("  ratio failed caller / failed review, per CPU-s",
     [a / b for a, b in zip(per_cpu("http_bad_caller"), per_cpu("http_bad_review"))], "ratio", 1.0, marks=False)
+row("TokenReview req/s, failed kid-less caller (401)", runs("http_bad_caller_kidless"), marks=False)
+row("  ratio failed kid-less caller / failed caller, per CPU-s",
+    [a / b for a, b in zip(per_cpu("http_bad_caller_kidless"), per_cpu("http_bad_caller"))], "ratio", 1.0, marks=False)
 
 print("\nwall clock, as `verify --repeat` prints it (CPU share = CPU time / wall time):")
 for m, label in (("rs256_uncached", "RS256 uncached"), ("es256_uncached", "ES256 uncached"),
@@ -318,9 +343,10 @@ row("  openssl speed CPU share", runs("share_openssl"), "pct")
 row("  server CPU share, TokenReview 1 token", runs("share_http_cached"), "pct", marks=False)
 row("  server CPU share, TokenReview all misses", runs("share_http_distinct"), "pct", marks=False)
 row("  server CPU share, failed caller", runs("share_http_bad_caller"), "pct", marks=False)
+row("  server CPU share, failed kid-less caller", runs("share_http_bad_caller_kidless"), "pct", marks=False)
 row("  server CPU share, failed review", runs("share_http_bad_review"), "pct", marks=False)
 for m, label in (("http_cached", "1 token"), ("http_distinct", "all misses"), ("http_bad_caller", "failed caller"),
-                 ("http_bad_review", "failed review")):
+                 ("http_bad_caller_kidless", "failed kid-less caller"), ("http_bad_review", "failed review")):
     row("  TokenReview req per server CPU-s, %s" % label, per_cpu(m), marks=False)
 if any(shared.values()):
     print("NOTE: * = cpu %s was shared with other work in that round (a process got < 90%% of it);\n"
@@ -329,7 +355,8 @@ if any(shared.values()):
           "      Rerun on a quiet machine for figures to quote."
           % (core, "the medians use the clean rounds" if len(clean) < len(R) else "NO clean round: the medians use all"))
 print("(HTTP: RS256, server --threads 1 on cpu %s, wrk -t1 on cpu %s; the server caches %s\n"
-      " verifications per thread, FIFO, so %s round-robin tokens always miss)" % (core, others, cachesize, ndistinct))
+      " verifications per thread, FIFO, so %s round-robin tokens always miss; it publishes %s more\n"
+      " RS256 keys, which a kid-less token could be tried against)" % (core, others, cachesize, ndistinct, nextra))
 EOF
 
 echo
