@@ -29,10 +29,6 @@
  * loop serving thousands of JWKS requests must not spend. Each call
  * answers from the signer state the reload thread last handed over
  * (jose/signer.h), taken under a lock held for a pointer copy.
- *
- * This file, grpc_conn.c, unix_socket.c and service.c build into the
- * module oidc-discovery-extsigner.so (module.c is its entry), never into
- * the executable: see extsigner.h.
  */
 #ifndef OIDC_EXTSIGNER_GRPC_SERVER_H
 #define OIDC_EXTSIGNER_GRPC_SERVER_H
