@@ -13,13 +13,13 @@
 #   podman load -i ARCHIVE
 #   skopeo copy oci-archive:ARCHIVE docker://REGISTRY/oidc-discovery:VERSION
 #
-# The image holds the binary and the external signer's module
-# (`cmake --install --component runtime`, stripped), exactly the shared
-# libraries the two load (ldd's list, the dynamic loader with it), the CA
-# certificates, /etc/passwd and /etc/group naming the user it runs as
-# (65532, as the chart's pods run) and /etc/hosts for localhost: no shell,
-# no package manager, nothing else. Entrypoint /usr/bin/oidc-discovery,
-# `--help` as its default arguments (it serves nothing unconfigured).
+# The image holds the binary (`cmake --install --component runtime`,
+# stripped), exactly the shared libraries it loads (ldd's list, the
+# dynamic loader with it), the CA certificates, /etc/passwd and /etc/group
+# naming the user it runs as (65532, as the chart's pods run) and
+# /etc/hosts for localhost: no shell, no package manager, nothing else.
+# Entrypoint /usr/bin/oidc-discovery, `--help` as its default arguments (it
+# serves nothing unconfigured).
 #
 # Needs root (buildah on this host's storage driver vfs, in a storage of
 # its own that is removed afterwards: nothing is left in the host's image
@@ -53,11 +53,10 @@ trap cleanup EXIT
 root=$work/root
 
 # The program: what `cmake --install` puts in the runtime component, under
-# /usr (the binary finds the module at ../lib/oidc-discovery from itself).
+# /usr.
 DESTDIR=$root cmake --install "$build" --component runtime --prefix /usr --strip >/dev/null
 bin=$root/usr/bin/oidc-discovery
-module=$(find "$root/usr" -name oidc-discovery-extsigner.so)
-[ -x "$bin" ] && [ -n "$module" ] || die "cmake --install left no binary or module under $root/usr"
+[ -x "$bin" ] || die "cmake --install left no binary under $root/usr"
 
 # Copies a host file into the root at the same path, its directory made
 # first: through the real file for a library (a soname is a symlink on the
@@ -75,11 +74,9 @@ add_file() {
     fi
 }
 
-# The libraries: ldd of the binary and of the module (which the binary
-# dlopen()s for --external-signer-listen), each a path; the loader
-# (PT_INTERP, /lib64/ld-linux-x86-64.so.2 on amd64) has no "=>".
-libs=$( { ldd "$build/oidc-discovery"; ldd "$(dirname "$build/oidc-discovery")/oidc-discovery-extsigner.so"; } |
-        awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
+# The libraries: ldd of the binary, each a path; the loader (PT_INTERP,
+# /lib64/ld-linux-x86-64.so.2 on amd64) has no "=>".
+libs=$(ldd "$build/oidc-discovery" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
 [ -n "$libs" ] || die "ldd named no libraries"
 for lib in $libs; do
     add_file "$lib"

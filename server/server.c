@@ -14,7 +14,7 @@
 #include "publish/paths.h"
 #include "push/publisher.h"
 #include "server/connbudget.h"
-#include "server/extsigner/extsigner.h"
+#include "server/extsigner/grpc_server.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/listener.h"
@@ -99,7 +99,7 @@ struct server {
     /* The external signer (--signing-key-dir): the state its calls answer
      * from, handed over after each snapshot, and its gRPC server. */
     struct signer_slot signer_slot;
-    struct extsigner *extsigner; /* --external-signer-listen, or NULL */
+    struct extsigner_grpc *extsigner; /* --external-signer-listen, or NULL */
 };
 
 /* The one door by which the workers get what they serve: the first
@@ -550,7 +550,7 @@ static int server_start(struct server *s, sigset_t *signals)
         return 2;
     server_publish_signer(s, reload_signer_current(s->reload));
     if (s->cfg->external_signer_listen != NULL &&
-        (s->extsigner = extsigner_start(s->cfg, &s->signer_slot, err, sizeof(err))) == NULL) {
+        (s->extsigner = extsigner_grpc_start(s->cfg, &s->signer_slot, err, sizeof(err))) == NULL) {
         log_msg(LOG_ERROR, "%s", err);
         return 1;
     }
@@ -593,7 +593,7 @@ static void server_stop_workers(struct server *s)
 static void server_free(struct server *s)
 {
     status_clear();
-    extsigner_stop(s->extsigner);
+    extsigner_grpc_stop(s->extsigner);
     signer_slot_destroy(&s->signer_slot);
     reload_free(s->reload);
     for (int k = 0; k < CERT_NKINDS; k++)

@@ -554,9 +554,8 @@ static int grpc_conn_flush(struct grpc_conn *c)
 
 /* Reads and answers until the socket has nothing more, up to
  * GRPC_CONN_ROUNDS reads: while calls are answered the client sends the
- * next ones, and reading them at once saves a wait in epoll per batch
- * (measured: 4 Sign calls per read at 8 in flight). The bound lets the
- * thread's other connections have their turn. */
+ * next ones, and reading them at once saves a wait in epoll per batch.
+ * The bound lets the thread's other connections have their turn. */
 int grpc_conn_io(struct grpc_conn *c)
 {
     for (int round = 0; round < GRPC_CONN_ROUNDS && !grpc_conn_blocked(c); round++) {

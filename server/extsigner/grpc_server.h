@@ -7,20 +7,17 @@
  *
  * Why nghttp2 and protobuf-c rather than gRPC's C core: a Sign call is
  * the signature and little else, and every pod start and token refresh in
- * the cluster makes one. Measured on one core (bench/signer.sh), gRPC's
- * core spent about 22 us per call around a 37 us ES256 signature (its
- * completion queue, combiner, allocations and threads), 0.6x the
- * signatures per second of `openssl speed`; carried by nghttp2 on an
- * event loop of our own they spend 6 to 9 us (read and send ~2 with 8
- * calls in flight, much less when calls queue; nghttp2 ~2.5; SHA-256 of
- * the claims ~1): 0.8x to 0.9x, depending on this machine's speed of the
- * moment (docs/BENCHMARKS.md). What gRPC needs of a unary server is small
- * and fixed (doc/PROTOCOL-HTTP2.md: HEADERS, one length-prefixed message,
- * trailers with grpc-status): nghttp2 does all of HTTP/2 (framing, HPACK,
- * flow control, SETTINGS, PING, GOAWAY) and protoc-c generates the
- * messages, so what is ours is that mapping (grpc_conn.c). Clients nobody
- * here wrote (Python's grpcio, gRPC's C core in bench/sign_bench) are the
- * tests' peers.
+ * the cluster makes one, so what the transport adds to a call must stay
+ * small beside the signature. gRPC's core adds a large part of an ES256
+ * signature's time to each call (its completion queue, combiner,
+ * allocations and threads); nghttp2 on an event loop of our own adds
+ * little (docs/BENCHMARKS.md, "External signer"). What gRPC needs of a
+ * unary server is small and fixed (doc/PROTOCOL-HTTP2.md: HEADERS, one
+ * length-prefixed message, trailers with grpc-status): nghttp2 does all
+ * of HTTP/2 (framing, HPACK, flow control, SETTINGS, PING, GOAWAY) and
+ * protoc-c generates the messages, so what is ours is that mapping
+ * (grpc_conn.c). Clients nobody here wrote (Python's grpcio, gRPC's C
+ * core in bench/sign_bench) are the tests' peers.
  *
  * --external-signer-threads threads each run an event loop (epoll) and
  * accept connections from the one socket; a connection stays on the
@@ -29,10 +26,6 @@
  * loop serving thousands of JWKS requests must not spend. Each call
  * answers from the signer state the reload thread last handed over
  * (jose/signer.h), taken under a lock held for a pointer copy.
- *
- * This file, grpc_conn.c, unix_socket.c and service.c build into the
- * module oidc-discovery-extsigner.so (module.c is its entry), never into
- * the executable: see extsigner.h.
  */
 #ifndef OIDC_EXTSIGNER_GRPC_SERVER_H
 #define OIDC_EXTSIGNER_GRPC_SERVER_H

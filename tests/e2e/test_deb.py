@@ -3,9 +3,9 @@ oidc-discovery_VERSION_ARCH.deb; `apt-get install ./...deb` installs it with
 the libraries it needs (dependencies computed by dpkg-shlibdeps), the
 system user the unit runs as, the unit and /etc/default/oidc-discovery (a
 conffile); the installed /usr/bin/oidc-discovery names VERSION, serves the
-same documents as the build tree's binary and starts the external signer
-from the module installed beside it; `apt-get remove` keeps the settings and
-the user, `apt-get purge` leaves nothing behind.
+same documents as the build tree's binary and starts the external signer;
+`apt-get remove` keeps the settings and the user, `apt-get purge` leaves
+nothing behind.
 
 Needs root (it installs a package on this machine); skipped otherwise.
 Only this test touches the installed package: every other test runs the
@@ -33,12 +33,6 @@ LOCK = "/run/lock/oidc-discovery-test-deb.lock"
 # command is bounded by a little more.
 APT_LOCK_WAIT = 240
 APT_TIMEOUT = APT_LOCK_WAIT + 120
-
-
-def installed_module():
-    """Where the package puts the module: <libdir>/oidc-discovery under
-    /usr, the libdir the build tree was configured with."""
-    return os.path.join("/usr", H.cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", "oidc-discovery-extsigner.so")
 
 
 def run(argv, timeout, env=None):
@@ -118,7 +112,8 @@ class DebianPackage(H.ServerTestCase):
         deb = self.build_package()
         fields = run(["dpkg-deb", "-f", deb, "Depends", "Version"], 60).stdout
         depends = re.search(r"^Depends: (.*)$", fields, re.M).group(1)
-        for lib in ("libc6", "libssl3", "libcurl4", "libh2o-evloop0.13", "adduser"):
+        for lib in ("libc6", "libssl3", "libcurl4", "libh2o-evloop0.13", "libnghttp2-14", "libprotobuf-c1",
+                    "adduser"):
             self.assertRegex(depends, r"(^|, )%s( \(|,|$)" % re.escape(lib), "computed dependencies: " + depends)
         self.assertIn("Version: %s\n" % VERSION, fields)
 
@@ -135,7 +130,7 @@ class DebianPackage(H.ServerTestCase):
         r = apt_get("remove", PACKAGE)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(package_status(), "deinstall ok config-files")
-        for path in (INSTALLED_BIN, installed_module(), UNIT):
+        for path in (INSTALLED_BIN, UNIT):
             self.assertFalse(os.path.exists(path), path)
         self.assertIn("OIDC_ISSUER=https://oidc.example.com\n", H.read_bytes(DEFAULTS).decode())
         self.assertIsNotNone(getent("passwd", PACKAGE))
@@ -143,7 +138,7 @@ class DebianPackage(H.ServerTestCase):
         # purge: nothing left
         r = apt_get("purge", PACKAGE)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for path in (INSTALLED_BIN, os.path.dirname(installed_module()), UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1",
+        for path in (INSTALLED_BIN, UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1",
                      "/var/lib/oidc-discovery"):
             self.assertFalse(os.path.lexists(path), path)
         self.assertIsNone(getent("passwd", PACKAGE))
@@ -152,7 +147,7 @@ class DebianPackage(H.ServerTestCase):
 
     def check_files(self):
         listed = set(run(["dpkg", "-L", PACKAGE], 60).stdout.split())
-        for path in (INSTALLED_BIN, installed_module(), UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1",
+        for path in (INSTALLED_BIN, UNIT, DEFAULTS, "/usr/share/man/man1/oidc-discovery.1",
                      "/usr/share/doc/oidc-discovery/copyright"):
             self.assertIn(path, listed)
             self.assertTrue(os.path.isfile(path), path)
@@ -206,7 +201,7 @@ class DebianPackage(H.ServerTestCase):
         self.assertEqual(H.jwks_kids(installed.get(H.JWKS)[2]), [key.kid])
         self.stop_ok(installed)
 
-        # the external signer, from the module in /usr/lib/oidc-discovery
+        # the external signer, from the installed binary itself
         sock = os.path.join(self.tmp, "signer.sock")
         signer = H.Server(["--service-account-issuer", issuer, "--signing-key-dir", os.path.join(self.tmp, "sk"),
                            "--external-signer-listen", "unix:" + sock])
@@ -215,7 +210,7 @@ class DebianPackage(H.ServerTestCase):
         signer.start()
         self.assertTrue(H.wait_until(lambda: os.path.exists(sock), 10.0), signer.stderr())
         with open("/proc/%d/maps" % signer.proc.pid) as f:
-            self.assertIn(installed_module(), f.read())
+            self.assertIn(INSTALLED_BIN, f.read())
         self.stop_ok(signer)
 
 

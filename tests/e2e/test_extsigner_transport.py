@@ -1,4 +1,5 @@
-"""The external signer's transport, gRPC over HTTP/2 on the Unix socket,
+"""The external signer's transport, gRPC over HTTP/2 on the Unix socket
+(nghttp2 and protobuf-c, linked into the binary; no library of gRPC's),
 as a client other than grpcio sees it: Python's h2 (Debian's python3-h2, an
 HTTP/2 implementation nobody here wrote) sends what grpcio never would.
 An answer's exact shape (HEADERS, one length-prefixed message, trailers
@@ -17,9 +18,11 @@ the quietest for a new one; a thread full of busy ones closes the new
 one, and says so in the log at most every ten seconds."""
 
 import os
+import re
 import select
 import signal
 import socket
+import subprocess
 import time
 import unittest
 
@@ -33,6 +36,7 @@ ISSUER = "https://issuer.example"
 METADATA = b"/v1alpha1.ExternalJWTSigner/Metadata"
 SIGN = b"/v1alpha1.ExternalJWTSigner/Sign"
 EMPTY_MESSAGE = b"\x00\x00\x00\x00\x00"
+GRPC_LIBS = re.compile(r"\blib(grpc|gpr|absl_)[^/\s]*\.so")
 
 
 def framed(message, compressed=False):
@@ -313,6 +317,21 @@ class Transport(SignerSocket):
         self.assertEqual(c.goaway, 0, "GOAWAY with NO_ERROR before the connection closes")
         srv.proc.wait(10 * H.SLOW)
         self.assertFalse(os.path.exists(self.sock), "the socket goes with the server")
+
+    def test_the_binary_links_nghttp2_and_protobuf_c_and_no_grpc_library(self):
+        """gRPC's core is not the transport: the executable names nghttp2
+        and protobuf-c itself, and neither it nor a running signer has a
+        library of gRPC's."""
+        dyn = subprocess.run(["readelf", "-d", H.BIN], capture_output=True, text=True, timeout=30, check=True).stdout
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
+        self.assertTrue(any(lib.startswith("libnghttp2") for lib in needed), needed)
+        self.assertTrue(any(lib.startswith("libprotobuf-c") for lib in needed), needed)
+        ldd = subprocess.run(["ldd", H.BIN], capture_output=True, text=True, timeout=30).stdout
+        self.assertIsNone(GRPC_LIBS.search(ldd), ldd)
+        srv = self.start_signer()
+        self.assertEqual(self.raw().call().status(), 0)
+        with open("/proc/%d/maps" % srv.proc.pid) as f:
+            self.assertIsNone(GRPC_LIBS.search(f.read()))
 
 
 class Limits(SignerSocket):

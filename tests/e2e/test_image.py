@@ -4,11 +4,11 @@ as a registry client would (index.json -> manifest -> config and layers,
 every blob checked against its digest), unpacks the layers into a root
 directory and runs the server from it under chroot as the image's user,
 with /proc mounted as a container runtime mounts it: both documents are the
-bytes the build tree's binary serves with the same key, and the external
-signer starts from the module in the image. The image has no shell and no
-package manager, no program but the server, exactly the libraries the
-server and the module load (ldd's), the CA certificates, a non-root user
-that /etc/passwd names, and the version label VERSION.
+bytes the build tree's binary serves with the same key, and the image's
+binary starts the external signer. The image has no shell and no package
+manager, no program but the server, exactly the libraries the server loads
+(ldd's), the CA certificates, a non-root user that /etc/passwd names, and
+the version label VERSION.
 
 Needs root (buildah, chroot); skipped otherwise, and skipped without buildah
 except in CI (CI=true), where a missing buildah fails. One image is built
@@ -31,7 +31,6 @@ BUILD_DIR = H.BUILD_DIR
 SCRIPT = os.path.join(H.REPO, "scripts", "build-image.sh")
 VERSION = H.read_bytes(os.path.join(H.REPO, "VERSION")).decode().strip()
 IMAGE_BIN = "/usr/bin/oidc-discovery"
-MODULE = "oidc-discovery-extsigner.so"
 BUILD_TIMEOUT = 300
 # What a shell or a package manager would leave in an image.
 FORBIDDEN = ("bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/bash", "bin/busybox", "usr/bin/busybox", "bin/dash",
@@ -178,7 +177,7 @@ class Image(H.ServerTestCase):
             self.assertRegex(f.read(), r"(?m)^Uid:\s+%d\s" % self.uid)
         self.stop_ok(image)
 
-    def test_external_signer_from_the_images_module(self):
+    def test_external_signer_from_the_images_binary(self):
         d = tempfile.mkdtemp(dir=self.root, prefix="test-signer-")
         self.addCleanup(shutil.rmtree, d, True)
         os.chown(d, self.uid, self.gid)
@@ -189,8 +188,7 @@ class Image(H.ServerTestCase):
         self.assertTrue(H.wait_until(lambda: os.path.exists(os.path.join(d, "signer.sock")), 10.0), srv.stderr())
         with open("/proc/%d/maps" % srv.proc.pid) as f:
             maps = f.read()
-        self.assertIn(os.path.join(self.root, "usr", H.cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", MODULE),
-                      maps)
+        self.assertIn(os.path.join(self.root, IMAGE_BIN.lstrip("/")), maps)
         self.stop_ok(srv)
 
     def test_version(self):
@@ -239,11 +237,10 @@ class Image(H.ServerTestCase):
             self.assertFalse(m.mode & stat.S_IWOTH and not m.issym(), m.name)
 
     def test_exactly_the_libraries_loaded(self):
-        """The image's libraries are what ldd resolves for the binary and
-        the module, each under the name it is loaded by (a link to the
-        real file, as on the host), and nothing else; plus the CA
-        certificates."""
-        want = ldd_paths(os.path.join(BUILD_DIR, "oidc-discovery")) | ldd_paths(os.path.join(BUILD_DIR, MODULE))
+        """The image's libraries are what ldd resolves for the binary,
+        each under the name it is loaded by (a link to the real file, as
+        on the host), and nothing else; plus the CA certificates."""
+        want = ldd_paths(os.path.join(BUILD_DIR, "oidc-discovery"))
         self.assertTrue(any("libssl" in p for p in want), want)
         found, targets = set(), set()
         for p in want:
@@ -252,7 +249,7 @@ class Image(H.ServerTestCase):
             self.assertEqual(H.read_bytes(inside), H.read_bytes(p), p)
             found.add(os.path.realpath(inside))
         for m in self.members:
-            if m.isfile() and ".so" in os.path.basename(m.name) and MODULE not in m.name:
+            if m.isfile() and ".so" in os.path.basename(m.name):
                 targets.add(os.path.realpath(os.path.join(self.root, m.name)))
         self.assertEqual(sorted(targets - found), [], "libraries nothing loads")
         self.assertEqual(H.read_bytes(os.path.join(self.root, "etc", "ssl", "certs", "ca-certificates.crt")),

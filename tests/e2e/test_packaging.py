@@ -6,9 +6,8 @@ accepts, its sandbox directives are the ones its comment rates with
 `systemd-analyze security` (at or below the score it states), its
 open-file limit holds the default --max-connections, and serve does
 everything it does under the unit's SystemCallFilter (loaded with
-libseccomp, as systemd loads it); the external signer's module goes to
-<libdir>/oidc-discovery, where an installed binary (any --prefix, any
-DESTDIR) finds it and starts the signer."""
+libseccomp, as systemd loads it); an installed binary (any --prefix, any
+DESTDIR) starts the external signer."""
 
 import errno
 import functools
@@ -32,7 +31,6 @@ import extsigner_client as X  # noqa: E402
 BUILD_DIR = H.BUILD_DIR
 cmake_cache = H.cmake_cache
 UNIT = os.path.join(H.REPO, "deploy", "oidc-discovery.service")
-MODULE = "oidc-discovery-extsigner.so"
 # The one version (CMake's project() reads the file; the chart's is
 # tests/helm/test_chart.py's to check).
 VERSION = H.read_bytes(os.path.join(H.REPO, "VERSION")).decode().strip()
@@ -93,18 +91,6 @@ def unit_syscall_allowlist():
     return allowed
 
 
-
-
-
-
-
-def installed_module(root):
-    """Where `cmake --install` puts the module under an install root."""
-    return os.path.join(root, cmake_cache("CMAKE_INSTALL_LIBDIR"), "oidc-discovery", MODULE)
-
-
-
-
 class Install(unittest.TestCase):
 
     @classmethod
@@ -130,12 +116,6 @@ class Install(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"^oidc-discovery %s \(commit ([0-9a-f]{12}(-dirty)?|unknown), "
                                    r"built \d{4}-\d\d-\d\d\)\n$" % re.escape(VERSION))
-
-    def test_extsigner_module(self):
-        """The module is in <libdir>/oidc-discovery (InstalledSigner
-        starts it from there), not among the programs."""
-        self.assertTrue(os.path.isfile(installed_module(self.prefix)))
-        self.assertFalse(os.path.exists(self.path("bin", MODULE)), "the module is not a program")
 
     def test_man_page(self):
         page = H.read_bytes(self.path("share", "man", "man1", "oidc-discovery.1")).decode()
@@ -249,8 +229,7 @@ class Install(unittest.TestCase):
 
 class InstalledSigner(X.SignerTestCase):
     """`cmake --install` to a DESTDIR and to another --prefix: the binary
-    there starts the external signer from the module installed beside it,
-    not the build tree's."""
+    there, not the build tree's, starts the external signer."""
 
     def install(self, env=None, args=()):
         r = subprocess.run(["cmake", "--install", BUILD_DIR, *args], capture_output=True, text=True, timeout=120,
@@ -259,12 +238,13 @@ class InstalledSigner(X.SignerTestCase):
 
     def check_signer(self, prefix):
         """The binary installed under prefix starts the signer, which
-        answers Metadata, with the module installed under prefix."""
+        answers Metadata, and is the program the process runs."""
         sock = os.path.join(self.tmp, "signer.sock")
         srv = H.Server(["--service-account-issuer", "https://issuer.example", "--signing-key-dir", self.dir,
                         "--signing-key-type", "ec-p256",
                         "--external-signer-listen", "unix:" + sock, "--max-token-lifetime", "90m"])
-        srv.argv[0] = os.path.join(prefix, cmake_cache("CMAKE_INSTALL_BINDIR"), "oidc-discovery")
+        binary = os.path.join(prefix, cmake_cache("CMAKE_INSTALL_BINDIR"), "oidc-discovery")
+        srv.argv[0] = binary
         self._servers.append(srv)
         srv.start()
         self.assertTrue(X.wait_socket(sock), srv.stderr())
@@ -272,7 +252,7 @@ class InstalledSigner(X.SignerTestCase):
         self.addCleanup(c.close)
         self.assertEqual(c.metadata().max_token_expiration_seconds, 5400)
         with open("/proc/%d/maps" % srv.proc.pid) as f:
-            self.assertIn(os.path.realpath(installed_module(prefix)), f.read())
+            self.assertIn(os.path.realpath(binary), f.read())
 
     def test_destdir(self):
         root = os.path.join(self.tmp, "root")
