@@ -81,24 +81,7 @@ static EVP_PKEY *pem_decode(enum pem_kind kind, const unsigned char *der, long l
     return pkey;
 }
 
-/* Re-creates key as a public-only object, so that no private material
- * outlives the loader whatever the input was. */
-static EVP_PKEY *pem_public_only(EVP_PKEY *key)
-{
-    unsigned char *der = NULL;
-    const unsigned char *p;
-    EVP_PKEY *pub = NULL;
-    int len = i2d_PUBKEY(key, &der);
-
-    if (len > 0) {
-        p = der;
-        pub = d2i_PUBKEY(NULL, &p, len);
-    }
-    OPENSSL_free(der);
-    return pub;
-}
-
-/* Which decoded keys go through pem_public_only: private ones, to drop the
+/* Which decoded keys go through key_public_only: private ones, to drop the
  * private material, and PKCS#1 public ones, which OpenSSL decodes as legacy
  * RSA objects, so that every key handed on is of the same provider kind.
  * The other public blocks decode to public-only provider keys already; the
@@ -145,7 +128,7 @@ static int pem_handle_block(const char *path, int block, const char *name, const
     }
     pub = key;
     if (pem_needs_round_trip(kind)) {
-        pub = pem_public_only(key);
+        pub = key_public_only(key);
         EVP_PKEY_free(key);
     }
     if (pub == NULL) {

@@ -670,7 +670,7 @@ static struct token_fixture token_for(const char *jwk_key, const char *aud)
 {
     char err[256];
     char *auds[1] = {(char *)aud};
-    EVP_PKEY *priv = token_mint_load_key(FIXTURES "/rsa2048.pkcs8.key", err, sizeof(err));
+    EVP_PKEY *priv = keyfile_read_private(FIXTURES "/rsa2048.pkcs8.key", err, sizeof(err));
     struct token_claims c = {.issuer = ISSUER,
                              .audiences = auds,
                              .naudiences = 1,
