@@ -70,11 +70,6 @@ enum diag_status diag_worst(const struct diag_report *r)
     return worst;
 }
 
-const char *diag_status_name(enum diag_status s)
-{
-    return status_names[s];
-}
-
 /* Writes s with every byte outside printable ASCII as "?": the messages
  * quote documents and tokens from elsewhere. */
 static void put_printable(FILE *f, const char *s)

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "keys/key.h"
-#include "util/file.h"
 
 /* How a PEM block type is decoded into a key. */
 enum pem_kind { PEM_SKIP, PEM_RSA_PRIVATE, PEM_EC_PRIVATE, PEM_PKCS8, PEM_SPKI, PEM_RSA_PUBLIC, PEM_CERT };
@@ -248,17 +247,4 @@ int pem_ca_keys(const char *name, const char *pem, size_t len, pem_key_cb cb, vo
 
     ERR_clear_error();
     return pem_each_block(name, pem, len, pem_ca_block, &r, err, sizeof(err));
-}
-
-int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen)
-{
-    size_t len = 0;
-    char *text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
-    int rc;
-
-    if (text == NULL)
-        return -1;
-    rc = pem_read_mem(path, text, len, cb, ctx, err, errlen);
-    file_free(text, len);
-    return rc;
 }
