@@ -113,10 +113,7 @@ static void put_member(struct jsonw *w, const char *name, const char *value, int
     if (comma)
         jsonw_lit(w, ",");
     jsonw_key(w, name);
-    if (value != NULL)
-        jsonw_str(w, value);
-    else
-        jsonw_lit(w, "null");
+    jsonw_str_or_null(w, value);
 }
 
 static void put_check(struct jsonw *w, const struct diag_check *c)

@@ -352,14 +352,6 @@ static time_t history_time(const struct json_value *v)
     return (time_t)v->num;
 }
 
-/* The string member name of obj, or NULL. */
-static const char *history_string(const struct json_value *obj, const char *name)
-{
-    const struct json_value *v = json_get(obj, name);
-
-    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
-}
-
 /* Why the stored public key cannot stand behind kid, or NULL when it can:
  * it decodes, is of a published type and gives that very kid, or the kid
  * was given with it by a JWKS (kid_given) and is one a JWKS may give. */
@@ -393,11 +385,11 @@ static int history_kid_given(const struct json_value *v)
 static const char *history_entry_problem(const struct history_loader *l, const struct json_value *v,
                                          const struct history *h, char *why, size_t whylen)
 {
-    const char *kid = history_string(v, "kid"), *spki = history_string(v, "spki");
+    const char *kid = json_get_str(v, "kid"), *spki = json_get_str(v, "spki");
     const struct json_value *present = json_get(v, "present"), *given = json_get(v, "kid_given");
     time_t first = history_time(json_get(v, "first_seen")), last = history_time(json_get(v, "last_seen"));
 
-    if (kid == NULL || spki == NULL || history_string(v, "source") == NULL || present == NULL ||
+    if (kid == NULL || spki == NULL || json_get_str(v, "source") == NULL || present == NULL ||
         present->type != JSON_BOOL)
         return "missing or mistyped member (kid, spki, source, present)";
     if (given != NULL && given->type != JSON_BOOL)
@@ -427,10 +419,10 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
     const char *problem = history_entry_problem(l, v, h, why, sizeof(why));
 
     if (problem != NULL) {
-        history_drop(l, i, history_string(v, "kid"), problem);
+        history_drop(l, i, json_get_str(v, "kid"), problem);
         return 0;
     }
-    memcpy(e->kid, history_string(v, "kid"), strlen(history_string(v, "kid")) + 1);
+    memcpy(e->kid, json_get_str(v, "kid"), strlen(json_get_str(v, "kid")) + 1);
     e->kid_given = history_kid_given(v);
     e->last_seen = history_time(json_get(v, "last_seen"));
     e->first_seen = history_time(json_get(v, "first_seen"));
@@ -439,8 +431,8 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
     if (e->first_seen > e->last_seen)
         e->first_seen = e->last_seen;
     e->present = 0;
-    e->spki = strdup(history_string(v, "spki"));
-    e->source = strdup(history_string(v, "source"));
+    e->spki = strdup(json_get_str(v, "spki"));
+    e->source = strdup(json_get_str(v, "source"));
     return e->spki && e->source ? 1 : -1;
 }
 

@@ -275,13 +275,6 @@ static int64_t keydir_int(const struct json_value *obj, const char *name, int64_
     return (int64_t)v->num;
 }
 
-static const char *keydir_str(const struct json_value *obj, const char *name)
-{
-    const struct json_value *v = json_get(obj, name);
-
-    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
-}
-
 /* A role by name; -1 for none. */
 static int keydir_role(const char *name)
 {
@@ -323,12 +316,12 @@ static const char *keydir_parse_times(const struct json_value *v, struct rotatio
 /* Reads entry v into key i of kd; what is wrong, or NULL. */
 static const char *keydir_parse_entry(struct keydir *kd, size_t i, const struct json_value *v, char *why, size_t whylen)
 {
-    const char *kid = keydir_str(v, "kid"), *spki = keydir_str(v, "spki"), *type = keydir_str(v, "type");
+    const char *kid = json_get_str(v, "kid"), *spki = json_get_str(v, "spki"), *type = json_get_str(v, "type");
     const struct json_value *trusted = json_get(v, "trusted");
     struct rotation_key *r = &kd->rot[i];
     struct keydir_pub *p = &kd->pub[i];
     char computed[KEY_KID_LEN + 1];
-    int role = keydir_role(keydir_str(v, "role"));
+    int role = keydir_role(json_get_str(v, "role"));
     const char *problem;
 
     if (v->type != JSON_OBJECT || kid == NULL || spki == NULL || !keydir_type_ok(type) || role < 0 || trusted == NULL ||

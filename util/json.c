@@ -647,3 +647,10 @@ const struct json_value *json_get(const struct json_value *obj, const char *name
             return v;
     return NULL;
 }
+
+const char *json_get_str(const struct json_value *obj, const char *name)
+{
+    const struct json_value *v = json_get(obj, name);
+
+    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
+}

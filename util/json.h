@@ -42,6 +42,11 @@ struct json_value *json_parse_at(const unsigned char *json, size_t len, size_t *
  * not an object), so that lookups can be chained. */
 const struct json_value *json_get(const struct json_value *obj, const char *name);
 
+/* The string member called name of obj, or NULL when it is absent or of
+ * another type (obj may be NULL too): what a reader of a document that may
+ * be wrong looks a string up with. */
+const char *json_get_str(const struct json_value *obj, const char *name);
+
 /* Frees the whole tree of a root json_parse returned (only a root); NULL is
  * a no-op. */
 void json_free(struct json_value *root);
