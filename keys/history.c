@@ -342,14 +342,12 @@ static void history_drop(const struct history_loader *l, size_t i, const char *k
 }
 
 /* A stored time: whole seconds in [1, HISTORY_TIME_MAX]; 0 for anything
- * else (the double is compared before any conversion, which could
- * overflow). */
+ * else. */
 static time_t history_time(const struct json_value *v)
 {
-    if (v == NULL || v->type != JSON_NUMBER || !(v->num >= 1 && v->num <= (double)HISTORY_TIME_MAX) ||
-        v->num != (double)(int64_t)v->num)
-        return 0;
-    return (time_t)v->num;
+    int64_t t;
+
+    return json_whole(v, 1, HISTORY_TIME_MAX, &t) == 0 ? (time_t)t : 0;
 }
 
 /* Why the stored public key cannot stand behind kid, or NULL when it can:

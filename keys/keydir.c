@@ -267,12 +267,9 @@ int keydir_save(const char *dir, const struct keydir *kd, char *err, size_t errl
 /* An integer member in [0, max]; -1 when missing or anything else. */
 static int64_t keydir_int(const struct json_value *obj, const char *name, int64_t max)
 {
-    const struct json_value *v = json_get(obj, name);
+    int64_t n;
 
-    if (v == NULL || v->type != JSON_NUMBER || !(v->num >= 0 && v->num <= (double)max) ||
-        v->num != (double)(int64_t)v->num)
-        return -1;
-    return (int64_t)v->num;
+    return json_whole(json_get(obj, name), 0, max, &n) == 0 ? n : -1;
 }
 
 /* A role by name; -1 for none. */
