@@ -251,15 +251,21 @@ def parse_duration_ms(text):
     return float(m.group(1)) * scale
 
 
+def run_load(server, argv, url, headers):
+    """Runs the load generator argv (wrk or h2load, which take headers the
+    same way) against url; returns its output and the server CPU-seconds
+    the run cost."""
+    argv = argv + [arg for h in headers for arg in ("-H", h)] + [url]
+    c0 = cpu_seconds(server.pid)
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    return out, cpu_seconds(server.pid) - c0
+
+
 def run_wrk(server, url, conns, secs, load_cpu, headers=()):
     """One wrk run; returns requests/s, p50/p99 in ms and requests per
     server CPU-second. Fails when any response was an error."""
     argv = ["taskset", "-c", str(load_cpu), "wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--latency"]
-    for h in headers:
-        argv += ["-H", h]
-    c0 = cpu_seconds(server.pid)
-    out = subprocess.run(argv + [url], check=True, capture_output=True, text=True).stdout
-    cpu = cpu_seconds(server.pid) - c0
+    out, cpu = run_load(server, argv, url, headers)
     if "Non-2xx or 3xx" in out or "Socket errors" in out:
         raise RuntimeError(f"wrk saw errors against {server.name}:\n{out}")
     requests = int(re.search(r"(\d+) requests in", out).group(1))
@@ -272,11 +278,7 @@ def run_wrk(server, url, conns, secs, load_cpu, headers=()):
 def run_h2load(server, url, secs, load_cpu, headers=()):
     """One h2load run over TLS (ALPN h2): 4 connections x 16 streams."""
     argv = ["taskset", "-c", str(load_cpu), "h2load", "-t1", "-c4", "-m16", f"-D{secs}"]
-    for h in headers:
-        argv += ["-H", h]
-    c0 = cpu_seconds(server.pid)
-    out = subprocess.run(argv + [url], check=True, capture_output=True, text=True).stdout
-    cpu = cpu_seconds(server.pid) - c0
+    out, cpu = run_load(server, argv, url, headers)
     if "Application protocol: h2" not in out:
         raise RuntimeError(f"h2load did not negotiate h2 with {server.name}:\n{out}")
     m = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored", out)

@@ -33,14 +33,12 @@ N_NOKID=${KIDLESS_N_NOKID:-400}
 ISSUER=https://bench.example
 AUD=bench
 
-for tool in openssl taskset python3; do
-    command -v "$tool" >/dev/null || { echo "kidless.sh: $tool is required" >&2; exit 1; }
-done
-for b in "$BIN" ${BASE:+"$BASE"}; do
-    [ -x "$b" ] || { echo "kidless.sh: $b not found; build it: cmake -S . -B build && cmake --build build -j2" >&2; exit 1; }
-done
+. "$REPO/bench/lib.sh"
 
-CORE=${KIDLESS_CORE:-$(python3 -c 'import os; print(max(os.sched_getaffinity(0)))')}
+bench_require openssl taskset python3
+bench_binary "$BIN" ${BASE:+"$BASE"}
+
+bench_cores "${KIDLESS_CORE:-}"
 WORK=$(mktemp -d /tmp/oidc-kidless-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 log() { echo "[$(date +%T)] $*" >&2; }

@@ -11,13 +11,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-for pair in nginx:nginx-light wrk:wrk h2load:nghttp2-client gnuplot:gnuplot-nox; do
-    command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
-done
+. bench/lib.sh
+
+mapfile -t missing < <(bench_missing nginx wrk h2load gnuplot)
 if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
 fi
+bench_require nginx wrk h2load gnuplot
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j2 --target oidc-discovery sign_bench >/dev/null
 

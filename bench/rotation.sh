@@ -26,16 +26,14 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${OIDC_BIN:-$REPO/build/oidc-discovery}
 CORES=$(nproc)
 
-for tool in wrk python3 openssl; do
-    if ! command -v "$tool" >/dev/null; then
-        echo "rotation.sh: $tool is required; on Debian: apt-get install $tool" >&2
-        exit 1
-    fi
-done
+. "$REPO/bench/lib.sh"
+
+bench_require wrk python3 openssl
 if [ ! -x "$BIN" ]; then
     echo "rotation.sh: building $BIN" >&2
     (cd "$REPO" && cmake -S . -B build >/dev/null && cmake --build build -j"$CORES" >/dev/null)
 fi
+bench_binary "$BIN"
 
 WORK=$(mktemp -d /tmp/oidc-rotation.XXXXXX)
 SERVER_PID='' WRK_PID=''

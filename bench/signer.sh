@@ -57,17 +57,16 @@ SLICES=${SIGNER_SLICES:-5}
 SECONDS_R=${SIGNER_RATE_SECONDS:-10}
 IN_FLIGHT=${SIGNER_IN_FLIGHT:-64}
 
-for tool in openssl taskset python3 cmake; do
-    command -v "$tool" >/dev/null || { echo "signer.sh: $tool is required" >&2; exit 1; }
-done
-[ -x "$BIN" ] || { echo "signer.sh: $BIN not found; build it: cmake -S . -B build && cmake --build build -j2" >&2; exit 1; }
+. "$REPO/bench/lib.sh"
+
+bench_require openssl taskset python3 cmake
+bench_binary "$BIN"
 if [ ! -x "$LOADGEN" ]; then
     cmake -S "$REPO" -B "$REPO/build" >/dev/null
     cmake --build "$REPO/build" -j2 --target sign_bench >/dev/null
 fi
 
-CORE=${SIGNER_CORE:-$(python3 -c 'import os; print(max(os.sched_getaffinity(0)))')}
-OTHERS=$(python3 -c 'import os,sys; c=sorted(os.sched_getaffinity(0)-{int(sys.argv[1])}); print(",".join(map(str,c)) or sys.argv[1])' "$CORE")
+bench_cores "${SIGNER_CORE:-}"
 TICK=$(getconf CLK_TCK)
 WORK=$(mktemp -d /tmp/oidc-signer-bench.XXXXXX)
 SERVER_PID=

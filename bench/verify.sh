@@ -75,24 +75,17 @@ ISSUER=https://bench.example
 AUD=bench
 CACHE_SIZE=4096 # TOKENREVIEW_CACHE_SIZE in server/http/handler_tokenreview.c
 
-for tool in wrk openssl taskset python3; do
-    if ! command -v "$tool" >/dev/null; then
-        echo "verify.sh: $tool is required; on Debian: apt-get install -y $tool" >&2
-        exit 1
-    fi
-done
-if [ ! -x "$BIN" ]; then
-    echo "verify.sh: $BIN not found; build it: cmake -S . -B build && cmake --build build -j2" >&2
-    exit 1
-fi
+. "$REPO/bench/lib.sh"
+
+bench_require wrk openssl taskset python3
+bench_binary "$BIN"
 if [ "$N_DISTINCT" -le "$CACHE_SIZE" ]; then
     echo "verify.sh: VERIFY_DISTINCT_TOKENS must exceed the server's cache ($CACHE_SIZE) for all misses" >&2
     exit 1
 fi
 
 # One core for the measured process, the others (if any) for wrk.
-CORE=${VERIFY_CORE:-$(python3 -c 'import os; print(max(os.sched_getaffinity(0)))')}
-OTHERS=$(python3 -c 'import os,sys; c=sorted(os.sched_getaffinity(0)-{int(sys.argv[1])}); print(",".join(map(str,c)) or sys.argv[1])' "$CORE")
+bench_cores "${VERIFY_CORE:-}"
 PIN=(taskset -c "$CORE")
 TICK=$(getconf CLK_TCK)
 

@@ -64,10 +64,7 @@ static void keys_json_str_or_null(struct jsonw *w, const char *name, const char 
 {
     jsonw_raw(w, ",", 1);
     jsonw_key(w, name);
-    if (value != NULL)
-        jsonw_str(w, value);
-    else
-        jsonw_lit(w, "null");
+    jsonw_str_or_null(w, value);
 }
 
 /* What one --publish-to target holds of each document (keys reads it,

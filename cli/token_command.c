@@ -6,12 +6,13 @@
 #include <time.h>
 
 #include "jose/token_mint.h"
+#include "keys/keyfile.h"
 
 int token_command(const struct config *cfg)
 {
     char err[1024], *token = NULL;
     char *default_audience[1] = {cfg->mint_issuer};
-    EVP_PKEY *key = token_mint_load_key(cfg->signing_key_file, err, sizeof(err));
+    EVP_PKEY *key = keyfile_read_private(cfg->signing_key_file, err, sizeof(err));
     struct token_claims claims = {
         .issuer = cfg->mint_issuer,
         .audiences = cfg->audiences.count ? cfg->audiences.items : default_audience,

@@ -149,9 +149,8 @@ static const char *check_discovery(struct doctor *d)
             c = diag_add(d->r, DIAG_FAIL, "discovery.json", "the document is not a JSON object: %s", why);
             diag_fix(d->r, c, "serve the discovery document oidc-discovery renders");
         } else {
-            const struct json_value *iss = json_get(d->discovery, "issuer");
             uri = diag_doc_discovery(d->r, d->o->issuer, d->discovery, d->o->allow_http);
-            d->facts.discovered_issuer = iss != NULL && iss->type == JSON_STRING ? iss->str : NULL;
+            d->facts.discovered_issuer = json_get_str(d->discovery, "issuer");
         }
     } else if (e == HTTP_CLIENT_OK || e == HTTP_CLIENT_ERR_TLS_VERIFY) {
         check_public_trust(d, url, e);

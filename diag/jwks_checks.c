@@ -55,22 +55,6 @@ static void list_add(struct index_list *l, size_t i)
         snprintf(l->text + l->len, sizeof(l->text) - l->len, ", ...");
 }
 
-static int listed(const char *const *list, const char *s)
-{
-    for (; *list; list++)
-        if (strcmp(*list, s) == 0)
-            return 1;
-    return 0;
-}
-
-/* A string member, or NULL when absent or of another type. */
-static const char *string_member(const struct json_value *jwk, const char *name)
-{
-    const struct json_value *v = json_get(jwk, name);
-
-    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
-}
-
 static const struct jwks_curve *find_curve(const char *crv)
 {
     for (size_t i = 0; crv != NULL && i < sizeof(jwks_curves) / sizeof(jwks_curves[0]); i++)
@@ -83,7 +67,7 @@ static const struct jwks_curve *find_curve(const char *crv)
  * sets *n, or NULL when it is absent or not base64url. */
 static unsigned char *decode_member(const struct json_value *jwk, const char *name, size_t *n)
 {
-    const char *s = string_member(jwk, name);
+    const char *s = json_get_str(jwk, name);
     unsigned char *out = s ? malloc(B64URL_DECODED_MAX(strlen(s)) + 1) : NULL;
 
     if (out != NULL && b64url_decode(s, strlen(s), out, n) != 0) {
@@ -142,14 +126,14 @@ static void judge_ec_size(const struct json_value *jwk, struct jwk_facts *k)
 static void read_jwk(const struct json_value *jwk, struct jwk_facts *k)
 {
     memset(k, 0, sizeof(*k));
-    k->kty = string_member(jwk, "kty");
-    k->kid = string_member(jwk, "kid");
-    k->use = string_member(jwk, "use");
-    k->alg = string_member(jwk, "alg");
-    k->crv = string_member(jwk, "crv");
+    k->kty = json_get_str(jwk, "kty");
+    k->kid = json_get_str(jwk, "kid");
+    k->use = json_get_str(jwk, "use");
+    k->alg = json_get_str(jwk, "alg");
+    k->crv = json_get_str(jwk, "crv");
     k->curve = k->kty && strcmp(k->kty, "EC") == 0 ? find_curve(k->crv) : NULL;
     for (const struct json_value *m = jwk->child; m != NULL; m = m->next) {
-        if (k->private_member == NULL && listed(jwks_private_members, m->name))
+        if (k->private_member == NULL && rp_listed(jwks_private_members, m->name))
             k->private_member = m->name;
         if (k->foreign_member == NULL && !rp_gcp_member_ok(m->name))
             k->foreign_member = m->name;
@@ -174,7 +158,7 @@ static const char *implied_alg(const struct jwk_facts *k)
 static int alg_fits(const struct jwk_facts *k)
 {
     if (k->kty && strcmp(k->kty, "RSA") == 0)
-        return listed(jwks_rsa_algs, k->alg);
+        return rp_listed(jwks_rsa_algs, k->alg);
     if (k->curve != NULL)
         return strcmp(k->alg, k->curve->alg) == 0;
     return 1;

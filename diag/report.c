@@ -70,11 +70,6 @@ enum diag_status diag_worst(const struct diag_report *r)
     return worst;
 }
 
-const char *diag_status_name(enum diag_status s)
-{
-    return status_names[s];
-}
-
 /* Writes s with every byte outside printable ASCII as "?": the messages
  * quote documents and tokens from elsewhere. */
 static void put_printable(FILE *f, const char *s)
@@ -118,10 +113,7 @@ static void put_member(struct jsonw *w, const char *name, const char *value, int
     if (comma)
         jsonw_lit(w, ",");
     jsonw_key(w, name);
-    if (value != NULL)
-        jsonw_str(w, value);
-    else
-        jsonw_lit(w, "null");
+    jsonw_str_or_null(w, value);
 }
 
 static void put_check(struct jsonw *w, const struct diag_check *c)

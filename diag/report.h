@@ -39,9 +39,6 @@ void diag_fix(struct diag_report *r, struct diag_check *c, const char *fmt, ...)
 /* The worst status of the report (DIAG_PASS when empty). */
 enum diag_status diag_worst(const struct diag_report *r);
 
-/* "PASS", "WARN", "FAIL". */
-const char *diag_status_name(enum diag_status s);
-
 /* The report for people: one line per check ("STATUS id: message", and
  * for a WARN or FAIL "; fix: ..." and the source), then a count of each
  * status. Every byte outside printable ASCII is shown as "?". The caller

@@ -36,7 +36,7 @@ static const char *const relying_parties[RP_TARGET_COUNT] = {"AWS IAM", "GCP wor
 static const char *const aws_algorithms[] = {"RS256", "RS384", "RS512", "ES256", "ES384", "ES512", NULL};
 static const char *const gcp_members[] = {"kty", "alg", "use", "kid", "n", "e", "x", "y", "crv", NULL};
 
-static int listed(const char *const *list, const char *s)
+int rp_listed(const char *const *list, const char *s)
 {
     for (; *list; list++)
         if (strcmp(*list, s) == 0)
@@ -133,7 +133,7 @@ static int algorithms_rule(const struct rp_facts *f, int (*accepted)(const char 
 static int aws_accepts(const char *kty, const char *alg)
 {
     if (alg != NULL)
-        return listed(aws_algorithms, alg);
+        return rp_listed(aws_algorithms, alg);
     return kty != NULL && (strcmp(kty, "RSA") == 0 || strcmp(kty, "EC") == 0);
 }
 
@@ -350,5 +350,5 @@ int rp_target_parse(const char *name, enum rp_target *out)
 
 int rp_gcp_member_ok(const char *name)
 {
-    return listed(gcp_members, name);
+    return rp_listed(gcp_members, name);
 }

@@ -71,6 +71,10 @@ const char *rp_target_name(enum rp_target t);
 /* The target called name; 0, or -1 when none is. */
 int rp_target_parse(const char *name, enum rp_target *out);
 
+/* Whether s is one of the NULL-terminated list of names (algorithms, JWK
+ * members), for the rules here and the JWKS checks beside them. */
+int rp_listed(const char *const *list, const char *s);
+
 /* Whether the JWK member name is one GCP accepts (kty, alg, use, kid, n,
  * e, x, y, crv). */
 int rp_gcp_member_ok(const char *name);

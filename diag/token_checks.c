@@ -19,14 +19,6 @@
 /* The form of a service account's sub (docs/compatibility.md §4). */
 #define SUB_PREFIX "system:serviceaccount:"
 
-/* A string member of obj, or NULL. */
-static const char *string_of(const struct json_value *obj, const char *name)
-{
-    const struct json_value *v = json_get(obj, name);
-
-    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
-}
-
 /* Splits the token and parses its header and payload; "token.format". */
 static int parse_token(struct diag_report *r, const char *token, size_t len, struct diag_token *out,
                        struct jwt_parts *parts)
@@ -332,15 +324,15 @@ int diag_token_check(struct diag_report *r, const char *token, size_t len, const
         jwt_parts_clear(&parts);
         return -1;
     }
-    out->alg = string_of(out->header, "alg");
-    out->iss = string_of(out->payload, "iss");
-    kid = string_of(out->header, "kid");
+    out->alg = json_get_str(out->header, "alg");
+    out->iss = json_get_str(out->payload, "iss");
+    kid = json_get_str(out->header, "kid");
     if (check_kid(r, kid, in->jwks) || (kid == NULL && in->jwks != NULL))
         check_signature(r, &parts, out->alg, kid, in);
     check_iss(r, out->iss, in->issuer);
     check_aud(r, out->payload, in);
     check_times(r, out->payload, in);
-    check_sub(r, string_of(out->payload, "sub"));
+    check_sub(r, json_get_str(out->payload, "sub"));
     jwt_parts_clear(&parts);
     return 0;
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "jose/token_mint.h"
+#include "keys/keyfile.h"
 #include "keys/keyset.h"
 #include "server/extsigner/grpc_conn.h"
 
@@ -49,7 +50,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     snprintf(path, sizeof(path), "%s/ec256.pkcs8.key", dir);
     if ((ks = keyset_load(paths, 1, NULL, NULL, err, sizeof(err))) == NULL ||
-        (priv = token_mint_load_key(path, err, sizeof(err))) == NULL) {
+        (priv = keyfile_read_private(path, err, sizeof(err))) == NULL) {
         fprintf(stderr, "fuzz_extsigner: cannot load %s: %s\n", path, err);
         abort();
     }

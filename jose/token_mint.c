@@ -1,62 +1,21 @@
 #include "jose/token_mint.h"
 
-#include <errno.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/rand.h>
-#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/b64url.h"
-#include "util/file.h"
 #include "util/jsonw.h"
 #include "jose/jws.h"
 #include "keys/key.h"
-#include "keys/pem.h"
-
-/* Refuses to ask for a pass phrase: OpenSSL's default would prompt on the
- * terminal, and encrypted keys are not supported anyway. */
-static int token_mint_no_password(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf, (void)size, (void)rwflag, (void)u;
-    return -1;
-}
-
-/* The file is read with file_read (regular files only, never blocking),
- * not by OpenSSL, which would open the path itself and wait on a FIFO. */
-EVP_PKEY *token_mint_load_key(const char *path, char *err, size_t errlen)
-{
-    size_t len = 0;
-    char *text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
-    BIO *bio = text != NULL ? BIO_new_mem_buf(text, (int)len) : NULL;
-    EVP_PKEY *priv = NULL;
-
-    if (text != NULL && bio == NULL)
-        snprintf(err, errlen, "%s: cannot read: out of memory", path);
-    else if (bio != NULL && (priv = PEM_read_bio_PrivateKey(bio, NULL, token_mint_no_password, NULL)) == NULL)
-        snprintf(err, errlen, "%s: no unencrypted PKCS#1, PKCS#8 or SEC1 private key", path);
-    ERR_clear_error();
-    BIO_free(bio);
-    file_free(text, len);
-    return priv;
-}
 
 /* The public half of priv as a struct key: that brings the kid and alg the
  * server publishes for it, and refuses key types it would not publish. */
 static int token_mint_public(EVP_PKEY *priv, struct key *k, char *err, size_t errlen)
 {
-    unsigned char *der = NULL;
-    const unsigned char *p;
-    EVP_PKEY *pub = NULL;
-    int len = i2d_PUBKEY(priv, &der);
+    EVP_PKEY *pub = key_public_only(priv);
 
-    if (len > 0) {
-        p = der;
-        pub = d2i_PUBKEY(NULL, &p, len);
-    }
-    OPENSSL_free(der);
     if (pub == NULL) {
         snprintf(err, errlen, "cannot derive the public key");
         return -1;

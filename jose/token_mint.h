@@ -25,10 +25,6 @@ struct token_claims {
     unsigned long duration; /* exp = now + duration */
 };
 
-/* Reads the first private key of a PEM file (PKCS#1, PKCS#8 or SEC1).
- * NULL with a message naming the file otherwise. */
-EVP_PKEY *token_mint_load_key(const char *path, char *err, size_t errlen);
-
 /* Signs a token for c with priv: RS256 for RSA, ES256/384/512 by curve; the
  * header is {"alg":...,"kid":...} with kube-apiserver's kid, the payload
  * carries aud, exp, iat, iss, jti (a fresh UUID), kubernetes.io, nbf and sub

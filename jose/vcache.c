@@ -170,11 +170,6 @@ size_t vcache_size(const struct vcache *c)
     return c->size;
 }
 
-uint64_t vcache_hits(const struct vcache *c)
-{
-    return c->hits;
-}
-
 void vcache_free(struct vcache *c)
 {
     if (c == NULL)

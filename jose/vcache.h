@@ -28,7 +28,6 @@ void vcache_put(struct vcache *c, uint64_t keyset_id, const char *token, size_t 
                 size_t naudiences, const struct token_user *user);
 
 size_t vcache_size(const struct vcache *c);
-uint64_t vcache_hits(const struct vcache *c);
 
 void vcache_free(struct vcache *c);
 

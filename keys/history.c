@@ -342,22 +342,12 @@ static void history_drop(const struct history_loader *l, size_t i, const char *k
 }
 
 /* A stored time: whole seconds in [1, HISTORY_TIME_MAX]; 0 for anything
- * else (the double is compared before any conversion, which could
- * overflow). */
+ * else. */
 static time_t history_time(const struct json_value *v)
 {
-    if (v == NULL || v->type != JSON_NUMBER || !(v->num >= 1 && v->num <= (double)HISTORY_TIME_MAX) ||
-        v->num != (double)(int64_t)v->num)
-        return 0;
-    return (time_t)v->num;
-}
+    int64_t t;
 
-/* The string member name of obj, or NULL. */
-static const char *history_string(const struct json_value *obj, const char *name)
-{
-    const struct json_value *v = json_get(obj, name);
-
-    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
+    return json_whole(v, 1, HISTORY_TIME_MAX, &t) == 0 ? (time_t)t : 0;
 }
 
 /* Why the stored public key cannot stand behind kid, or NULL when it can:
@@ -393,11 +383,11 @@ static int history_kid_given(const struct json_value *v)
 static const char *history_entry_problem(const struct history_loader *l, const struct json_value *v,
                                          const struct history *h, char *why, size_t whylen)
 {
-    const char *kid = history_string(v, "kid"), *spki = history_string(v, "spki");
+    const char *kid = json_get_str(v, "kid"), *spki = json_get_str(v, "spki");
     const struct json_value *present = json_get(v, "present"), *given = json_get(v, "kid_given");
     time_t first = history_time(json_get(v, "first_seen")), last = history_time(json_get(v, "last_seen"));
 
-    if (kid == NULL || spki == NULL || history_string(v, "source") == NULL || present == NULL ||
+    if (kid == NULL || spki == NULL || json_get_str(v, "source") == NULL || present == NULL ||
         present->type != JSON_BOOL)
         return "missing or mistyped member (kid, spki, source, present)";
     if (given != NULL && given->type != JSON_BOOL)
@@ -427,10 +417,10 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
     const char *problem = history_entry_problem(l, v, h, why, sizeof(why));
 
     if (problem != NULL) {
-        history_drop(l, i, history_string(v, "kid"), problem);
+        history_drop(l, i, json_get_str(v, "kid"), problem);
         return 0;
     }
-    memcpy(e->kid, history_string(v, "kid"), strlen(history_string(v, "kid")) + 1);
+    memcpy(e->kid, json_get_str(v, "kid"), strlen(json_get_str(v, "kid")) + 1);
     e->kid_given = history_kid_given(v);
     e->last_seen = history_time(json_get(v, "last_seen"));
     e->first_seen = history_time(json_get(v, "first_seen"));
@@ -439,8 +429,8 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
     if (e->first_seen > e->last_seen)
         e->first_seen = e->last_seen;
     e->present = 0;
-    e->spki = strdup(history_string(v, "spki"));
-    e->source = strdup(history_string(v, "source"));
+    e->spki = strdup(json_get_str(v, "spki"));
+    e->source = strdup(json_get_str(v, "source"));
     return e->spki && e->source ? 1 : -1;
 }
 

@@ -194,6 +194,24 @@ void key_clear(struct key *k)
     memset(k, 0, sizeof(*k));
 }
 
+/* The one place a public half is derived: pem.c for every key file block,
+ * keydir.c for a key it generates or imports, token_mint.c for the kid of
+ * the key it signs with. */
+EVP_PKEY *key_public_only(EVP_PKEY *key)
+{
+    unsigned char *der = NULL;
+    const unsigned char *p;
+    EVP_PKEY *pub = NULL;
+    int len = i2d_PUBKEY(key, &der);
+
+    if (len > 0) {
+        p = der;
+        pub = d2i_PUBKEY(NULL, &p, len);
+    }
+    OPENSSL_free(der);
+    return pub;
+}
+
 char *key_spki_encode(EVP_PKEY *pub)
 {
     unsigned char *der = NULL;

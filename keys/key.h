@@ -49,6 +49,13 @@ int key_kid_ok(const char *kid);
  * P-256, P-384 or P-521. Returns 0, or -1 with the reason in err. */
 int key_check_type(EVP_PKEY *pub, char *err, size_t errlen);
 
+/* A new public-only key with the public half of key (private or public):
+ * re-created from its DER SubjectPublicKeyInfo, so that no private
+ * material outlives whoever derived it, and a legacy key comes back as a
+ * provider key. NULL when key has no public half to encode, or out of
+ * memory. The caller frees both. */
+EVP_PKEY *key_public_only(EVP_PKEY *key);
+
 /* Frees what key_init allocated; safe on a zeroed struct. */
 void key_clear(struct key *k);
 

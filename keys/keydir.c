@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,19 +267,9 @@ int keydir_save(const char *dir, const struct keydir *kd, char *err, size_t errl
 /* An integer member in [0, max]; -1 when missing or anything else. */
 static int64_t keydir_int(const struct json_value *obj, const char *name, int64_t max)
 {
-    const struct json_value *v = json_get(obj, name);
+    int64_t n;
 
-    if (v == NULL || v->type != JSON_NUMBER || !(v->num >= 0 && v->num <= (double)max) ||
-        v->num != (double)(int64_t)v->num)
-        return -1;
-    return (int64_t)v->num;
-}
-
-static const char *keydir_str(const struct json_value *obj, const char *name)
-{
-    const struct json_value *v = json_get(obj, name);
-
-    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
+    return json_whole(json_get(obj, name), 0, max, &n) == 0 ? n : -1;
 }
 
 /* A role by name; -1 for none. */
@@ -324,12 +313,12 @@ static const char *keydir_parse_times(const struct json_value *v, struct rotatio
 /* Reads entry v into key i of kd; what is wrong, or NULL. */
 static const char *keydir_parse_entry(struct keydir *kd, size_t i, const struct json_value *v, char *why, size_t whylen)
 {
-    const char *kid = keydir_str(v, "kid"), *spki = keydir_str(v, "spki"), *type = keydir_str(v, "type");
+    const char *kid = json_get_str(v, "kid"), *spki = json_get_str(v, "spki"), *type = json_get_str(v, "type");
     const struct json_value *trusted = json_get(v, "trusted");
     struct rotation_key *r = &kd->rot[i];
     struct keydir_pub *p = &kd->pub[i];
     char computed[KEY_KID_LEN + 1];
-    int role = keydir_role(keydir_str(v, "role"));
+    int role = keydir_role(json_get_str(v, "role"));
     const char *problem;
 
     if (v->type != JSON_OBJECT || kid == NULL || spki == NULL || !keydir_type_ok(type) || role < 0 || trusted == NULL ||
@@ -423,38 +412,13 @@ int keydir_read(const char *dir, struct keydir **out, char *err, size_t errlen)
 
 /* ---- key files ---------------------------------------------------------- */
 
-/* Answers OpenSSL's question for a password with none, rather than let
- * its default ask on the terminal. */
-static int keydir_no_password(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf, (void)size, (void)rwflag, (void)u;
-    return -1;
-}
-
-/* The first private key of PEM text, or NULL (an encrypted one too). */
-static EVP_PKEY *keydir_parse_private(const char *pem, size_t len)
-{
-    BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    EVP_PKEY *pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, keydir_no_password, NULL) : NULL;
-
-    BIO_free(bio);
-    ERR_clear_error();
-    return pk;
-}
-
 /* The public half of priv, as the directory stores it. */
 static int keydir_fill_pub(struct keydir_pub *p, struct rotation_key *r, EVP_PKEY *priv, char *err, size_t errlen)
 {
-    unsigned char *der = NULL;
-    const unsigned char *q;
-    int len = i2d_PUBKEY(priv, &der);
     char type[32];
     struct key k;
 
-    q = der;
-    p->pk = len > 0 ? d2i_PUBKEY(NULL, &q, len) : NULL;
-    OPENSSL_free(der);
-    if (p->pk == NULL || EVP_PKEY_up_ref(p->pk) != 1) {
+    if ((p->pk = key_public_only(priv)) == NULL || EVP_PKEY_up_ref(p->pk) != 1) {
         snprintf(err, errlen, "cannot derive the public key");
         return -1;
     }
@@ -543,17 +507,10 @@ int keydir_generate(const char *dir, struct keydir *kd, const char *type, enum r
 int keydir_import(const char *dir, struct keydir *kd, const char *path, time_t now, char *err, size_t errlen)
 {
     char why[512];
-    size_t len = 0;
-    char *pem = file_read(path, KEYDIR_MAX_KEY_FILE, &len, NULL, why, sizeof(why));
-    EVP_PKEY *priv = pem ? keydir_parse_private(pem, len) : NULL;
+    EVP_PKEY *priv = keyfile_read_private(path, err, errlen);
     int i = -1;
 
-    file_free(pem, len);
-    if (pem == NULL)
-        snprintf(err, errlen, "%s", why);
-    else if (priv == NULL)
-        snprintf(err, errlen, "%s: no unencrypted PKCS#1, PKCS#8 or SEC1 private key", path);
-    else if ((i = keydir_add(dir, kd, priv, ROTATION_SIGNING, 1, now, why, sizeof(why))) < 0)
+    if (priv != NULL && (i = keydir_add(dir, kd, priv, ROTATION_SIGNING, 1, now, why, sizeof(why))) < 0)
         snprintf(err, errlen, "%s: %s", path, why);
     EVP_PKEY_free(priv);
     return i;
@@ -588,7 +545,7 @@ EVP_PKEY *keydir_load_private(const char *dir, const char *kid, char *err, size_
         return NULL;
     if (file_read_at(dirfd, name, path, "signing key file", KEYDIR_MAX_KEY_FILE, &pem, &len, err, errlen) > 0)
         snprintf(err, errlen, "signing key file %s is missing, though %s names it", path, KEYDIR_STATE_FILE);
-    else if (pem != NULL && (priv = keydir_parse_private(pem, len)) == NULL)
+    else if (pem != NULL && (priv = keyfile_private_from_pem(pem, len)) == NULL)
         snprintf(err, errlen, "signing key file %s holds no private key", path);
     else if (priv != NULL && (key_kid(priv, computed) != 0 || strcmp(computed, kid) != 0)) {
         snprintf(err, errlen, "signing key file %s holds another key than the one of its name", path);

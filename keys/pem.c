@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "keys/key.h"
-#include "util/file.h"
 
 /* How a PEM block type is decoded into a key. */
 enum pem_kind { PEM_SKIP, PEM_RSA_PRIVATE, PEM_EC_PRIVATE, PEM_PKCS8, PEM_SPKI, PEM_RSA_PUBLIC, PEM_CERT };
@@ -81,24 +80,7 @@ static EVP_PKEY *pem_decode(enum pem_kind kind, const unsigned char *der, long l
     return pkey;
 }
 
-/* Re-creates key as a public-only object, so that no private material
- * outlives the loader whatever the input was. */
-static EVP_PKEY *pem_public_only(EVP_PKEY *key)
-{
-    unsigned char *der = NULL;
-    const unsigned char *p;
-    EVP_PKEY *pub = NULL;
-    int len = i2d_PUBKEY(key, &der);
-
-    if (len > 0) {
-        p = der;
-        pub = d2i_PUBKEY(NULL, &p, len);
-    }
-    OPENSSL_free(der);
-    return pub;
-}
-
-/* Which decoded keys go through pem_public_only: private ones, to drop the
+/* Which decoded keys go through key_public_only: private ones, to drop the
  * private material, and PKCS#1 public ones, which OpenSSL decodes as legacy
  * RSA objects, so that every key handed on is of the same provider kind.
  * The other public blocks decode to public-only provider keys already; the
@@ -145,7 +127,7 @@ static int pem_handle_block(const char *path, int block, const char *name, const
     }
     pub = key;
     if (pem_needs_round_trip(kind)) {
-        pub = pem_public_only(key);
+        pub = key_public_only(key);
         EVP_PKEY_free(key);
     }
     if (pub == NULL) {
@@ -265,17 +247,4 @@ int pem_ca_keys(const char *name, const char *pem, size_t len, pem_key_cb cb, vo
 
     ERR_clear_error();
     return pem_each_block(name, pem, len, pem_ca_block, &r, err, sizeof(err));
-}
-
-int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen)
-{
-    size_t len = 0;
-    char *text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
-    int rc;
-
-    if (text == NULL)
-        return -1;
-    rc = pem_read_mem(path, text, len, cb, ctx, err, errlen);
-    file_free(text, len);
-    return rc;
 }

@@ -7,7 +7,8 @@
  * CERTIFICATE. Other blocks (EC PARAMETERS, ...) are skipped silently, as
  * kube-apiserver does. Encrypted PEM is an error, and so is a CA
  * certificate (basicConstraints CA:TRUE), which kube-apiserver would take.
- * Files are read with util/file.h's file_read: only regular files, never blocking.
+ * Callers read the files with util/file.h's file_read: only regular files,
+ * never blocking.
  */
 #ifndef OIDC_PEM_H
 #define OIDC_PEM_H
@@ -22,19 +23,17 @@
 /* Called once for every public key found, in file order. block is the
  * 1-based index of the PEM block in the file. was_private is 1 when the
  * block held a private key. The callback takes ownership of pub. Returning
- * non-zero stops the read; pem_read_file then fails with the message the
+ * non-zero stops the read; pem_read_mem then fails with the message the
  * callback wrote into err. */
 typedef int (*pem_key_cb)(void *ctx, EVP_PKEY *pub, const char *path, int block, int was_private, char *err,
                           size_t errlen);
 
-/* Reads path and calls cb for each key. Returns the number of keys found
- * (>= 1) or -1 with a message naming the file (and block) in err: missing,
- * unreadable or not a regular file, encrypted PEM, malformed base64 or DER,
- * a CA certificate, an unsupported key type, or no usable key at all. */
-int pem_read_file(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen);
-
-/* Same, for PEM text already in memory (used by tests and fuzzers). name is
- * used in messages only. */
+/* Calls cb for each key of the PEM text pem (the caller read the file
+ * with file_read, within PEM_MAX_FILE_SIZE). name (the file's path) is
+ * used in messages only. Returns the number of keys found (>= 1) or -1
+ * with a message naming the file (and block) in err: encrypted PEM,
+ * malformed base64 or DER, a CA certificate, an unsupported key type, or
+ * no usable key at all. */
 int pem_read_mem(const char *name, const char *pem, size_t len, pem_key_cb cb, void *ctx, char *err, size_t errlen);
 
 /* Calls cb (was_private 0) with the public key of each CA certificate

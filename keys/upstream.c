@@ -42,7 +42,9 @@ void upstream_init(struct upstream *u, const char *base_url, const char *ca_file
     u->timeout_ms = timeout_ms;
 }
 
-long upstream_max_age(const char *cache_control)
+/* The max-age of a Cache-Control value (directives compared without
+ * case, s-maxage and others ignored), or -1 when there is none. */
+static long upstream_max_age(const char *cache_control)
 {
     const char *p = cache_control;
 
@@ -123,7 +125,10 @@ static enum upstream_result upstream_get(const struct upstream *u, const char *p
     return res->status == 401 || res->status == 403 ? UPSTREAM_ERR_UNAUTHORIZED : UPSTREAM_ERR_STATUS;
 }
 
-int upstream_discovery_issuer(const char *body, size_t len, char **issuer, char *err, size_t errlen)
+/* The issuer of a discovery document: a JSON object with a string member
+ * "issuer" (copied into a new string, *issuer). 0, or -1 with the reason
+ * in err. */
+static int upstream_discovery_issuer(const char *body, size_t len, char **issuer, char *err, size_t errlen)
 {
     char why[256];
     struct json_value *root = json_parse((const unsigned char *)body, len, why, sizeof(why));

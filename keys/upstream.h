@@ -81,15 +81,6 @@ void upstream_init(struct upstream *u, const char *base_url, const char *ca_file
  * leaves that as it was. */
 void upstream_fetch(struct upstream *u, struct upstream_read *out);
 
-/* The issuer of a discovery document: a JSON object with a string member
- * "issuer" (copied into a new string, *issuer). 0, or -1 with the reason
- * in err. */
-int upstream_discovery_issuer(const char *body, size_t len, char **issuer, char *err, size_t errlen);
-
-/* The max-age of a Cache-Control value (directives compared without
- * case, s-maxage and others ignored), or -1 when there is none. */
-long upstream_max_age(const char *cache_control);
-
 /* A stable name of a result: "ok", "not_modified", "request", ... */
 const char *upstream_result_name(enum upstream_result r);
 

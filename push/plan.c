@@ -49,7 +49,9 @@ static int push_remote_vouched(const struct push_remote *r)
     return strcmp(actual, r->sha256) == 0;
 }
 
-int push_newer(const struct push_remote *r, const struct push_local *l)
+/* 1 when the remote object carries a generation we believe and it is
+ * newer than the local one (plan.h); 0 otherwise. */
+static int push_newer(const struct push_remote *r, const struct push_local *l)
 {
     unsigned long long theirs, ours = 0;
 

@@ -64,10 +64,6 @@ enum push_verdict {
  * why in a few words for the log. */
 enum push_verdict push_decide(const struct push_remote *r, const struct push_local *l, const char **why);
 
-/* 1 when the remote object carries a generation we believe and it is
- * newer than the local one (see above); 0 otherwise. */
-int push_newer(const struct push_remote *r, const struct push_local *l);
-
 /* The generation of a key set got at gen_ms (Unix milliseconds), into out. */
 void push_generation(int64_t gen_ms, char out[PUSH_GEN_MAX]);
 

@@ -39,17 +39,6 @@ static const char *tls_openssl_error(void)
     return buf;
 }
 
-/* Encrypted PEM is refused: OpenSSL's default would ask for a password on
- * the terminal, and a server has nobody there to answer. */
-static int tls_no_password(char *buf, int size, int rwflag, void *u)
-{
-    (void)buf;
-    (void)size;
-    (void)rwflag;
-    (void)u;
-    return -1;
-}
-
 static time_t tls_not_after(SSL_CTX *ctx)
 {
     X509 *leaf = SSL_CTX_get0_certificate(ctx);
@@ -82,11 +71,11 @@ static int tls_pem_ended(void)
 static int tls_use_chain(SSL_CTX *ctx, const char *pem, size_t len)
 {
     BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    X509 *leaf = bio ? PEM_read_bio_X509_AUX(bio, NULL, tls_no_password, NULL) : NULL;
+    X509 *leaf = bio ? PEM_read_bio_X509_AUX(bio, NULL, keyfile_no_password, NULL) : NULL;
     X509 *ca;
     int ok = leaf != NULL && SSL_CTX_use_certificate(ctx, leaf) == 1 && SSL_CTX_clear_chain_certs(ctx) == 1;
 
-    while (ok && (ca = PEM_read_bio_X509(bio, NULL, tls_no_password, NULL)) != NULL) {
+    while (ok && (ca = PEM_read_bio_X509(bio, NULL, keyfile_no_password, NULL)) != NULL) {
         if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {
             X509_free(ca);
             ok = 0;
@@ -101,7 +90,7 @@ static int tls_use_chain(SSL_CTX *ctx, const char *pem, size_t len)
 static int tls_use_key(SSL_CTX *ctx, const char *pem, size_t len)
 {
     BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, tls_no_password, NULL) : NULL;
+    EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, keyfile_no_password, NULL) : NULL;
     int ok = key != NULL && SSL_CTX_use_PrivateKey(ctx, key) == 1;
 
     EVP_PKEY_free(key);
@@ -165,7 +154,7 @@ static int tls_use_client_ca(SSL_CTX *ctx, const char *pem, size_t len)
     /* Every certificate of the file is an anchor, an intermediate CA too,
      * as in Go's tls.Config.ClientCAs (which kube-apiserver uses). */
     ok = ok && X509_STORE_set_flags(store, X509_V_FLAG_PARTIAL_CHAIN) == 1;
-    while (ok && (ca = PEM_read_bio_X509(bio, NULL, tls_no_password, NULL)) != NULL) {
+    while (ok && (ca = PEM_read_bio_X509(bio, NULL, keyfile_no_password, NULL)) != NULL) {
         ok = X509_STORE_add_cert(store, ca) == 1 && SSL_CTX_add_client_CA(ctx, ca) == 1;
         X509_free(ca);
         n++;

@@ -771,14 +771,6 @@ int http_client_status_error(const struct http_request *req, const struct http_r
     return -1;
 }
 
-const char *http_client_error_name(enum http_client_error e)
-{
-    static const char *const names[] = {"ok",         "request", "connect",  "tls",
-                                        "tls_verify", "timeout", "response", "cancelled"};
-
-    return (size_t)e < sizeof(names) / sizeof(names[0]) ? names[e] : "unknown";
-}
-
 void http_response_free(struct http_response *res)
 {
     http_clear_headers(res);

@@ -161,10 +161,6 @@ const char *http_response_header(const struct http_response *res, const char *na
  * `return http_client_status_error(...)`. */
 int http_client_status_error(const struct http_request *req, const struct http_response *res, char *err, size_t errlen);
 
-/* A short stable name for an error ("timeout", "tls_verify", ...), for
- * metrics and reports. */
-const char *http_client_error_name(enum http_client_error e);
-
 /* Frees what the response holds and empties it; the struct itself is the
  * caller's. An empty (zeroed) response is fine. */
 void http_response_free(struct http_response *res);

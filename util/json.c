@@ -647,3 +647,19 @@ const struct json_value *json_get(const struct json_value *obj, const char *name
             return v;
     return NULL;
 }
+
+int json_whole(const struct json_value *v, int64_t min, int64_t max, int64_t *out)
+{
+    if (v == NULL || v->type != JSON_NUMBER || !(v->num >= (double)min && v->num <= (double)max) ||
+        v->num != (double)(int64_t)v->num)
+        return -1;
+    *out = (int64_t)v->num;
+    return 0;
+}
+
+const char *json_get_str(const struct json_value *obj, const char *name)
+{
+    const struct json_value *v = json_get(obj, name);
+
+    return v != NULL && v->type == JSON_STRING ? v->str : NULL;
+}

@@ -10,6 +10,7 @@
 #define OIDC_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Containers nested deeper than this are refused (the trees are freed
  * without recursion, but their readers recurse). */
@@ -41,6 +42,17 @@ struct json_value *json_parse_at(const unsigned char *json, size_t len, size_t *
 /* The member called name of object obj, or NULL (also when obj is NULL or
  * not an object), so that lookups can be chained. */
 const struct json_value *json_get(const struct json_value *obj, const char *name);
+
+/* The string member called name of obj, or NULL when it is absent or of
+ * another type (obj may be NULL too): what a reader of a document that may
+ * be wrong looks a string up with. */
+const char *json_get_str(const struct json_value *obj, const char *name);
+
+/* Whether v (which may be NULL) is a whole number in [min, max], both
+ * exactly representable as doubles; 0 with it in *out, or -1. The double
+ * is compared before any conversion, which could overflow. For the
+ * numbers of this program's own state files. */
+int json_whole(const struct json_value *v, int64_t min, int64_t max, int64_t *out);
 
 /* Frees the whole tree of a root json_parse returned (only a root); NULL is
  * a no-op. */

@@ -97,6 +97,14 @@ void jsonw_str(struct jsonw *w, const char *s)
     jsonw_strn(w, s, strlen(s));
 }
 
+void jsonw_str_or_null(struct jsonw *w, const char *s)
+{
+    if (s != NULL)
+        jsonw_str(w, s);
+    else
+        jsonw_lit(w, "null");
+}
+
 void jsonw_strn(struct jsonw *w, const char *s, size_t n)
 {
     const char *run = s, *end = s + n;

@@ -28,6 +28,9 @@ void jsonw_lit(struct jsonw *w, const char *s);
  * UTF-8 included. */
 void jsonw_str(struct jsonw *w, const char *s);
 
+/* jsonw_str, or null when s is NULL: a member that may be absent. */
+void jsonw_str_or_null(struct jsonw *w, const char *s);
+
 /* The same for the n bytes at s, which need not be NUL-terminated; a NUL
  * among them is written as \u0000. */
 void jsonw_strn(struct jsonw *w, const char *s, size_t n);

@@ -24,6 +24,7 @@
 #include "keys/key.h"
 #include "keys/keyset.h"
 #include "keys/pem.h"
+#include "util/file.h"
 
 #define NOKEYS            "does not contain any valid RSA or ECDSA public keys"
 #define SHA256_OF_NOTHING "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
@@ -365,6 +366,18 @@ static const char *member(yajl_val obj, const char *name)
     return YAJL_GET_STRING(v);
 }
 
+/* A key file as the key set reads one (keys/keyset.c): file_read, then
+ * pem_read_mem. */
+static int read_pem(const char *path, pem_key_cb cb, void *ctx, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *text = file_read(path, PEM_MAX_FILE_SIZE, &len, NULL, err, errlen);
+    int rc = text != NULL ? pem_read_mem(path, text, len, cb, ctx, err, errlen) : -1;
+
+    file_free(text, len);
+    return rc;
+}
+
 ParameterizedTestParameters(forms, pem)
 {
     return cr_make_param_array(struct form, forms, COUNT(forms));
@@ -375,8 +388,8 @@ ParameterizedTest(struct form *f, forms, pem)
     struct found found = {0};
     char err[1024] = "";
     const char *path = fx(f->file);
-    int n = pem_read_file(path, collect, &found, err, sizeof err);
-    cr_assert_eq(n, 1, "%s: pem_read_file gave %d (%s)", f->file, n, err);
+    int n = read_pem(path, collect, &found, err, sizeof err);
+    cr_assert_eq(n, 1, "%s: read_pem gave %d (%s)", f->file, n, err);
     cr_assert_eq(found.n, 1, "%s: callback called %d times", f->file, found.n);
     cr_assert_eq(found.block[0], f->block, "%s: block %d", f->file, found.block[0]);
     cr_assert_eq(found.was_private[0], f->was_private, "%s: was_private %d", f->file, found.was_private[0]);
@@ -529,8 +542,8 @@ Test(pem, multi_file_in_order)
 {
     struct found found = {0};
     char err[1024] = "";
-    int n = pem_read_file(fx("multi.pem"), collect, &found, err, sizeof err);
-    cr_assert_eq(n, 3, "pem_read_file: %d (%s)", n, err);
+    int n = read_pem(fx("multi.pem"), collect, &found, err, sizeof err);
+    cr_assert_eq(n, 3, "read_pem: %d (%s)", n, err);
     assert_multi(&found, "multi.pem");
 }
 
@@ -552,8 +565,8 @@ Test(pem, duplicate_reported_twice)
 {
     struct found found = {0};
     char err[1024] = "";
-    int n = pem_read_file(fx("dup.pem"), collect, &found, err, sizeof err);
-    cr_assert_eq(n, 2, "pem_read_file: %d (%s)", n, err);
+    int n = read_pem(fx("dup.pem"), collect, &found, err, sizeof err);
+    cr_assert_eq(n, 2, "read_pem: %d (%s)", n, err);
     cr_assert_str_eq(found.kid[0], found.kid[1]);
     cr_assert_eq(found.was_private[0], 1);
     cr_assert_eq(found.was_private[1], 0);
@@ -564,7 +577,7 @@ Test(pem, callback_stops_read)
 {
     struct found found = {.stop_at = 2};
     char err[1024] = "";
-    int n = pem_read_file(fx("multi.pem"), collect, &found, err, sizeof err);
+    int n = read_pem(fx("multi.pem"), collect, &found, err, sizeof err);
     cr_assert_eq(n, -1);
     cr_assert_eq(found.n, 2, "callback called %d times after asking to stop", found.n);
     cr_assert(strstr(err, "stopped by the callback") != NULL, "callback message lost: \"%s\"", err);
@@ -633,7 +646,7 @@ Test(pem, directory_is_an_error)
 {
     struct found found = {0};
     char err[1024] = "";
-    cr_assert_eq(pem_read_file(FIXTURES, collect, &found, err, sizeof err), -1);
+    cr_assert_eq(read_pem(FIXTURES, collect, &found, err, sizeof err), -1);
     assert_err(err, FIXTURES, NULL);
 }
 
@@ -648,7 +661,7 @@ Test(pem, memory_error_names_source)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Errors: pem_read_file and keyset_load agree                               */
+/* Errors: file_read + pem_read_mem and keyset_load agree                   */
 
 struct bad {
     char file[32];
@@ -672,18 +685,18 @@ static struct bad bad_files[] = {
     {"ca/rsa2048.ca.crt", "basicConstraints CA:TRUE"},
 };
 
-ParameterizedTestParameters(errors, pem_read_file)
+ParameterizedTestParameters(errors, read_pem)
 {
     return cr_make_param_array(struct bad, bad_files, COUNT(bad_files));
 }
 
-ParameterizedTest(struct bad *b, errors, pem_read_file)
+ParameterizedTest(struct bad *b, errors, read_pem)
 {
     struct found found = {0};
     char err[1024] = "";
     const char *path = fx(b->file);
-    int n = pem_read_file(path, collect, &found, err, sizeof err);
-    cr_assert_eq(n, -1, "%s: pem_read_file gave %d", b->file, n);
+    int n = read_pem(path, collect, &found, err, sizeof err);
+    cr_assert_eq(n, -1, "%s: read_pem gave %d", b->file, n);
     assert_err(err, path, b->phrase);
 }
 

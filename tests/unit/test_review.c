@@ -39,7 +39,7 @@ static void setup(void)
     ks = fixture_keyset1("rsa2048.pub");
     cr_assert_not_null(ver = verifier_new(ks));
     snprintf(path, sizeof(path), "%s/rsa2048.pkcs8.key", FIXTURES);
-    rsa = token_mint_load_key(path, err, sizeof(err));
+    rsa = keyfile_read_private(path, err, sizeof(err));
     cr_assert_not_null(rsa, "%s", err);
 }
 

@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "jose/token_mint.h"
+#include "keys/keyfile.h"
 #include "keys/keyset.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -56,7 +57,7 @@ static inline EVP_PKEY *fixture_private_key(const char *name)
     char path[PATH_MAX], err[512] = "";
 
     snprintf(path, sizeof(path), "%s/%s", FIXTURES, name);
-    EVP_PKEY *k = token_mint_load_key(path, err, sizeof(err));
+    EVP_PKEY *k = keyfile_read_private(path, err, sizeof(err));
     cr_assert_not_null(k, "%s", err);
     return k;
 }

@@ -1075,11 +1075,11 @@ Test(token, mint_load_key_errors)
 {
     char err[256] = "", path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/rsa2048.pub", FIXTURES);
-    cr_expect_null(token_mint_load_key(path, err, sizeof(err)));
+    cr_expect_null(keyfile_read_private(path, err, sizeof(err)));
     cr_expect_neq(strstr(err, "rsa2048.pub"), NULL, "%s", err);
     snprintf(path, sizeof(path), "%s/encrypted.pkcs8.key", FIXTURES);
-    cr_expect_null(token_mint_load_key(path, err, sizeof(err)));
-    cr_expect_null(token_mint_load_key("/nonexistent/key", err, sizeof(err)));
+    cr_expect_null(keyfile_read_private(path, err, sizeof(err)));
+    cr_expect_null(keyfile_read_private("/nonexistent/key", err, sizeof(err)));
 }
 
 Test(token, error_names_distinct)

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jose/vcache.h"
+/* Built in, as h2o's unit tests do, to read the hit counter of struct
+ * vcache, which is its own: the library's copy is then not linked. */
+#include "jose/vcache.c"
 
 TestSuite(vcache, .fini = leak_check);
 
@@ -66,7 +68,7 @@ Test(vcache, hit_after_put)
     cr_assert_eq(u->naudiences, 1);
     cr_expect_str_eq(u->audiences[0], "a");
     cr_expect_eq(u->exp, EXP);
-    cr_expect_eq(vcache_hits(c), 1);
+    cr_expect_eq(c->hits, 1);
     vcache_free(c);
 }
 
@@ -85,7 +87,7 @@ Test(vcache, miss_for_other_audiences_or_token)
     cr_expect_null(get(c, 1, "abc", NULL, 0, 1000));
     cr_expect_null(get(c, 1, "a", bc, 1, 1000));
     cr_expect_not_null(get(c, 1, "ab", c1, 1, 1000));
-    cr_expect_eq(vcache_hits(c), 1);
+    cr_expect_eq(c->hits, 1);
     vcache_free(c);
 }
 
