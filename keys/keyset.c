@@ -247,7 +247,7 @@ static int keyset_check_reached(struct keyset_loader *l, const char *path, char 
     if (l->cas != NULL && strcmp(pki_cas_dir(l->cas), dir) == 0)
         return 0;
     pki_cas_free(l->cas);
-    if ((l->cas = pki_cas_read(dir)) == NULL) {
+    if ((l->cas = pki_cas_read(dir, basename(real))) == NULL) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }

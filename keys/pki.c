@@ -102,7 +102,7 @@ static int pki_visible(const struct dirent *e)
     return e->d_name[0] != '.';
 }
 
-struct pki_cas *pki_cas_read(const char *dir)
+struct pki_cas *pki_cas_read(const char *dir, const char *skip)
 {
     struct pki_cas *c = calloc(1, sizeof(*c));
     struct dirent **names = NULL;
@@ -115,7 +115,7 @@ struct pki_cas *pki_cas_read(const char *dir)
     }
     n = scandir(dir, &names, pki_visible, alphasort);
     for (int i = 0; i < n; i++) {
-        if (!c->failed && i < PKI_MAX_FILES &&
+        if (!c->failed && i < PKI_MAX_FILES && (skip == NULL || strcmp(names[i]->d_name, skip) != 0) &&
             (size_t)snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name) < sizeof(path))
             pki_read_file(c, path);
         free(names[i]);

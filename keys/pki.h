@@ -34,8 +34,10 @@ struct pki_cas;
 
 /* Reads the CA certificates among the visible regular files of dir (at
  * most PKI_MAX_FILES, each at most PEM_MAX_FILE_SIZE; what cannot be read
- * is passed over: it is nobody's key). NULL when out of memory. */
-struct pki_cas *pki_cas_read(const char *dir);
+ * is passed over: it is nobody's key), but the file named skip (NULL:
+ * none): the key file being read, whose own certificates its reader
+ * refuses, is not opened a second time. NULL when out of memory. */
+struct pki_cas *pki_cas_read(const char *dir, const char *skip);
 
 /* The directory pki_cas_read was given. */
 const char *pki_cas_dir(const struct pki_cas *c);
