@@ -11,22 +11,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "push/publisher.h"
-#include "server/connbudget.h"
+#include "server/conn/connbudget.h"
 #include "server/extsigner/extsigner.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
-#include "server/listener.h"
-#include "server/mirror_thread.h"
+#include "server/conn/listener.h"
+#include "server/reload/mirror_thread.h"
 #include "server/obs/accesslog.h"
 #include "server/obs/status.h"
-#include "server/reload/cert.h"
+#include "server/tls/cert.h"
 #include "server/reload/health.h"
 #include "server/reload/reload.h"
 #include "server/reload/schedule.h"
 #include "server/reload/watch.h"
-#include "server/worker.h"
+#include "server/conn/worker.h"
 #include "util/clock.h"
 #include "util/log.h"
 
