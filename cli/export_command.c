@@ -11,7 +11,7 @@
 #include "publish/snapshot.h"
 #include "util/file.h"
 #include "publish/publish.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 
 /* One object to write and to tell the operator about. */
 struct export_object {

@@ -10,7 +10,7 @@
 #include "util/jsonw.h"
 #include "keys/keyset.h"
 #include "util/printable.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "publish/publish.h"
 #include "push/sync.h"
 #include "push/target.h"

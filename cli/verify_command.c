@@ -14,7 +14,7 @@
 #include "util/http_client.h"
 #include "util/log.h"
 #include "jose/tokenreview.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 
 #define VERIFY_MAX_DOCUMENT (1024 * 1024)
 

@@ -33,7 +33,7 @@
 #include "config/fields.h"
 #include "config/file.h"
 #include "config/options.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "util/printable.h"
 
 #define FLAG_VAL 256 /* getopt values of long flags start past every short option character */

@@ -9,7 +9,7 @@
 #include "diag/token_checks.h"
 #include "keys/jwks_parse.h"
 #include "jose/token.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "util/http_client.h"
 #include "util/printable.h"
 #include "util/redact.h"

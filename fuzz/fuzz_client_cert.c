@@ -1,5 +1,5 @@
 /* libFuzzer target: the name a client certificate gives its caller on the
- * TokenReview listener (tls_subject, server/tls.c), for any certificate
+ * TokenReview listener (tls_subject, server/tls/tls.c), for any certificate
  * OpenSSL decodes from the input (DER). The name must be NULL (the
  * subject names nobody) or a non-empty string: an empty subject once
  * reached strndup as a NULL pointer, which the sanitizer build aborts on. */
@@ -9,7 +9,7 @@
 
 #include <openssl/x509.h>
 
-#include "server/tls.h"
+#include "server/tls/tls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

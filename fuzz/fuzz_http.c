@@ -25,7 +25,7 @@
 #include "keys/keyset.h"
 #include "publish/publish.h"
 #include "server/http/site.h"
-#include "server/worker.h"
+#include "server/conn/worker.h"
 
 /* Last-Modified of the published documents, fixed so that responses do not
  * depend on when the fuzzer started. */

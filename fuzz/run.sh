@@ -38,20 +38,22 @@ work=${OIDC_FUZZ_WORK:-${TMPDIR:-/tmp}/oidc-fuzz}
 bin=$work/bin obj=$work/obj
 mkdir -p "$bin" "$obj"
 
-# The product sources the targets link: the oidccore library, read from
-# CMakeLists.txt so that the two cannot drift; fuzz_http also links the
-# oidcruntime library (read the same way), the server's h2o sites, their
-# handlers and the worker; fuzz_extsigner oidcruntime, the signer's
-# connection and calls, and the messages protoc-c generates here;
-# fuzz_client_cert server/tls.c (which needs libh2o-evloop for ALPN).
+# The product sources the targets link: the h2o-free layers' libraries,
+# read from CMakeLists.txt so that the two cannot drift (core: util/ to
+# diag/; runtime: server/obs/ and server/reload/); fuzz_http also links the
+# runtime, the server's h2o sites, their handlers and the worker;
+# fuzz_extsigner the runtime, the signer's connection and calls, and the
+# messages protoc-c generates here; fuzz_client_cert server/tls/tls.c (which
+# needs libh2o-evloop for ALPN).
 lib_srcs() { sed -n "/^add_library($1 /,/^)/s/^ *\([a-z0-9_/]*\.c\)$/\1/p" CMakeLists.txt; }
-core_srcs=($(lib_srcs oidccore))
-runtime_srcs=($(lib_srcs oidcruntime))
+core_srcs=() runtime_srcs=()
+for l in oidcutil oidckeys oidcconfig oidcjose oidcpublish oidcpush oidcdiag; do core_srcs+=($(lib_srcs $l)); done
+for l in oidcobs oidcreload; do runtime_srcs+=($(lib_srcs $l)); done
 [ ${#core_srcs[@]} -gt 10 ] && [ ${#runtime_srcs[@]} -gt 3 ] ||
-    { echo "fuzz/run.sh: cannot read oidccore's and oidcruntime's sources from CMakeLists.txt" >&2; exit 2; }
+    { echo "fuzz/run.sh: cannot read the layers' sources from CMakeLists.txt" >&2; exit 2; }
 http_srcs=(server/http/site.c server/http/handler_docs.c server/http/http_framing.c server/http/handler_tokenreview.c
-           server/http/handler_admin.c server/http/request_log.c server/worker.c server/connbudget.c
-           server/peer_progress.c server/tls.c)
+           server/http/handler_admin.c server/http/request_log.c server/conn/worker.c server/conn/connbudget.c
+           server/conn/peer_progress.c server/tls/tls.c)
 command -v protoc-c >/dev/null || { echo "fuzz/run.sh: protoc-c not found (run scripts/setup.sh)" >&2; exit 1; }
 mkdir -p "$work/proto"
 protoc-c -Iproto -I/usr/include --c_out="$work/proto" externaljwt.proto google/protobuf/timestamp.proto
@@ -82,7 +84,7 @@ for t in "${targets[@]}"; do
     extra=()
     [ "$t" != fuzz_http ] || extra=("${http_objs[@]}" "${runtime_objs[@]}" "${http_libs[@]}")
     [ "$t" != fuzz_extsigner ] || extra=("${extsigner_objs[@]}" "${runtime_objs[@]}" "${extsigner_libs[@]}")
-    [ "$t" != fuzz_client_cert ] || extra=("$obj/server_tls.o" "${http_libs[@]}")
+    [ "$t" != fuzz_client_cert ] || extra=("$obj/server_tls_tls.o" "${http_libs[@]}")
     "$CC" "${cflags[@]}" -fsanitize=fuzzer,$san "fuzz/$t.c" "${objs[@]}" "${extra[@]}" "${libs[@]}" -o "$bin/$t"
 done
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "publish/paths.h"
+#include "util/paths.h"
 
 void push_docs_init(struct push_docs *d, const struct snapshot *s, int64_t gen_ms)
 {

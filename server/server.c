@@ -11,22 +11,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "push/publisher.h"
-#include "server/connbudget.h"
+#include "server/conn/connbudget.h"
 #include "server/extsigner/grpc_server.h"
 #include "server/fdlimit.h"
 #include "server/http/site.h"
-#include "server/listener.h"
-#include "server/mirror_thread.h"
+#include "server/conn/listener.h"
+#include "server/reload/mirror_thread.h"
 #include "server/obs/accesslog.h"
 #include "server/obs/status.h"
-#include "server/reload/cert.h"
+#include "server/tls/cert.h"
 #include "server/reload/health.h"
 #include "server/reload/reload.h"
 #include "server/reload/schedule.h"
 #include "server/reload/watch.h"
-#include "server/worker.h"
+#include "server/conn/worker.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -548,7 +548,9 @@ static int server_start(struct server *s, sigset_t *signals)
         return rc;
     if (server_start_publisher(s) != 0)
         return 2;
-    server_publish_signer(s, reload_signer_current(s->reload));
+    /* The signer's socket opens now, so that a path in use stops the start
+     * before any port answers; its slot stays empty (calls answer
+     * UNAVAILABLE) until the first snapshot is the workers', below. */
     if (s->cfg->external_signer_listen != NULL &&
         (s->extsigner = extsigner_grpc_start(s->cfg, &s->signer_slot, err, sizeof(err))) == NULL) {
         log_msg(LOG_ERROR, "%s", err);
@@ -562,6 +564,7 @@ static int server_start(struct server *s, sigset_t *signals)
     for (int k = 0; k < CERT_NKINDS; k++)
         tls[k] = s->certs[k].ctx;
     server_publish(s, reload_current(s->reload), tls);
+    server_publish_signer(s, reload_signer_current(s->reload));
     health_reload_alive(clock_now_ms(), 1);
     if ((errno = pthread_create(&s->thread, NULL, server_reload_main, s)) != 0) {
         log_msg(LOG_ERROR, "cannot start the key reload thread: %s", strerror(errno));

@@ -5,9 +5,10 @@
 #include <time.h>
 
 #include "server/reload/health.h"
+#include "server/reload/mirror.h"
 #include "server/obs/metrics.h"
 #include "server/obs/status.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "util/clock.h"
 
 static h2o_generator_t admin_generator = {NULL, NULL};
@@ -80,11 +81,16 @@ static int admin_status(h2o_req_t *req)
     size_t nrows = metrics_summary(rows), len = 0;
     struct status_build build = {.version = OIDC_VERSION};
     struct status *st = status_acquire();
+    struct mirror_status ms;
+    struct status_upstream up;
+    time_t now = time(NULL);
+    int upstream;
     char *body;
     int rc;
 
     metrics_get_build(&build.commit, &build.date);
-    body = status_render_html(st, rows, nrows, &build, time(NULL), &len);
+    upstream = mirror_status_get(&ms) && mirror_status_page(&ms, now, &up);
+    body = status_render_html(st, upstream ? &up : NULL, rows, nrows, &build, now, &len);
     status_release(st);
     if (body == NULL)
         return admin_send(req, 500, "Internal Server Error", "text/plain; charset=utf-8",

@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "server/worker.h"
-#include "publish/paths.h"
+#include "server/conn/worker.h"
+#include "util/paths.h"
 
 struct handler_docs {
     h2o_handler_t super;

@@ -6,10 +6,10 @@
 
 #include "jose/review.h"
 #include "jose/tokenreview.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "server/http/request_log.h"
 #include "server/obs/metrics.h"
-#include "server/worker.h"
+#include "server/conn/worker.h"
 #include "util/log.h"
 
 /* Successful verifications (reviews and callers' tokens) remembered per

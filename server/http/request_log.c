@@ -7,8 +7,8 @@
 
 #include "server/obs/accesslog.h"
 #include "server/obs/metrics.h"
-#include "publish/paths.h"
-#include "server/worker.h"
+#include "util/paths.h"
+#include "server/conn/worker.h"
 
 #define TOKENREVIEW_SUFFIX "/tokenreviews"
 

@@ -1,5 +1,5 @@
 #include "server/obs/metrics.h"
-#include "publish/paths.h"
+#include "util/paths.h"
 #include "push/status.h"
 #include "util/strbuf.h"
 

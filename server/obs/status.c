@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "push/status.h"
-#include "server/reload/mirror.h"
 #include "util/strbuf.h"
 #include "util/clock.h"
 
@@ -293,44 +292,44 @@ static void status_render_pushes(struct strbuf *b)
     strbuf_puts(b, "</tbody></table>\n");
 }
 
-/* --upstream: the mirror's reads (mirror.h), read now, as the mirror
- * thread updates them after every read, between reload passes; the age
- * grows with every view. */
-static void status_render_upstream(struct strbuf *b, const struct status *st, time_t now)
+/* --upstream: the mirror's reads as the caller read them for this view
+ * (struct status_upstream); NULL without --upstream. The page is handed
+ * them and never reads the mirror itself. */
+static void status_render_upstream(struct strbuf *b, const struct status *st, const struct status_upstream *m,
+                                   time_t now)
 {
-    struct mirror_status m;
     char text[160];
 
-    if (!mirror_status_get(&m))
+    if (m == NULL)
         return;
     strbuf_puts(b, "<h2>Upstream</h2>\n<table id=\"upstream\">\n");
-    status_row(b, "url", m.url);
+    status_row(b, "url", m->url);
     status_row_class(b, "documents", st->unavailable ? "failed" : "ok",
                      st->unavailable ? "unavailable: both answer 503 until the upstream's first good answer"
                                      : "served");
-    status_row_time(b, "last good read", m.last_success);
-    if (m.last_success == 0)
+    status_row_time(b, "last good read", m->last_success);
+    if (m->last_success == 0)
         snprintf(text, sizeof(text), "-");
-    else if (mirror_stale(&m, now))
+    else if (m->stale)
         snprintf(text, sizeof(text), "%llds, more than --upstream-max-staleness (%llds): not ready",
-                 (long long)(now - m.last_success), (long long)m.max_staleness);
+                 (long long)(now - m->last_success), (long long)m->max_staleness);
     else
-        snprintf(text, sizeof(text), "%llds", (long long)(now - m.last_success));
+        snprintf(text, sizeof(text), "%llds", (long long)(now - m->last_success));
     status_row(b, "age", text);
-    status_row_time(b, "last read", m.last_attempt);
+    status_row_time(b, "last read", m->last_attempt);
     status_row_class(b, "last read result",
-                     m.last_result[0] == '\0' ? NULL
-                     : m.last_failed          ? "failed"
-                                              : "ok",
-                     m.last_result[0] != '\0' ? m.last_result : "-");
-    status_row(b, "last error", m.last_error[0] != '\0' ? m.last_error : "-");
-    strbuf_printf(b, "<tr><th>failed reads since the last good one</th><td>%lu</td></tr>\n", m.failures);
-    status_row_class(b, "issuer", m.issuer_mismatch ? "failed" : NULL,
-                     m.issuer_mismatch ? "mismatch: what it answers is not published"
-                     : m.has_data      ? "matches --service-account-issuer"
-                                       : "-");
-    if (m.issuer_mismatch) {
-        status_row(b, "the upstream's issuer", m.mismatch);
+                     m->last_result[0] == '\0' ? NULL
+                     : m->last_failed          ? "failed"
+                                               : "ok",
+                     m->last_result[0] != '\0' ? m->last_result : "-");
+    status_row(b, "last error", m->last_error[0] != '\0' ? m->last_error : "-");
+    strbuf_printf(b, "<tr><th>failed reads since the last good one</th><td>%lu</td></tr>\n", m->failures);
+    status_row_class(b, "issuer", m->issuer_mismatch ? "failed" : NULL,
+                     m->issuer_mismatch ? "mismatch: what it answers is not published"
+                     : m->has_data      ? "matches --service-account-issuer"
+                                        : "-");
+    if (m->issuer_mismatch) {
+        status_row(b, "the upstream's issuer", m->mismatch);
         status_row(b, "--service-account-issuer", st->issuer);
     }
     strbuf_puts(b, "</table>\n");
@@ -348,8 +347,9 @@ static void status_render_counters(struct strbuf *b, const struct metrics_summar
                    "<a href=\"/livez\">/livez</a>.</p>\n");
 }
 
-char *status_render_html(const struct status *st, const struct metrics_summary_row *rows, size_t nrows,
-                         const struct status_build *build, time_t now, size_t *len)
+char *status_render_html(const struct status *st, const struct status_upstream *upstream,
+                         const struct metrics_summary_row *rows, size_t nrows, const struct status_build *build,
+                         time_t now, size_t *len)
 {
     struct strbuf b = {0};
 
@@ -358,7 +358,7 @@ char *status_render_html(const struct status *st, const struct metrics_summary_r
         status_render_documents(&b, st, build, now);
         status_render_keys(&b, st);
         status_render_reload(&b, st);
-        status_render_upstream(&b, st, now);
+        status_render_upstream(&b, st, upstream, now);
         status_render_pushes(&b);
     } else {
         strbuf_puts(&b, "<h1>oidc-discovery</h1>\n<p>Nothing published yet.</p>\n");

@@ -18,7 +18,9 @@
  *    a --signing-key-dir key (keys/keydir.h's keydir_role_of, as `keys`).
  *  - what changes between passes, read when the page is rendered: the
  *    pushes to object storage (push/status.h) and the --upstream's reads
- *    (server/reload/mirror.h's mirror_status) are shown this way.
+ *    (struct status_upstream, which the caller fills from
+ *    server/reload/mirror.h's mirror_status: the page is handed data and
+ *    includes nothing of reload/) are shown this way.
  */
 #ifndef OIDC_STATUS_H
 #define OIDC_STATUS_H
@@ -79,12 +81,31 @@ struct status_build {
     const char *version, *commit, *date;
 };
 
-/* The page for st at now, with the counters rows (metrics_summary), the
- * pushes to object storage and the --upstream's reads as they are now
- * (push/status.h, mirror_status_get) and build:
- * malloc'ed HTML whose length is *len, or NULL when out of memory. Every
- * value is escaped; st may be NULL (nothing published yet). */
-char *status_render_html(const struct status *st, const struct metrics_summary_row *rows, size_t nrows,
-                         const struct status_build *build, time_t now, size_t *len);
+/* The --upstream's reads as they are when the page is rendered, for the
+ * page (server/reload/mirror.h's mirror_status_page fills it): the strings
+ * point into the caller's copy of the mirror's status. */
+struct status_upstream {
+    const char *url;
+    int has_data;            /* a good answer was read: the documents are served */
+    int issuer_mismatch;     /* the last answer named another issuer */
+    const char *mismatch;    /* that issuer, else "" */
+    time_t last_success;     /* wall clock of the last good answer; 0: none */
+    time_t last_attempt;     /* wall clock the last read ended; 0: none */
+    time_t max_staleness;    /* --upstream-max-staleness, seconds */
+    int stale;               /* last_success is older than max_staleness at the page's now */
+    unsigned long failures;  /* failed reads since the last good one */
+    const char *last_result; /* the last read's result name, "" before the first */
+    int last_failed;         /* the last read failed */
+    const char *last_error;  /* the last failure's message, "" after a good answer */
+};
+
+/* The page for st at now, with the --upstream's reads (NULL without
+ * --upstream), the counters rows (metrics_summary), the pushes to object
+ * storage as they are now (push/status.h) and build: malloc'ed HTML whose
+ * length is *len, or NULL when out of memory. Every value is escaped; st
+ * may be NULL (nothing published yet). */
+char *status_render_html(const struct status *st, const struct status_upstream *upstream,
+                         const struct metrics_summary_row *rows, size_t nrows, const struct status_build *build,
+                         time_t now, size_t *len);
 
 #endif

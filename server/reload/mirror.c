@@ -147,6 +147,25 @@ int mirror_stale(const struct mirror_status *s, time_t now)
     return now - s->last_success > s->max_staleness;
 }
 
+int mirror_status_page(const struct mirror_status *s, time_t now, struct status_upstream *out)
+{
+    if (!s->enabled)
+        return 0;
+    *out = (struct status_upstream){.url = s->url,
+                                    .has_data = s->has_data,
+                                    .issuer_mismatch = s->issuer_mismatch,
+                                    .mismatch = s->mismatch,
+                                    .last_success = s->last_success,
+                                    .last_attempt = s->last_attempt,
+                                    .max_staleness = s->max_staleness,
+                                    .stale = mirror_stale(s, now),
+                                    .failures = s->failures,
+                                    .last_result = s->last_result,
+                                    .last_failed = s->last_failed,
+                                    .last_error = s->last_error};
+    return 1;
+}
+
 int mirror_ready(const struct mirror_status *s, time_t now, char *why, size_t len)
 {
     if (!s->enabled)

@@ -19,7 +19,7 @@
  *   --upstream-max-staleness.
  *
  * Pure arithmetic on the times given, so it is unit-tested with made-up
- * clocks; server/mirror_thread.c runs it. The status (mirror_status) is
+ * clocks; server/reload/mirror_thread.c runs it. The status (mirror_status) is
  * what /readyz, /metrics and the admin page read of it.
  */
 #ifndef OIDC_MIRROR_H
@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "keys/upstream.h"
+#include "server/obs/status.h"
 
 /* The first retry after a failure (at most the refresh interval). */
 #define MIRROR_BACKOFF_FIRST_MS 1000
@@ -118,5 +119,10 @@ int mirror_ready(const struct mirror_status *s, time_t now, char *why, size_t le
  * --upstream, s then zeroed). */
 void mirror_status_set(const struct mirror_status *s);
 int mirror_status_get(struct mirror_status *s);
+
+/* The status page's view of s at now (server/obs/status.h), its strings
+ * pointing into s: the page is handed it rather than reading the mirror.
+ * Returns s->enabled (out is then unset when 0). */
+int mirror_status_page(const struct mirror_status *s, time_t now, struct status_upstream *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "keys/keydir_next.h"
 #include "publish/publish.h"
 #include "server/obs/metrics.h"
 #include "util/log.h"
@@ -15,9 +16,6 @@
 /* A failed rotation step (a key that cannot be generated or saved) is
  * tried again this much later, not in a spin. */
 #define SIGNERDIR_RETRY_MS 5000
-/* At most this many rotation steps in one pass (each is followed by a
- * fresh decision; a handful is ever needed). */
-#define SIGNERDIR_MAX_STEPS 8
 
 /* A key of the directory as this process has published it. */
 struct signerdir_seen {
@@ -96,29 +94,38 @@ static void signerdir_release_lock(struct signerdir *sd)
     sd->lockfd = -1;
 }
 
-/* Saves rotation.json. A holder that cannot write its decisions must not
- * act on them alone: it gives up the lock and reads the directory again,
- * as any other process does. 0, or -1 (logged). */
-static int signerdir_save(struct signerdir *sd, int64_t now_ms)
+/* A holder that cannot write its decisions (err says why) must not act
+ * on them alone: it gives up the lock and reads the directory again, as
+ * any other process does. */
+static void signerdir_give_up(struct signerdir *sd, const char *err)
 {
-    char err[1024];
+    char rerr[1024];
     struct keydir *disk;
 
-    if (keydir_save(sd->dir, sd->kd, err, sizeof(err)) == 0) {
-        sd->saved_ms = now_ms;
-        return 0;
-    }
     log_msg(LOG_ERROR,
             "%s; giving up rotating the signing keys (another process may take over) and reading "
             "the directory as it is",
             err);
     signerdir_release_lock(sd);
-    if (keydir_read(sd->dir, &disk, err, sizeof(err)) == 0) {
+    if (keydir_read(sd->dir, &disk, rerr, sizeof(rerr)) == 0) {
         keydir_free(sd->kd);
         sd->kd = disk;
     } else {
         keydir_free(disk);
     }
+}
+
+/* Saves rotation.json (the holder's ages, between rotation steps). 0, or
+ * -1 (logged, and the lock given up). */
+static int signerdir_save(struct signerdir *sd, int64_t now_ms)
+{
+    char err[1024];
+
+    if (keydir_save(sd->dir, sd->kd, err, sizeof(err)) == 0) {
+        sd->saved_ms = now_ms;
+        return 0;
+    }
+    signerdir_give_up(sd, err);
     return -1;
 }
 
@@ -130,110 +137,72 @@ static void signerdir_time(time_t t, char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Drops retired key i: out of rotation.json first, then its file. */
-static int signerdir_drop(struct signerdir *sd, size_t i, int64_t now_ms)
+/* Says what a rotation step did (keydir_next decided and wrote it). A
+ * step that failed says only what happened before it failed. */
+static void signerdir_log_step(const struct signerdir *sd, const struct keydir_step *step, int failed)
 {
-    char kid[KEY_KID_LEN + 1], err[1024];
-
-    keydir_forget(sd->kd, i, kid);
-    if (signerdir_save(sd, now_ms) != 0)
-        return -1;
-    if (keydir_remove_file(sd->dir, kid, err, sizeof(err)) != 0)
-        log_msg(LOG_WARN, "%s", err);
-    log_msg(LOG_INFO,
-            "signing keys: retired kid=%s dropped from the published set: every token it signed has "
-            "expired (--max-token-lifetime, --token-leeway and --key-reload-interval have passed)",
-            kid);
-    return 0;
-}
-
-/* Promotes the next key, once its private key is known to load: a next
- * key that cannot sign never signed either, so it is discarded and a new
- * one made instead. */
-static int signerdir_promote(struct signerdir *sd, time_t now, int64_t now_ms)
-{
-    struct keydir *kd = sd->kd;
-    int x = rotation_find(kd->rot, kd->count, ROTATION_NEXT), s = rotation_find(kd->rot, kd->count, ROTATION_SIGNING);
-    struct signerdir_seen *seen = signerdir_seen_find(sd, kd->rot[x].kid);
     char until[32];
 
-    if (seen == NULL || seen->priv == NULL) {
+    if (step->discarded)
         log_msg(LOG_ERROR,
                 "signing keys: next kid=%s has no usable key file; discarding it (it never signed) and "
                 "making another",
-                kd->rot[x].kid);
-        return signerdir_drop(sd, (size_t)x, now_ms);
+                step->kid);
+    if (failed)
+        return;
+    if (step->action == ROTATION_DROP) {
+        if (step->warning[0] != '\0')
+            log_msg(LOG_WARN, "%s", step->warning);
+        log_msg(LOG_INFO,
+                "signing keys: retired kid=%s dropped from the published set: every token it signed has "
+                "expired (--max-token-lifetime, --token-leeway and --key-reload-interval have passed)",
+                step->kid);
+    } else if (step->action == ROTATION_PROMOTE && step->retired[0] == '\0') {
+        log_msg(LOG_INFO, "signing keys: kid=%s promoted to signing", step->kid);
+    } else if (step->action == ROTATION_PROMOTE) {
+        signerdir_time(step->retired_until, until, sizeof(until));
+        log_msg(LOG_INFO,
+                "signing keys: kid=%s promoted to signing (published for %llds); kid=%s retired, published "
+                "until %s at the earliest",
+                step->kid, (long long)step->published_s, step->retired, until);
+    } else {
+        log_msg(LOG_INFO,
+                "signing keys: next kid=%s (%s) generated and published; it signs once it has been published "
+                "for --publish-ahead plus --key-reload-interval (%lus) and the signing key has signed for "
+                "--rotation-period (%lus)",
+                step->kid, step->type, sd->cfg->publish_ahead + sd->cfg->key_reload_interval, sd->cfg->rotation_period);
     }
-    rotation_promote(kd->rot, kd->count, &sd->policy, now);
-    if (signerdir_save(sd, now_ms) != 0)
-        return -1;
-    if (s < 0) {
-        log_msg(LOG_INFO, "signing keys: kid=%s promoted to signing", kd->rot[x].kid);
-        return 0;
-    }
-    signerdir_time(rotation_until(&kd->rot[s], &sd->policy, now), until, sizeof(until));
-    log_msg(LOG_INFO,
-            "signing keys: kid=%s promoted to signing (published for %llds); kid=%s retired, published "
-            "until %s at the earliest",
-            kd->rot[x].kid, (long long)(kd->rot[x].published_ms / 1000), kd->rot[s].kid, until);
-    return 0;
 }
 
-static int signerdir_generate(struct signerdir *sd, time_t now, int64_t now_ms)
-{
-    char err[1024];
-    int i = keydir_generate(sd->dir, sd->kd, sd->cfg->signing_key_type, ROTATION_NEXT, 0, now, err, sizeof(err));
-
-    char kid[KEY_KID_LEN + 1];
-
-    if (i < 0) {
-        log_msg(LOG_ERROR, "signing keys: cannot make the next key: %s", err);
-        return -1;
-    }
-    memcpy(kid, sd->kd->rot[i].kid, sizeof(kid));
-    if (signerdir_save(sd, now_ms) != 0) {
-        keydir_remove_file(sd->dir, kid, err, sizeof(err)); /* nobody will know it */
-        return -1;
-    }
-    log_msg(LOG_INFO,
-            "signing keys: next kid=%s (%s) generated and published; it signs once it has been published for "
-            "--publish-ahead plus --key-reload-interval (%lus) and the signing key has signed for "
-            "--rotation-period (%lus)",
-            sd->kd->rot[i].kid, sd->kd->pub[i].type, sd->cfg->publish_ahead + sd->cfg->key_reload_interval,
-            sd->cfg->rotation_period);
-    return 0;
-}
-
-/* The holder's share of a pass: ages, then each step the keys call for. */
+/* The holder's share of a pass: keys/keydir_next decides and writes the
+ * directory's next state in one call; this says what it did, gives up
+ * the lock when rotation.json could not be written, and schedules the
+ * next pass. */
 static void signerdir_rotate(struct signerdir *sd, const struct keyset *published, time_t now, int64_t now_ms)
 {
     struct keydir *kd = sd->kd;
-    int *in = calloc(kd->count ? kd->count : 1, sizeof(*in)), failed = 0, acted = 0;
-    enum rotation_action action;
-    size_t which = 0;
+    int *in = calloc(kd->count ? kd->count : 1, sizeof(*in)), failed;
+    struct keydir_next next;
+    size_t saved;
 
     for (size_t i = 0; in != NULL && published != NULL && i < kd->count; i++)
         in[i] = keyset_find(published, kd->rot[i].kid) != NULL;
-    if (in != NULL)
-        rotation_tick(kd->rot, kd->count, in, now_ms - sd->ticked_ms, &sd->policy, now);
+    failed =
+        keydir_next(sd->dir, kd, &sd->policy, in, now_ms - sd->ticked_ms, sd->cfg->signing_key_type, now, &next) != 0;
     free(in);
     sd->ticked_ms = now_ms;
-    for (int step = 0; !failed && sd->lockfd >= 0 && step < SIGNERDIR_MAX_STEPS; step++, acted = 1) {
-        if ((action = rotation_decide(sd->kd->rot, sd->kd->count, &sd->policy, &which)) == ROTATION_NONE)
-            break;
-        if (signerdir_track(sd, -1) != 0)
-            failed = 1;
-        else if (action == ROTATION_DROP)
-            failed = signerdir_drop(sd, which, now_ms) != 0;
-        else if (action == ROTATION_PROMOTE)
-            failed = signerdir_promote(sd, now, now_ms) != 0;
-        else
-            failed = signerdir_generate(sd, now, now_ms) != 0;
-    }
-    if (!acted && sd->lockfd >= 0 && now_ms - sd->saved_ms >= SIGNERDIR_SAVE_MS)
+    for (size_t i = 0; i < next.nsteps; i++)
+        signerdir_log_step(sd, &next.steps[i], failed && i + 1 == next.nsteps);
+    saved = next.nsteps - (failed ? 1 : 0);
+    if (saved > 0)
+        sd->saved_ms = now_ms;
+    if (next.save_failed)
+        signerdir_give_up(sd, next.err);
+    else if (failed)
+        log_msg(LOG_ERROR, "signing keys: cannot make the next key: %s", next.err);
+    if (next.nsteps == 0 && now_ms - sd->saved_ms >= SIGNERDIR_SAVE_MS)
         signerdir_save(sd, now_ms);
-    sd->rotate_due_ms =
-        failed ? now_ms + SIGNERDIR_RETRY_MS : now_ms + rotation_due_in(sd->kd->rot, sd->kd->count, &sd->policy);
+    sd->rotate_due_ms = failed ? now_ms + SIGNERDIR_RETRY_MS : now_ms + next.due_in_ms;
 }
 
 /* A process without the lock takes it when it is free (the holder

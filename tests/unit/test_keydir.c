@@ -18,6 +18,7 @@
 #include "test_support.h"
 
 #include "keys/keydir.h"
+#include "keys/keydir_next.h"
 
 #define T0 1800000000L
 
@@ -370,4 +371,63 @@ Test(keydir, role_of_a_key_as_keys_shows_it)
     cr_expect_str_eq(r.text, "");
     keydir_role_of(NULL, "kid-next", &p, T0, &r);
     cr_expect_null(r.name, "no directory");
+}
+
+/* One call per reload pass: the keys age, then every step they call for is
+ * taken and written, and the caller is told which. */
+Test(keydir, next_ages_generates_and_promotes_in_one_call)
+{
+    struct keydir *kd = one_key("ec-p256", ROTATION_SIGNING), *disk = NULL;
+    struct rotation_policy p = {.period_ms = 60000, .ahead_ms = 10000, .lag_ms = 0, .keep_ms = 30000};
+    int in[2] = {1, 1};
+    struct keydir_next next;
+    char first[KEY_KID_LEN + 1];
+
+    memcpy(first, kd->rot[0].kid, sizeof(first));
+    cr_assert_eq(keydir_next(dir, kd, &p, in, 55000, "ec-p256", T0, &next), 0, "%s", next.err);
+    cr_assert_eq(next.nsteps, 1, "the signing key is due a successor, which is not yet due to sign");
+    cr_expect_eq(next.steps[0].action, ROTATION_GENERATE);
+    cr_expect_str_eq(next.steps[0].type, "ec-p256");
+    cr_expect_gt(next.due_in_ms, 0);
+    cr_assert_eq(keydir_read(dir, &disk, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(disk->count, 2, "written to rotation.json");
+    keydir_free(disk);
+
+    cr_assert_eq(keydir_next(dir, kd, &p, in, 20000, "ec-p256", T0 + 20, &next), 0, "%s", next.err);
+    cr_assert_eq(next.nsteps, 1);
+    cr_expect_eq(next.steps[0].action, ROTATION_PROMOTE);
+    cr_expect_str_eq(next.steps[0].retired, first);
+    cr_expect_eq(next.steps[0].published_s, 20);
+    cr_expect_gt(next.steps[0].retired_until, T0 + 20);
+    cr_assert_eq(keydir_read(dir, &disk, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(disk->rot[0].role, ROTATION_RETIRED);
+    cr_expect_eq(disk->rot[1].role, ROTATION_SIGNING);
+    keydir_free(disk);
+    keydir_free(kd);
+}
+
+/* A next key whose file no longer loads never signed: it is discarded
+ * rather than promoted, and another is made in the same call. */
+Test(keydir, next_discards_a_next_key_that_cannot_sign)
+{
+    struct keydir *kd = one_key("ec-p256", ROTATION_SIGNING);
+    struct rotation_policy p = {.period_ms = 60000, .ahead_ms = 10000, .lag_ms = 0, .keep_ms = 30000};
+    int in[2] = {1, 1};
+    struct keydir_next next;
+    char path[256], lost[KEY_KID_LEN + 1];
+
+    cr_assert_eq(keydir_next(dir, kd, &p, in, 55000, "ec-p256", T0, &next), 0, "%s", next.err);
+    cr_assert_eq(kd->count, 2);
+    memcpy(lost, kd->rot[1].kid, sizeof(lost));
+    snprintf(path, sizeof(path), "%s/key-%s.pem", dir, lost);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(keydir_next(dir, kd, &p, in, 20000, "ec-p256", T0 + 20, &next), 0, "%s", next.err);
+    cr_assert_eq(next.nsteps, 2);
+    cr_expect_eq(next.steps[0].action, ROTATION_DROP);
+    cr_expect_eq(next.steps[0].discarded, 1);
+    cr_expect_str_eq(next.steps[0].kid, lost);
+    cr_expect_eq(next.steps[1].action, ROTATION_GENERATE);
+    cr_expect_str_neq(next.steps[1].kid, lost);
+    cr_expect_eq(kd->rot[0].role, ROTATION_SIGNING, "the signing key goes on signing");
+    keydir_free(kd);
 }

@@ -61,7 +61,10 @@ static struct status *sample(const char *source, const char *error, const char *
 static char *render(const struct status *st, size_t *len)
 {
     struct metrics_summary_row rows[2] = {{"requests /openid/v1/jwks", 7}, {"<b>odd</b> counter", 1}};
-    char *html = status_render_html(st, rows, 2, &build, T0 + 61, len);
+    struct mirror_status ms;
+    struct status_upstream up;
+    int upstream = mirror_status_get(&ms) && mirror_status_page(&ms, T0 + 61, &up);
+    char *html = status_render_html(st, upstream ? &up : NULL, rows, 2, &build, T0 + 61, len);
 
     cr_assert_not_null(html);
     cr_assert_eq(strlen(html), *len);

@@ -13,8 +13,8 @@
 #include <h2o.h>
 #include <openssl/ssl.h>
 #include "publish/snapshot.h"
-#include "server/connbudget.h"
-#include "server/listener.h"
+#include "server/conn/connbudget.h"
+#include "server/conn/listener.h"
 #include "server/obs/accesslog.h"
 #include "server/obs/metrics.h"
 

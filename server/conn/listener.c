@@ -1,4 +1,4 @@
-#include "server/listener.h"
+#include "server/conn/listener.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "server/worker.h"
+#include "server/conn/worker.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,8 +10,8 @@
 
 #include "util/log.h"
 #include "server/obs/metrics.h"
-#include "server/peer_progress.h"
-#include "server/tls.h"
+#include "server/conn/peer_progress.h"
+#include "server/tls/tls.h"
 
 /* Accepting in small batches keeps one busy listener from starving the
  * connections the loop already has. */

@@ -1,4 +1,4 @@
-#include "server/connbudget.h"
+#include "server/conn/connbudget.h"
 
 #include <netinet/in.h>
 #include <pthread.h>

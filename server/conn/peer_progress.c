@@ -1,7 +1,7 @@
 /* <linux/tcp.h> rather than <netinet/tcp.h>: glibc's struct tcp_info stops
  * before tcpi_bytes_acked (Linux 4.1), and the two headers cannot be
  * included together, hence a file of its own. */
-#include "server/peer_progress.h"
+#include "server/conn/peer_progress.h"
 
 #include <stddef.h>
 #include <sys/ioctl.h>

@@ -1,4 +1,4 @@
-#include "server/mirror_thread.h"
+#include "server/reload/mirror_thread.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-#include "server/tls.h"
+#include "server/tls/tls.h"
 
 #include <h2o.h>
 #include <openssl/err.h>

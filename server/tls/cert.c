@@ -1,4 +1,4 @@
-#include "server/reload/cert.h"
+#include "server/tls/cert.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -17,7 +17,7 @@
 
 #include "config/config.h"
 #include "server/obs/metrics.h"
-#include "server/tls.h"
+#include "server/tls/tls.h"
 
 /* Whose certificate. */
 enum cert_kind {
