@@ -118,6 +118,8 @@ static void put_default(FILE *f, const struct config_option *o, int cmd)
         fprintf(f, "default: %s", o->dev_text);
     } else if (def_text) {
         fprintf(f, "default: %s", def_text);
+    } else if (o->def_of) {
+        fprintf(f, "default: %lu times --%s", o->def_times, o->def_of);
     } else {
         fprintf(f, "default %s", o->def ? shown(o, o->def) : "none");
     }
