@@ -522,44 +522,19 @@ static int in_force(struct parser *p, const struct config_option *o)
     return parser_given_row(p, o) && (o->kind != CONFIG_KIND_BOOL || has_value(p, o));
 }
 
-/* The next name of a blank-separated list of rows at *at, or NULL at its
- * end; the table test checks that each names a row. */
-static const struct config_option *next_row(const char **at)
-{
-    const char *w = *at + strspn(*at, " ");
-    size_t n = strcspn(w, " ");
-
-    *at = w + n;
-    return n ? config_option_named(w, n) : NULL;
-}
-
-/* Writes "--a", "--a and --b" or "--a, --b and --c" for the rows named in
- * the list. */
-static void say_names(char *out, size_t len, const char *names)
-{
-    const struct config_option *r;
-    size_t count = 0, i = 0, n = 0;
-
-    for (const char *at = names; next_row(&at);)
-        count++;
-    out[0] = '\0';
-    for (const char *at = names; (r = next_row(&at)) != NULL && n < len; i++)
-        n += (size_t)snprintf(out + n, len - n, "%s--%s", i == 0 ? "" : i + 1 == count ? " and " : ", ", r->name);
-}
-
 /* The row that relation r of row o names alone and that names o alone
  * back, with no reason on either side: the two go together. NULL when the
  * relation is not such a pair. */
 static const struct config_option *partner(const struct config_option *o, const struct config_relation *r)
 {
     const char *at = r->flags;
-    const struct config_option *other = next_row(&at);
+    const struct config_option *other = config_option_next(&at);
 
-    if (r->why || other == NULL || next_row(&at) != NULL)
+    if (r->why || other == NULL || config_option_next(&at) != NULL)
         return NULL;
     for (const struct config_relation *back = other->needs; back && back->flags; back++) {
         at = back->flags;
-        if (!back->why && next_row(&at) == o && next_row(&at) == NULL)
+        if (!back->why && config_option_next(&at) == o && config_option_next(&at) == NULL)
             return other;
     }
     return NULL;
@@ -576,7 +551,7 @@ static int check_needs(struct parser *p, const struct config_option *o)
     for (const struct config_relation *r = o->needs; r && r->flags; r++) {
         const struct config_option *other, *pair = partner(o, r);
         int missing = 0;
-        for (const char *at = r->flags; (other = next_row(&at)) != NULL;)
+        for (const char *at = r->flags; (other = config_option_next(&at)) != NULL;)
             if ((other->commands & CMD(p->cmd)) && !has_value(p, other))
                 missing = 1;
         if (!missing)
@@ -585,7 +560,7 @@ static int check_needs(struct parser *p, const struct config_option *o)
             int first = config_option_index(o) < config_option_index(pair);
             return fail(p, "--%s and --%s go together", first ? o->name : pair->name, first ? pair->name : o->name);
         }
-        say_names(names, sizeof names, r->flags);
+        config_option_names(r->flags, names, sizeof names);
         return fail(p, "--%s needs %s%s", o->name, names, r->why ? r->why : "");
     }
     return 0;
@@ -597,7 +572,7 @@ static int check_excludes(struct parser *p, const struct config_option *o)
     const struct config_option *other;
 
     for (const struct config_relation *r = o->excludes; r && r->flags; r++)
-        for (const char *at = r->flags; (other = next_row(&at)) != NULL;)
+        for (const char *at = r->flags; (other = config_option_next(&at)) != NULL;)
             if ((other->commands & CMD(p->cmd)) && has_value(p, other))
                 return fail(p, "--%s and --%s are mutually exclusive%s", o->name, other->name, r->why ? r->why : "");
     return 0;

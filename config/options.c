@@ -232,8 +232,7 @@ const struct config_option config_options[] = {
      .help = "Accept --max-token-lifetime below 10m, which kube-apiserver refuses: for tests and demos",
      NEEDS_DIR},
     {.name = "external-signer-listen", .arg = "unix:PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
-     .check = config_check_unix_socket_row, .commands = CONFIG_FOR_SERVERS, .def_note = "; needs --signing-key-dir",
-     SCALAR(external_signer_listen), .group = CONFIG_GROUP_SIGNER,
+     .check = config_check_unix_socket_row, .commands = CONFIG_FOR_SERVERS,      SCALAR(external_signer_listen), .group = CONFIG_GROUP_SIGNER,
      .help = "Serve kube-apiserver's external signer (gRPC ExternalJWTSigner) on this Unix socket: the path its "
              "--service-account-signing-endpoint names",
      NEEDS_DIR},
@@ -280,8 +279,7 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_SERVING,
      .help = "Worker threads"},
     {.name = "tls-listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_SERVERS, .def_note = "; needs --tls-cert-file and --tls-private-key-file",
-     LISTENS(tls_listens, tls_listen_count), .group = CONFIG_GROUP_SERVING,
+     .commands = CONFIG_FOR_SERVERS,      LISTENS(tls_listens, tls_listen_count), .group = CONFIG_GROUP_SERVING,
      .help = "HTTPS listen address; repeatable",
      NEEDS({"tls-cert-file tls-private-key-file", NULL})},
     {.name = "tls-cert-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
@@ -378,13 +376,12 @@ const struct config_option config_options[] = {
      .help = "Accept legacy Secret-based tokens, which never expire and cannot be revoked here; without aud, good for "
              "the API audiences"},
     {.name = "enable-token-review", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY, .commands = CONFIG_FOR_SERVING,
-     .def = "false", .def_note = "; needs --token-review-listen", SCALAR(enable_token_review),
+     .def = "false", SCALAR(enable_token_review),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Serve the TokenReview API",
      NEEDS({"token-review-listen", " HOST:PORT (the TokenReview API is never served on the public listeners)"})},
     {.name = "token-review-listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_SERVING, .def_note = "; only with --enable-token-review",
-     LISTENS(token_review_listens, token_review_listen_count), .group = CONFIG_GROUP_REVIEW,
+     .commands = CONFIG_FOR_SERVING,      LISTENS(token_review_listens, token_review_listen_count), .group = CONFIG_GROUP_REVIEW,
      .help = "Listen address of the TokenReview API, never a --listen address; repeatable",
      NEEDS(NEEDS_REVIEW)},
     {.name = "token-review-max-connections", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
@@ -393,8 +390,7 @@ const struct config_option config_options[] = {
      .help = "Open connections of the TokenReview listener per process, %r; more are closed at once"},
     /* TokenReview listener: TLS and its callers */
     {.name = "token-review-tls-cert-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_SERVERS, .def_note = "; with --token-review-tls-private-key-file",
-     SCALAR(token_review_tls_cert_file), .group = CONFIG_GROUP_REVIEW,
+     .commands = CONFIG_FOR_SERVERS,      SCALAR(token_review_tls_cert_file), .group = CONFIG_GROUP_REVIEW,
      .help = "PEM certificate chain of the TokenReview listener, reloaded when it changes",
      NEEDS(NEEDS_REVIEW, {"token-review-tls-private-key-file", NULL})},
     {.name = "token-review-tls-private-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
@@ -477,19 +473,19 @@ const struct config_option config_options[] = {
      .help = "Service account UID"},
     {.name = "pod-name", .arg = "NAME", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(pod_name),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "Bind the token to this pod; with --pod-uid",
+     .help = "Bind the token to this pod",
      NEEDS({"pod-uid", NULL})},
     {.name = "pod-uid", .arg = "UID", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(pod_uid),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "UID of that pod; with --pod-name",
+     .help = "UID of that pod",
      NEEDS({"pod-name", NULL})},
     {.name = "node-name", .arg = "NAME", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(node_name),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "Bind the token to this node; with --node-uid",
+     .help = "Bind the token to this node",
      NEEDS({"node-uid", NULL})},
     {.name = "node-uid", .arg = "UID", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(node_uid),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "UID of that node; with --node-name",
+     .help = "UID of that node",
      NEEDS({"node-name", NULL})},
     {.name = "duration", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .min = 1, .max = 365 * CONFIG_DAY,
      .commands = FOR_TOKEN, .def = "1h", SCALAR(duration), .group = CONFIG_GROUP_TOKEN,
@@ -750,6 +746,27 @@ const char *config_command_nearest(const char *name, const char *extra)
         }
     }
     return best != NULL && ties == 0 && best_distance * 3 <= len ? best : NULL;
+}
+
+const struct config_option *config_option_next(const char **at)
+{
+    const char *w = *at + strspn(*at, " ");
+    size_t n = strcspn(w, " ");
+
+    *at = w + n;
+    return n ? config_option_named(w, n) : NULL;
+}
+
+void config_option_names(const char *names, char *out, size_t len)
+{
+    const struct config_option *r;
+    size_t count = 0, i = 0, n = 0;
+
+    for (const char *at = names; config_option_next(&at);)
+        count++;
+    out[0] = '\0';
+    for (const char *at = names; (r = config_option_next(&at)) != NULL && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%s--%s", i == 0 ? "" : i + 1 == count ? " and " : ", ", r->name);
 }
 
 size_t config_option_index(const struct config_option *o)

@@ -165,6 +165,14 @@ const char *config_command_nearest(const char *name, const char *extra);
 const struct config_option *config_option_nearest(const char *name, size_t len, unsigned commands, int file_keys,
                                                   int typos);
 
+/* The row named next in a blank-separated list of names at *at (a
+ * relation's flags), moving *at past it; NULL at the end of the list. */
+const struct config_option *config_option_next(const char **at);
+
+/* Writes "--a", "--a and --b" or "--a, --b and --c" for the rows the list
+ * names. */
+void config_option_names(const char *names, char *out, size_t len);
+
 /* A row's index in config_options. */
 size_t config_option_index(const struct config_option *o);
 

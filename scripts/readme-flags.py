@@ -11,10 +11,12 @@ the generated ones (tests/docs/test_docs.py runs it so).
 a flag two spaces in, its description at column 35 (continued there; a
 name that reaches that column stands alone on its line), group titles flush
 left and ending in ':'. A description ends with "(default ...)" or
-"(required ...)" and then ". Commands: ...".
+"(required ...)", then what the flag needs or excludes (". Needs --a")
+and ". Commands: ...".
 """
 
 import difflib
+import re
 import subprocess
 import sys
 
@@ -45,8 +47,10 @@ def entries(help_text):
 
 def split_description(desc):
     """(meaning, default, commands) of a description: the last
-    parenthesis before ". Commands:" holds the default or "required"."""
+    parenthesis before ". Commands:" (and ". Needs ...", ". Not with ...",
+    which stay in the meaning) holds the default or "required"."""
     meaning, _, commands = desc.rpartition(". Commands: ")
+    meaning, relations = re.match(r"(.*?)((?:\. (?:Needs|Not with) [^.]*)*)$", meaning).groups()
     default = ""
     if meaning.endswith(")"):
         depth = 0
@@ -58,7 +62,7 @@ def split_description(desc):
         if inner.startswith(("default", "required")):
             default = inner.removeprefix("default: ").removeprefix("default ")
             meaning = meaning[:i].rstrip()
-    return meaning, default, commands
+    return meaning + relations, default, commands
 
 
 def cell(text):
