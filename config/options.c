@@ -32,6 +32,8 @@
 #define SCALAR(member)       .field = FIELD(member), .count_field = CONFIG_NO_FIELD
 #define NO_FIELD             .field = CONFIG_NO_FIELD, .count_field = CONFIG_NO_FIELD
 #define MAX_CONNECTIONS      1000000
+#define QUOTED(x)            #x
+#define STRING(macro)        QUOTED(macro) /* a number's macro as the row's default */
 
 /* A row's needs and excludes (options.h), each {"flag other-flag", why}. */
 #define NEEDS(...)                                                                                                     \
@@ -363,11 +365,11 @@ const struct config_option config_options[] = {
      SCALAR(api_audiences), .group = CONFIG_GROUP_REVIEW,
      .help = "Audiences a token must have one of, comma-separated; repeatable, the lists are joined in order"},
     {.name = "token-leeway", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
-     .max = CONFIG_HOUR, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = "60s", SCALAR(token_leeway),
+     .max = CONFIG_HOUR, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = STRING(CONFIG_TOKEN_LEEWAY) "s", SCALAR(token_leeway),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Clock skew allowed for exp, nbf and iat"},
     {.name = "max-token-size", .arg = "BYTES", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 256,
-     .max = 1048576, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = "16384", SCALAR(max_token_size),
+     .max = 1048576, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = STRING(CONFIG_MAX_TOKEN_SIZE), SCALAR(max_token_size),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Longest token accepted"},
     {.name = "accept-legacy-tokens", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,

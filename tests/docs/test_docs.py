@@ -75,7 +75,7 @@ def readme_flags():
 # in prose (a sentence may wrap: lines are joined first).
 DEFAULT_AFTER_RE = re.compile(r"`--([a-z0-9-]+)`\)?,? \(?default:? ([^,;()]+?)(?=[,;)]|\. |\.$)")
 DEFAULT_VALUE_RE = re.compile(r"`--([a-z0-9-]+) ([^`]+)` \(the default\)")
-DEFAULT_AMOUNT_RE = re.compile(r"`--([a-z0-9-]+)` \((\d+ ?(?:s|m|h|d|KiB|MiB|GiB))\)")
+DEFAULT_AMOUNT_RE = re.compile(r"`--([a-z0-9-]+)` \((\d+ ?(?:s|m|h|d|KiB|MiB|GiB|%)?)\)")
 
 
 def quoted_defaults(path):
@@ -110,11 +110,11 @@ def same_default(quoted, binary):
         return re.sub(r"\s+", " ", s.replace("`", "").replace("**", "")).strip().lower()
 
     def number(s):
-        m = re.fullmatch(r"(\d+) ?(s|m|h|d|kib|mib|gib|bytes)?", plain(s))
+        m = re.fullmatch(r"(\d+) ?(s|m|h|d|kib|mib|gib|bytes|%)?", plain(s))
         if not m:
             return None
         unit = m.group(2) or ""
-        scale = {"kib": 1024, "mib": 1 << 20, "gib": 1 << 30, "bytes": 1}.get(unit) or DURATION_UNITS[unit]
+        scale = {"kib": 1024, "mib": 1 << 20, "gib": 1 << 30, "bytes": 1, "%": 1}.get(unit) or DURATION_UNITS[unit]
         return int(m.group(1)) * scale
 
     a, b = plain(quoted), plain(binary).split(";")[0]
