@@ -12,11 +12,14 @@
  *                    one "setting" per row: its raw string values plus where
  *                    they came from, so errors can name the flag or file key;
  *   put_defaults()   fills what nobody set from the rows, as if given as a
- *                    flag (dev's own defaults included);
+ *                    flag (dev's own defaults, those that apply only with
+ *                    another flag, and multiples of another's included);
  *   validate()       checks that the command takes each flag given, checks
- *                    every value (checks.c), derives dev's issuer, the
- *                    jwks_uri and token's audience, and checks the required
- *                    options and the rules between options;
+ *                    every value (checks.c), derives the defaults that depend
+ *                    on other flags (rules.c), checks the required options,
+ *                    what each flag given needs and excludes (the rows'
+ *                    needs and excludes), and the rules between options
+ *                    that are more than that (rules.c);
  *   convert()        moves the settings into the rows' struct config fields.
  */
 #include "config/config.h"
@@ -26,9 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include "config/bucket_url.h"
 #include "config/checks.h"
 #include "config/fields.h"
 #include "config/file.h"
