@@ -150,10 +150,9 @@ static int check_caller_subjects(struct parser *p)
  * and reads bearer tokens, so a server holds it to kube-apiserver's line:
  * TLS with a certificate of its own (plain HTTP only when asked for by
  * name), and callers that authenticate and are named. The rows say what
- * the TokenReview flags need and exclude; this is what the API needs,
- * with one of two ways. keys takes the
- * same config file but opens no listener, so these are the servers'
- * rules only. */
+ * the TokenReview flags need and exclude; here is what the API needs:
+ * one of two ways to listen, and callers. keys takes the same config file
+ * but opens no listener, so these are the servers' rules only. */
 static int check_token_review_callers(struct parser *p)
 {
     if (!parser_is_on(p, "enable-token-review"))
