@@ -23,6 +23,12 @@
 #define CONFIG_DEV_KEYS_DIR "dev-keys"
 #define CONFIG_DEV_KEY_FILE CONFIG_DEV_KEYS_DIR "/sa.pub"
 
+/* The defaults of --max-token-size (bytes) and --token-leeway (seconds),
+ * which their rows give, and which jose/ and doctor also verify with when
+ * no flag is theirs: defined once, here, for both. */
+#define CONFIG_MAX_TOKEN_SIZE 16384
+#define CONFIG_TOKEN_LEEWAY   60
+
 /* One listen address. host is a numeric IPv4/IPv6 address or a name;
  * IPv6 is written "[::1]:8080" on the command line and stored without
  * brackets. */

@@ -32,6 +32,33 @@
 #define SCALAR(member)       .field = FIELD(member), .count_field = CONFIG_NO_FIELD
 #define NO_FIELD             .field = CONFIG_NO_FIELD, .count_field = CONFIG_NO_FIELD
 #define MAX_CONNECTIONS      1000000
+#define QUOTED(x)            #x
+#define STRING(macro)        QUOTED(macro) /* a number's macro as the row's default */
+
+/* A row's needs and excludes (options.h), each {"flag other-flag", why}. */
+#define NEEDS(...)                                                                                                     \
+    .needs = (const struct config_relation[])                                                                          \
+    {                                                                                                                  \
+        __VA_ARGS__,                                                                                                   \
+        {                                                                                                              \
+            NULL, NULL                                                                                                 \
+        }                                                                                                              \
+    }
+#define EXCLUDES(...)                                                                                                  \
+    .excludes = (const struct config_relation[])                                                                       \
+    {                                                                                                                  \
+        __VA_ARGS__,                                                                                                   \
+        {                                                                                                              \
+            NULL, NULL                                                                                                 \
+        }                                                                                                              \
+    }
+#define NEEDS_UPSTREAM NEEDS({"upstream", NULL})
+#define NEEDS_DIR      NEEDS({"signing-key-dir", " DIR (the keys this server signs with)"})
+#define NEEDS_SOCKET   NEEDS({"external-signer-listen", " unix:PATH"})
+#define NEEDS_REVIEW                                                                                                   \
+    {                                                                                                                  \
+        "enable-token-review", NULL                                                                                    \
+    }
 
 /* The checks of checks.c that do not care about --allow-insecure-issuer,
  * in the shape of a row's check. */
@@ -103,25 +130,30 @@ const struct config_option config_options[] = {
     {.name = "upstream-ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = FOR_SERVE, .def_text = "the system's; in-cluster: the pod's ca.crt", SCALAR(upstream_ca_file),
      .group = CONFIG_GROUP_DOCUMENTS,
-     .help = "CA certificates that --upstream's certificate must chain to"},
+     .help = "CA certificates that --upstream's certificate must chain to",
+     NEEDS_UPSTREAM},
     {.name = "upstream-token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = FOR_SERVE, .def_text = "none; in-cluster: the pod's token", SCALAR(upstream_token_file),
      .group = CONFIG_GROUP_DOCUMENTS,
-     .help = "Bearer token for --upstream, read again before every request (projected tokens rotate)"},
+     .help = "Bearer token for --upstream, read again before every request (projected tokens rotate)",
+     NEEDS_UPSTREAM},
     {.name = "upstream-refresh-interval", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
-     .min = 1, .max = CONFIG_DAY, .commands = FOR_SERVE, .def_text = CONFIG_UPSTREAM_REFRESH,
+     .min = 1, .max = CONFIG_DAY, .commands = FOR_SERVE, .def = "60s", .def_with = "upstream",
      SCALAR(upstream_refresh_interval), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "How often to read --upstream, never less often than its Cache-Control max-age asks; failures are "
-             "retried sooner, backing off"},
+             "retried sooner, backing off",
+     NEEDS_UPSTREAM},
     {.name = "upstream-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
-     .max = 5 * CONFIG_MINUTE, .commands = FOR_SERVE, .def_text = CONFIG_UPSTREAM_TIMEOUT,
+     .max = 5 * CONFIG_MINUTE, .commands = FOR_SERVE, .def = "10s", .def_with = "upstream",
      SCALAR(upstream_timeout), .group = CONFIG_GROUP_DOCUMENTS,
-     .help = "Time limit of each request to --upstream, connecting included"},
+     .help = "Time limit of each request to --upstream, connecting included",
+     NEEDS_UPSTREAM},
     {.name = "upstream-max-staleness", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
-     .min = 1, .max = 365 * CONFIG_DAY, .commands = FOR_SERVE, .def_text = "10 times --upstream-refresh-interval",
-     SCALAR(upstream_max_staleness), .group = CONFIG_GROUP_DOCUMENTS,
+     .min = 1, .max = 365 * CONFIG_DAY, .commands = FOR_SERVE, .def_of = "upstream-refresh-interval", .def_times = 10,
+     .def_with = "upstream", SCALAR(upstream_max_staleness), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "/readyz answers 503 once the last good answer of --upstream is older than this (the documents "
-             "keep being served)"},
+             "keep being served)",
+     NEEDS_UPSTREAM},
     {.name = "max-age", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
      .max = 365 * CONFIG_DAY, .commands = CONFIG_FOR_DOCUMENTS, .def = "1h", SCALAR(max_age),
      .group = CONFIG_GROUP_DOCUMENTS,
@@ -159,7 +191,10 @@ const struct config_option config_options[] = {
      .why_required = " (the private key that signs the token)", SCALAR(signing_key_file),
      .group = CONFIG_GROUP_ROTATION,
      .help = "PEM file of the key that signs tokens: the API server's current one, whose publication serve "
-             "watches; for token, the private key to sign with"},
+             "watches; for token, the private key to sign with",
+     EXCLUDES({"signing-key-dir", ": --signing-key-file watches a key the API server signs with itself, with "
+                                 "--signing-key-dir this server signs (to start signing with that key, give it as "
+                                 "--signing-key-import)"})},
 
     /* The external signer (KEP-740) and its keys */
     {.name = "signing-key-dir", .arg = "DIR", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
@@ -170,57 +205,68 @@ const struct config_option config_options[] = {
     {.name = "signing-key-type", .arg = "TYPE", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
      .choices = keydir_types, .commands = CONFIG_FOR_SERVING, .def = "rsa-2048", SCALAR(signing_key_type),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "Type of the keys generated (RSA keys sign RS256, ec-p256 ES256)"},
+     .help = "Type of the keys generated (RSA keys sign RS256, ec-p256 ES256)",
+     NEEDS_DIR},
     {.name = "signing-key-import", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVING, .def_note = "; ignored once the directory holds keys",
      SCALAR(signing_key_import), .group = CONFIG_GROUP_SIGNER,
-     .help = "Private key (the API server's sa.key) that an empty --signing-key-dir starts signing with at once"},
+     .help = "Private key (the API server's sa.key) that an empty --signing-key-dir starts signing with at once",
+     NEEDS_DIR},
     {.name = "rotation-period", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
      .max = 3650 * CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "30d", SCALAR(rotation_period),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "How long a key signs before the next one takes over"},
+     .help = "How long a key signs before the next one takes over",
+     NEEDS_DIR},
     {.name = "publish-ahead", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
      .max = 365 * CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "24h", SCALAR(publish_ahead),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "How long a new key is published before it signs: at least --max-age, better a minute more"},
+     .help = "How long a new key is published before it signs: at least --max-age, better a minute more",
+     NEEDS_DIR},
     {.name = "max-token-lifetime", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
      .min = 1, .max = 3650 * CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "48h",
      .def_note = "; at least 10m", SCALAR(max_token_lifetime), .group = CONFIG_GROUP_SIGNER,
      .help = "Longest token lifetime kube-apiserver may ask for (Metadata), and how long a retired key stays "
-             "published after its last signature"},
+             "published after its last signature",
+     NEEDS_DIR},
     {.name = "allow-short-token-lifetime", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVING, .def = "false", SCALAR(allow_short_token_lifetime),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "Accept --max-token-lifetime below 10m, which kube-apiserver refuses: for tests and demos"},
+     .help = "Accept --max-token-lifetime below 10m, which kube-apiserver refuses: for tests and demos",
+     NEEDS_DIR},
     {.name = "external-signer-listen", .arg = "unix:PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
-     .check = config_check_unix_socket_row, .commands = CONFIG_FOR_SERVERS, .def_note = "; needs --signing-key-dir",
-     SCALAR(external_signer_listen), .group = CONFIG_GROUP_SIGNER,
+     .check = config_check_unix_socket_row, .commands = CONFIG_FOR_SERVERS,      SCALAR(external_signer_listen), .group = CONFIG_GROUP_SIGNER,
      .help = "Serve kube-apiserver's external signer (gRPC ExternalJWTSigner) on this Unix socket: the path its "
-             "--service-account-signing-endpoint names"},
+             "--service-account-signing-endpoint names",
+     NEEDS_DIR},
     {.name = "external-signer-socket-mode", .arg = "MODE", .kind = CONFIG_KIND_CHOICE, .flags = CONFIG_FILE_KEY,
      .choices = socket_modes, .commands = CONFIG_FOR_SERVERS, .def = "0600", SCALAR(external_signer_socket_mode),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "Mode of the socket (0600: its owner only; 0660: and its group)"},
+     .help = "Mode of the socket (0600: its owner only; 0660: and its group)",
+     NEEDS_SOCKET},
     {.name = "external-signer-socket-owner", .arg = "USER:GROUP", .kind = CONFIG_KIND_STRING,
      .flags = CONFIG_FILE_KEY, .check = config_check_owner_row, .commands = CONFIG_FOR_SERVERS,
      .def_text = "this process's user and group", SCALAR(external_signer_socket_owner),
      .group = CONFIG_GROUP_SIGNER,
-     .help = "Owner of the socket, USER, USER:GROUP or :GROUP (names or ids; another user needs root)"},
+     .help = "Owner of the socket, USER, USER:GROUP or :GROUP (names or ids; another user needs root)",
+     NEEDS_SOCKET},
     {.name = "external-signer-threads", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
      .max = 64, .commands = CONFIG_FOR_SERVERS, .def_fn = online_cpus, .def_text = "the number of online CPUs",
      SCALAR(external_signer_threads), .group = CONFIG_GROUP_SIGNER,
      .help = "Threads that serve the external signer's connections (each connection on one of them), apart "
-             "from the HTTP threads"},
+             "from the HTTP threads",
+     NEEDS_SOCKET},
     {.name = "external-signer-idle-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION,
      .flags = CONFIG_FILE_KEY, .min = 1, .max = CONFIG_DAY, .commands = CONFIG_FOR_SERVERS, .def = "5m",
      SCALAR(signer_idle_timeout), .group = CONFIG_GROUP_SIGNER,
      .help = "Say GOAWAY to and close a signer connection that has sent nothing and taken nothing for this long "
-             "(gRPC clients reconnect on their next call)"},
+             "(gRPC clients reconnect on their next call)",
+     NEEDS_SOCKET},
     {.name = "external-signer-max-buffered-bytes", .arg = "BYTES", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY,
      .min = 65536, .max = 1073741824, .commands = CONFIG_FOR_SERVERS, .def = "16777216",
      SCALAR(signer_max_buffered), .group = CONFIG_GROUP_SIGNER,
      .help = "Request bytes the signer holds for unfinished calls, over all connections; a call that would pass "
-             "it is answered RESOURCE_EXHAUSTED"},
+             "it is answered RESOURCE_EXHAUSTED",
+     NEEDS_SOCKET},
 
     /* Listeners and serving */
     {.name = "listen", .arg = "HOST:PORT|none", .kind = CONFIG_KIND_LISTEN,
@@ -235,15 +281,17 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_SERVING,
      .help = "Worker threads"},
     {.name = "tls-listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_SERVERS, .def_note = "; needs --tls-cert-file and --tls-private-key-file",
-     LISTENS(tls_listens, tls_listen_count), .group = CONFIG_GROUP_SERVING,
-     .help = "HTTPS listen address; repeatable"},
+     .commands = CONFIG_FOR_SERVERS,      LISTENS(tls_listens, tls_listen_count), .group = CONFIG_GROUP_SERVING,
+     .help = "HTTPS listen address; repeatable",
+     NEEDS({"tls-cert-file tls-private-key-file", NULL})},
     {.name = "tls-cert-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVERS, SCALAR(tls_cert_file), .group = CONFIG_GROUP_SERVING,
-     .help = "PEM certificate chain for --tls-listen"},
+     .help = "PEM certificate chain for --tls-listen",
+     NEEDS({"tls-listen", NULL})},
     {.name = "tls-private-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVERS, SCALAR(tls_key_file), .group = CONFIG_GROUP_SERVING,
-     .help = "PEM private key of that certificate"},
+     .help = "PEM private key of that certificate",
+     NEEDS({"tls-listen", NULL})},
     {.name = "admin-listen", .arg = "HOST:PORT|none", .kind = CONFIG_KIND_LISTEN,
      .flags = CONFIG_FILE_KEY | CONFIG_NONE_OK, .commands = CONFIG_FOR_SERVERS, .def = "127.0.0.1:9090",
      .def_note = "; none: no admin listener", LISTENS(admin_listens, admin_listen_count),
@@ -317,11 +365,11 @@ const struct config_option config_options[] = {
      SCALAR(api_audiences), .group = CONFIG_GROUP_REVIEW,
      .help = "Audiences a token must have one of, comma-separated; repeatable, the lists are joined in order"},
     {.name = "token-leeway", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
-     .max = CONFIG_HOUR, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = "60s", SCALAR(token_leeway),
+     .max = CONFIG_HOUR, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = STRING(CONFIG_TOKEN_LEEWAY) "s", SCALAR(token_leeway),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Clock skew allowed for exp, nbf and iat"},
     {.name = "max-token-size", .arg = "BYTES", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 256,
-     .max = 1048576, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = "16384", SCALAR(max_token_size),
+     .max = 1048576, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def = STRING(CONFIG_MAX_TOKEN_SIZE), SCALAR(max_token_size),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Longest token accepted"},
     {.name = "accept-legacy-tokens", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
@@ -330,43 +378,50 @@ const struct config_option config_options[] = {
      .help = "Accept legacy Secret-based tokens, which never expire and cannot be revoked here; without aud, good for "
              "the API audiences"},
     {.name = "enable-token-review", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY, .commands = CONFIG_FOR_SERVING,
-     .def = "false", .def_note = "; needs --token-review-listen", SCALAR(enable_token_review),
+     .def = "false", SCALAR(enable_token_review),
      .group = CONFIG_GROUP_REVIEW,
-     .help = "Serve the TokenReview API"},
+     .help = "Serve the TokenReview API",
+     NEEDS({"token-review-listen", " HOST:PORT (the TokenReview API is never served on the public listeners)"})},
     {.name = "token-review-listen", .arg = "HOST:PORT", .kind = CONFIG_KIND_LISTEN, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_SERVING, .def_note = "; only with --enable-token-review",
-     LISTENS(token_review_listens, token_review_listen_count), .group = CONFIG_GROUP_REVIEW,
-     .help = "Listen address of the TokenReview API, never a --listen address; repeatable"},
+     .commands = CONFIG_FOR_SERVING,      LISTENS(token_review_listens, token_review_listen_count), .group = CONFIG_GROUP_REVIEW,
+     .help = "Listen address of the TokenReview API, never a --listen address; repeatable",
+     NEEDS(NEEDS_REVIEW)},
     {.name = "token-review-max-connections", .arg = "N", .kind = CONFIG_KIND_UINT, .flags = CONFIG_FILE_KEY, .min = 1,
      .max = MAX_CONNECTIONS, .commands = CONFIG_FOR_SERVERS, .def = "1000", SCALAR(token_review_max_connections),
      .group = CONFIG_GROUP_REVIEW,
      .help = "Open connections of the TokenReview listener per process, %r; more are closed at once"},
     /* TokenReview listener: TLS and its callers */
     {.name = "token-review-tls-cert-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
-     .commands = CONFIG_FOR_SERVERS, .def_note = "; with --token-review-tls-private-key-file",
-     SCALAR(token_review_tls_cert_file), .group = CONFIG_GROUP_REVIEW,
-     .help = "PEM certificate chain of the TokenReview listener, reloaded when it changes"},
+     .commands = CONFIG_FOR_SERVERS,      SCALAR(token_review_tls_cert_file), .group = CONFIG_GROUP_REVIEW,
+     .help = "PEM certificate chain of the TokenReview listener, reloaded when it changes",
+     NEEDS(NEEDS_REVIEW, {"token-review-tls-private-key-file", NULL})},
     {.name = "token-review-tls-private-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVERS, SCALAR(token_review_tls_key_file), .group = CONFIG_GROUP_REVIEW,
-     .help = "PEM private key of that certificate"},
+     .help = "PEM private key of that certificate",
+     NEEDS(NEEDS_REVIEW, {"token-review-tls-cert-file", NULL})},
     {.name = "token-review-client-ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVERS, .def_note = ": no client certificates", SCALAR(token_review_client_ca_file),
      .group = CONFIG_GROUP_REVIEW,
-     .help = "PEM CA certificates that issue the client certificates callers may authenticate with (mutual TLS)"},
+     .help = "PEM CA certificates that issue the client certificates callers may authenticate with (mutual TLS)",
+     NEEDS(NEEDS_REVIEW, {"token-review-tls-cert-file", ": client certificates come with TLS"})},
     {.name = "token-review-insecure-http", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
      .commands = CONFIG_FOR_SERVERS, .def = "false", SCALAR(token_review_insecure_http), .group = CONFIG_GROUP_REVIEW,
      .help = "Serve the TokenReview API over plain HTTP instead of TLS: bearer tokens cross the network in clear, "
-             "for development only"},
+             "for development only",
+     NEEDS(NEEDS_REVIEW),
+     EXCLUDES({"token-review-tls-cert-file", ": the TokenReview listener speaks either TLS or plain HTTP"})},
     {.name = "token-review-allowed-callers", .arg = "NAME", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
      .check = config_check_caller_row, .commands = CONFIG_FOR_SERVERS, .def_text = "nobody",
      SCALAR(token_review_allowed_callers), .group = CONFIG_GROUP_REVIEW,
      .help = "Who may call the TokenReview API: a bearer token's service account "
              "(system:serviceaccount:NAMESPACE:NAME) or a client certificate's subject in RFC 4514 form "
-             "(CN=vault,O=example, as openssl x509 -nameopt RFC2253 prints it); repeatable"},
+             "(CN=vault,O=example, as openssl x509 -nameopt RFC2253 prints it); repeatable",
+     NEEDS(NEEDS_REVIEW)},
     {.name = "token-review-caller-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,
      .check = config_check_audiences_row, .commands = CONFIG_FOR_SERVERS, .def_text = "the API audiences",
      SCALAR(token_review_caller_audiences), .group = CONFIG_GROUP_REVIEW,
-     .help = "Audiences a caller's bearer token must have one of, comma-separated; repeatable"},
+     .help = "Audiences a caller's bearer token must have one of, comma-separated; repeatable",
+     NEEDS(NEEDS_REVIEW)},
 
     /* verify */
     {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,
@@ -376,7 +431,8 @@ const struct config_option config_options[] = {
     {.name = "discovery-url", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_url,
      .commands = FOR_VERIFY, SCALAR(discovery_url), .group = CONFIG_GROUP_VERIFY,
      .help = "Issuer URL whose discovery document gives the JWKS and, by default, the issuer; https; instead of "
-             "--service-account-key-file"},
+             "--service-account-key-file",
+     EXCLUDES({"service-account-key-file", NULL})},
     {.name = "ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,
      .def_text = "the system's", SCALAR(ca_file), .group = CONFIG_GROUP_VERIFY,
      .help = "CA certificates to verify the issuer's TLS chain with (verify: for --discovery-url)",
@@ -384,7 +440,8 @@ const struct config_option config_options[] = {
                                                                    "chain with", NULL},
                                                       {FOR_DOCTOR, "CA certificates to verify the issuer's TLS "
                                                                    "chain with", NULL},
-                                                      {0, NULL, NULL}}},
+                                                      {0, NULL, NULL}},
+     NEEDS({"discovery-url", NULL})},
     {.name = "repeat", .arg = "N", .kind = CONFIG_KIND_UINT, .min = 1, .max = 100000000, .commands = FOR_VERIFY,
      .def = "1", SCALAR(repeat), .group = CONFIG_GROUP_VERIFY,
      .help = "Verify N times, %r, to measure speed"},
@@ -418,16 +475,20 @@ const struct config_option config_options[] = {
      .help = "Service account UID"},
     {.name = "pod-name", .arg = "NAME", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(pod_name),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "Bind the token to this pod; with --pod-uid"},
+     .help = "Bind the token to this pod",
+     NEEDS({"pod-uid", NULL})},
     {.name = "pod-uid", .arg = "UID", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(pod_uid),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "UID of that pod; with --pod-name"},
+     .help = "UID of that pod",
+     NEEDS({"pod-name", NULL})},
     {.name = "node-name", .arg = "NAME", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(node_name),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "Bind the token to this node; with --node-uid"},
+     .help = "Bind the token to this node",
+     NEEDS({"node-uid", NULL})},
     {.name = "node-uid", .arg = "UID", .kind = CONFIG_KIND_STRING, .commands = FOR_TOKEN, SCALAR(node_uid),
      .group = CONFIG_GROUP_TOKEN,
-     .help = "UID of that node; with --node-name"},
+     .help = "UID of that node",
+     NEEDS({"node-name", NULL})},
     {.name = "duration", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .min = 1, .max = 365 * CONFIG_DAY,
      .commands = FOR_TOKEN, .def = "1h", SCALAR(duration), .group = CONFIG_GROUP_TOKEN,
      .help = "Lifetime"},
@@ -462,7 +523,8 @@ const struct config_option config_options[] = {
      .help = "Azure Blob endpoint addressed as URL/ACCOUNT/CONTAINER/KEY, such as Azurite's"},
     {.name = "azblob-sas-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = FOR_PUSHING, SCALAR(azblob_sas_file), .group = CONFIG_GROUP_PUBLISH,
-     .help = "File holding an Azure SAS token (the query string), read at every push"},
+     .help = "File holding an Azure SAS token (the query string), read at every push",
+     EXCLUDES({"azblob-key-file", " (a SAS token or the account key)"})},
     {.name = "azblob-key-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .commands = FOR_PUSHING, .def_text = "$AZURE_STORAGE_KEY", SCALAR(azblob_key_file),
      .group = CONFIG_GROUP_PUBLISH,
@@ -499,7 +561,6 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_GENERAL,
      .help = "Print the version and exit"},
 };
-/* clang-format on */
 /* clang-format on */
 
 const size_t config_option_count = sizeof config_options / sizeof config_options[0];
@@ -687,6 +748,27 @@ const char *config_command_nearest(const char *name, const char *extra)
         }
     }
     return best != NULL && ties == 0 && best_distance * 3 <= len ? best : NULL;
+}
+
+const struct config_option *config_option_next(const char **at)
+{
+    const char *w = *at + strspn(*at, " ");
+    size_t n = strcspn(w, " ");
+
+    *at = w + n;
+    return n ? config_option_named(w, n) : NULL;
+}
+
+void config_option_names(const char *names, char *out, size_t len)
+{
+    const struct config_option *r;
+    size_t count = 0, i = 0, n = 0;
+
+    for (const char *at = names; config_option_next(&at);)
+        count++;
+    out[0] = '\0';
+    for (const char *at = names; (r = config_option_next(&at)) != NULL && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%s--%s", i == 0 ? "" : i + 1 == count ? " and " : ", ", r->name);
 }
 
 size_t config_option_index(const struct config_option *o)

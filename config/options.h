@@ -31,14 +31,6 @@
     (CONFIG_FOR_DOCUMENTS | CONFIG_CMD_BIT(CONFIG_CMD_VERIFY) | CONFIG_CMD_BIT(CONFIG_CMD_TOKEN) |                     \
      CONFIG_CMD_BIT(CONFIG_CMD_DOCTOR))
 
-/* --upstream in-cluster: the service-account directory of every pod
- * (docs/compatibility.md §8), and the defaults of the --upstream flags,
- * which only apply with --upstream. */
-#define CONFIG_POD_SA_DIR             "/var/run/secrets/kubernetes.io/serviceaccount"
-#define CONFIG_UPSTREAM_REFRESH       "60s"
-#define CONFIG_UPSTREAM_TIMEOUT       "10s"
-#define CONFIG_UPSTREAM_STALE_REFRESH 10 /* --upstream-max-staleness: this many refresh intervals */
-
 /* What a flag's value is, and how struct config holds it. */
 enum config_kind {
     CONFIG_KIND_STRING,   /* char *; the last value given wins */
@@ -93,6 +85,15 @@ struct config_help_variant {
     const char *def_text; /* instead of the row's def_text, or NULL */
 };
 
+/* Other flags a flag goes with. A row's needs say what must be given with
+ * it, its excludes what cannot be (config.c checks both for every flag
+ * given, and names the flags in the message; the rules that are more than
+ * that are in rules.c). A list ends with a NULL flags. */
+struct config_relation {
+    const char *flags; /* rows' names, blank-separated: needs all of them, excludes each */
+    const char *why;   /* appended to the message (" DIR (...)", ": ..."), or NULL */
+};
+
 struct config_option {
     const char *name;           /* the long flag without "--", and its config-file key */
     char short_name;            /* 'h' for -h, else 0 */
@@ -111,6 +112,11 @@ struct config_option {
     const char *def_text;                       /* help's words for a default that def cannot give */
     const char *dev_text;                       /* the same for dev */
     const char *def_note;                       /* help: appended to the default ("; needs --state-dir") */
+    const char *def_with;                       /* the default applies only with this flag, or NULL */
+    const char *def_of;                         /* a UINT or DURATION default: def_times this row's value */
+    unsigned long def_times;                    /* ... */
+    const struct config_relation *needs;        /* what must be given with it, or NULL */
+    const struct config_relation *excludes;     /* what cannot be, or NULL */
     size_t field, count_field;                  /* offsetof(struct config, ...); count_field for LISTEN only */
     enum config_group group;                    /* where help lists it */
     const char *help;                           /* one sentence; "%r" marks where the range goes (else at the end) */
@@ -158,6 +164,14 @@ const char *config_command_nearest(const char *name, const char *extra);
 
 const struct config_option *config_option_nearest(const char *name, size_t len, unsigned commands, int file_keys,
                                                   int typos);
+
+/* The row named next in a blank-separated list of names at *at (a
+ * relation's flags), moving *at past it; NULL at the end of the list. */
+const struct config_option *config_option_next(const char **at);
+
+/* Writes "--a", "--a and --b" or "--a, --b and --c" for the rows the list
+ * names. */
+void config_option_names(const char *names, char *out, size_t len);
 
 /* A row's index in config_options. */
 size_t config_option_index(const struct config_option *o);

@@ -98,6 +98,29 @@ static const struct config_help_variant *variant_of(const struct config_option *
     return NULL;
 }
 
+/* Writes ". Needs --a and --b" for each relation (needs or excludes) of
+ * row o that holds for command cmd: one that names a flag cmd takes (ALL:
+ * a flag every command of the row takes; a flag of one of them only is
+ * said in that command's help). The rows say what goes with a flag, so
+ * help does not repeat it by hand. */
+static void put_relations(FILE *f, const struct config_option *o, const struct config_relation *r, const char *verb,
+                          int cmd)
+{
+    unsigned commands = cmd == ALL ? o->commands : CONFIG_CMD_BIT(cmd);
+    char names[256];
+
+    for (; r && r->flags; r++) {
+        const struct config_option *other;
+        unsigned taken = 0;
+        for (const char *at = r->flags; (other = config_option_next(&at)) != NULL;)
+            taken |= other->commands;
+        if ((commands & taken) != commands)
+            continue;
+        config_option_names(r->flags, names, sizeof names);
+        fprintf(f, ". %s %s", verb, names);
+    }
+}
+
 /* Writes what help says of row o's default for command cmd (ALL: for
  * every command, dev's own default after the general one). */
 static void put_default(FILE *f, const struct config_option *o, int cmd)
@@ -118,6 +141,8 @@ static void put_default(FILE *f, const struct config_option *o, int cmd)
         fprintf(f, "default: %s", o->dev_text);
     } else if (def_text) {
         fprintf(f, "default: %s", def_text);
+    } else if (o->def_of) {
+        fprintf(f, "default: %lu times --%s", o->def_times, o->def_of);
     } else {
         fprintf(f, "default %s", o->def ? shown(o, o->def) : "none");
     }
@@ -141,8 +166,9 @@ static void put_range(FILE *f, const struct config_option *o)
 }
 
 /* Writes row o's description for command cmd: its help with the range
- * where "%r" stands (else after it) and the choices, then the default;
- * for help all, then the commands that take it. */
+ * where "%r" stands (else after it) and the choices, then the default,
+ * what it needs and excludes; for help all, then the commands that take
+ * it. */
 static void put_description(FILE *f, const struct config_option *o, int cmd)
 {
     const struct config_help_variant *v = variant_of(o, cmd);
@@ -162,6 +188,8 @@ static void put_description(FILE *f, const struct config_option *o, int cmd)
         put_default(f, o, cmd);
         fprintf(f, ")");
     }
+    put_relations(f, o, o->needs, "Needs", cmd);
+    put_relations(f, o, o->excludes, "Not with", cmd);
     if (cmd == ALL) {
         fprintf(f, ". Commands: ");
         put_commands(f, o->commands);

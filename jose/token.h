@@ -13,10 +13,13 @@
 
 #include <stddef.h>
 #include <time.h>
+#include "config/config.h"
 #include "keys/keyset.h"
 
-#define TOKEN_DEFAULT_MAX_SIZE (16 * 1024)
-#define TOKEN_DEFAULT_LEEWAY   60
+/* The flags' defaults (config/config.h; the rows of --max-token-size and
+ * --token-leeway use them too). */
+#define TOKEN_DEFAULT_MAX_SIZE CONFIG_MAX_TOKEN_SIZE
+#define TOKEN_DEFAULT_LEEWAY   CONFIG_TOKEN_LEEWAY
 #define TOKEN_LEGACY_ISSUER    "kubernetes/serviceaccount"
 
 /* The most keys a token without kid is checked against (the first of its

@@ -59,6 +59,69 @@ OURS_RE = re.compile(r"(^|[\s;&|(`$])oidc-discovery(\s|$)")
 
 
 # --------------------------------------------------------------------------
+# defaults quoted in prose
+
+def readme_flags():
+    """scripts/readme-flags.py, which reads `help all`, as a module."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("readme_flags", os.path.join(REPO, "scripts", "readme-flags.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# "`--flag` (default X", "`--flag`, default X", "`--flag X` (the default)"
+# and "`--flag` (10 s)",
+# in prose (a sentence may wrap: lines are joined first).
+DEFAULT_AFTER_RE = re.compile(r"`--([a-z0-9-]+)`\)?,? \(?default:? ([^,;()]+?)(?=[,;)]|\. |\.$)")
+DEFAULT_VALUE_RE = re.compile(r"`--([a-z0-9-]+) ([^`]+)` \(the default\)")
+DEFAULT_AMOUNT_RE = re.compile(r"`--([a-z0-9-]+)` \((\d+ ?(?:s|m|h|d|KiB|MiB|GiB|%)?)\)")
+
+
+def quoted_defaults(path):
+    """Yields (line number, flag, the default quoted) for the prose of a
+    page, leaving out code blocks and tables (README's are generated)."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    in_fence, text, starts = False, "", []
+    for no, line in enumerate(lines, 1):
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or line.lstrip().startswith("|"):
+            continue
+        starts.append((len(text), no))
+        text += line.strip() + " "
+    for regex in (DEFAULT_AFTER_RE, DEFAULT_VALUE_RE, DEFAULT_AMOUNT_RE):
+        for m in regex.finditer(text):
+            no = max(n for at, n in starts if at <= m.start())
+            yield no, m.group(1), m.group(2).strip()
+
+
+DURATION_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def same_default(quoted, binary):
+    """Whether a default quoted in prose says what the binary's does: the
+    same words (backticks aside; what help adds after ";", like dev's own,
+    left out), or the same duration or size ("5 s" and 5s, 3600 and 1h,
+    16 MiB and 16777216)."""
+    def plain(s):
+        return re.sub(r"\s+", " ", s.replace("`", "").replace("**", "")).strip().lower()
+
+    def number(s):
+        m = re.fullmatch(r"(\d+) ?(s|m|h|d|kib|mib|gib|bytes|%)?", plain(s))
+        if not m:
+            return None
+        unit = m.group(2) or ""
+        scale = {"kib": 1024, "mib": 1 << 20, "gib": 1 << 30, "bytes": 1, "%": 1}.get(unit) or DURATION_UNITS[unit]
+        return int(m.group(1)) * scale
+
+    a, b = plain(quoted), plain(binary).split(";")[0]
+    return a == b or (number(a) is not None and number(a) == number(b))
+
+
+# --------------------------------------------------------------------------
 # markdown
 
 def pages():
@@ -377,6 +440,38 @@ class DocsTest(unittest.TestCase):
                     command = line.rstrip().endswith("\\")
                 problems += [f"{os.path.relpath(path, REPO)}:{no}: --{n} is no flag of oidc-discovery"
                              for n in named if n not in known]
+        if problems:
+            self.fail("\n".join(problems))
+
+    def test_readme_flag_tables_are_generated(self):
+        """README's flag tables are what scripts/readme-flags.py writes from
+        `help all`: every flag, its default, range and commands, none typed
+        by hand."""
+        r = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "readme-flags.py"), BIN,
+                            os.path.join(REPO, "README.md"), "--check"],
+                           capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_defaults_quoted_are_the_binarys(self):
+        """A default that the README or a guide quotes in prose for a flag
+        ("`--max-age` (default 1h)", "`--max-age`, default 1h", "`--max-age
+        3600` (the default)", "`--max-age` (1h)") is the binary's default for it, as `help all`
+        prints it: prose cannot keep a default the table has changed."""
+        r = subprocess.run([BIN, "help", "all"], capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        flags = readme_flags()
+        defaults = {}
+        for _, tag, desc in flags.entries(r.stdout):
+            default = flags.split_description(desc)[1]
+            for name in re.findall(r"--([a-z0-9-]+)", tag):
+                defaults[name] = default
+        self.assertEqual(defaults.get("max-age"), "1h")
+        problems = []
+        for path in [os.path.join(REPO, "README.md")] + [os.path.join(DOCS, n) for n in pages()]:
+            for no, name, quoted in quoted_defaults(path):
+                if name in defaults and not same_default(quoted, defaults[name]):
+                    problems.append(f"{os.path.relpath(path, REPO)}:{no}: --{name} defaults to "
+                                    f"{defaults[name]!r}, not {quoted!r} (or point at README's flag tables)")
         if problems:
             self.fail("\n".join(problems))
 

@@ -22,7 +22,8 @@ release names and namespaces: each the fullname (or its -internal Service,
 or the namespaced ClusterRoleBinding), no word twice in a row
 (oidc-oidc-discovery). Chart.yaml's version and appVersion are VERSION, the
 default image is what scripts/build-image.sh tags, and the README has one
-upgrade section per old version.
+upgrade section per old version. The schema's ranges and choices of the
+values that mirror a flag are the flag's, as the binary states them.
 
 When the oidc-discovery binary is available (OIDC_BIN, or ../oidc-discovery
 from ctest's working directory, or <repo>/build/oidc-discovery), the container
@@ -941,6 +942,64 @@ def check_readme():
 
 
 # --------------------------------------------------------------------------
+# the schema's ranges and choices are the flags'
+
+# The values whose schema mirrors a flag: (path in values.schema.json, flag).
+SCHEMA_FLAGS = [
+    (("properties", "maxAge"), "max-age"),
+    (("properties", "threads"), "threads"),
+    (("properties", "logLevel"), "log-level"),
+    (("properties", "logFormat"), "log-format"),
+    (("properties", "keys", "properties", "apiserver", "properties", "refreshInterval"), "upstream-refresh-interval"),
+    (("properties", "keys", "properties", "apiserver", "properties", "maxStaleness"), "upstream-max-staleness"),
+]
+
+DURATION_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def seconds(text):
+    m = re.fullmatch(r"(\d+)([smhd]?)", text)
+    return int(m.group(1)) * DURATION_SECONDS[m.group(2)]
+
+
+def flag_rule(binary, flag):
+    """What the binary tells a bad value of flag: ("range", lo, hi) in
+    seconds or units, or ("choices", [...]); the option table's own words
+    (config_option_problem), so the test reads no copy of them."""
+    out = subprocess.run([binary, "serve", f"--{flag}", "x"], capture_output=True, text=True, timeout=HELM_TIMEOUT)
+    m = re.search(r"must be (?:a duration|an integer) between (\w+) and (\w+)", out.stderr)
+    if m:
+        return ("range", seconds(m.group(1)), seconds(m.group(2)))
+    m = re.search(r"must be one of (.*)$", out.stderr.strip())
+    check(m, f"--{flag} x: {out.stderr.strip()!r} names no range or choices")
+    return ("choices", m.group(1).split(", "))
+
+
+def check_schema_flags(binary):
+    """Each value of values.schema.json that mirrors a flag allows what the
+    flag allows: a number's minimum and maximum are the flag's range, an
+    enum its choices, and a duration's pattern refuses 0 exactly when the
+    flag does (a schema looser than the flag renders a chart the binary
+    refuses; a stricter one refuses what the binary takes)."""
+    with open(os.path.join(CHART, "values.schema.json")) as f:
+        schema = json.load(f)
+    for path, flag in SCHEMA_FLAGS:
+        node = schema
+        for key in path:
+            node = node[key]
+        where = f"values.schema.json {'.'.join(path[1::2])} (--{flag})"
+        rule = flag_rule(binary, flag)
+        if rule[0] == "choices":
+            eq(node.get("enum"), rule[1], f"{where} enum")
+        elif "pattern" in node:
+            eq(re.fullmatch(node["pattern"], "0") is None, rule[1] > 0, f"{where} refuses 0")
+            check(re.fullmatch(node["pattern"], "15m"), f"{where} refuses 15m")
+        else:
+            eq((node.get("minimum"), node.get("maximum")), rule[1:], f"{where} minimum and maximum")
+    return f"{len(SCHEMA_FLAGS)} values"
+
+
+# --------------------------------------------------------------------------
 # the rendered arguments against the real binary
 
 def find_binary():
@@ -1160,7 +1219,10 @@ def main():
                 detail = f"{type(e).__name__}: {e}"
             results.append(("names", name, ok, detail))
 
-        for name, fn in (("one version", check_versions), ("README", check_readme)):
+        chart_checks = [("one version", check_versions), ("README", check_readme)]
+        if binary:
+            chart_checks.append(("schema ranges", lambda: check_schema_flags(binary)))
+        for name, fn in chart_checks:
             try:
                 ok, detail = True, fn()
             except (CheckFailed, OSError, KeyError, TypeError, yaml.YAMLError) as e:

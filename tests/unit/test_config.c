@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "config/file.h"
 #include "config/options.h"
+#include "util/paths.h"
 #include "test_support.h"
 
 #define MAX_ARGS 48
@@ -3402,6 +3403,62 @@ Test(config, table_names_and_fields_are_unique)
     }
 }
 
+/* Each name of a blank-separated relation list is a row that shares a
+ * command with row o and is not o. Returns how many names it holds. */
+static size_t check_relation_names(const struct config_option *o, const char *names)
+{
+    size_t count = 0;
+
+    for (const char *w = names + strspn(names, " "); *w; w += strspn(w, " ")) {
+        size_t n = strcspn(w, " ");
+        const struct config_option *other = config_option_named(w, n);
+        cr_assert_not_null(other, "--%s names no row %.*s", o->name, (int)n, w);
+        cr_assert_neq(other, o, "--%s relates to itself", o->name);
+        cr_assert(other->commands & o->commands, "--%s and --%.*s share no command", o->name, (int)n, w);
+        count++;
+        w += n;
+    }
+    return count;
+}
+
+/* The rows' needs and excludes, which config.c checks, name rows that can
+ * be given with them; a why starts as the messages go on (" ARG (...)",
+ * ": ..."); a default of another flag's multiple or only with another
+ * flag names a row, the multiple's before it in the table (put_defaults
+ * fills them in order). */
+Test(config, table_relations_name_rows)
+{
+    for (size_t i = 0; i < config_option_count; i++) {
+        const struct config_option *o = &config_options[i];
+        const struct config_relation *lists[] = {o->needs, o->excludes};
+        for (size_t l = 0; l < 2; l++) {
+            for (const struct config_relation *r = lists[l]; r && r->flags; r++) {
+                cr_assert_gt(check_relation_names(o, r->flags), 0, "--%s: empty relation", o->name);
+                cr_assert(!r->why || r->why[0] == ' ' || r->why[0] == ':', "--%s: why", o->name);
+            }
+        }
+        if (o->def_with)
+            cr_assert_not_null(config_option_named(o->def_with, strlen(o->def_with)), "--%s", o->name);
+        if (o->def_of) {
+            const struct config_option *of = config_option(o->def_of);
+            cr_assert(o->def_times > 0 && !o->def && !o->def_fn && !o->def_text, "--%s: two defaults", o->name);
+            cr_assert_lt(config_option_index(of), i, "--%s: --%s comes after it", o->name, of->name);
+            cr_assert_eq(of->kind, o->kind, "--%s", o->name);
+        }
+    }
+}
+
+/* The default jwks_uri is the issuer plus the path the server answers the
+ * JWKS at: the row's default names it (config/ is below publish/, whose
+ * paths.h the handlers use), and the two must agree. */
+Test(config, jwks_uri_default_is_the_served_path)
+{
+    const char *def = config_option("service-account-jwks-uri")->def_text;
+
+    cr_assert_eq(strncmp(def, "ISSUER/", 7), 0, "%s", def);
+    cr_assert_str_eq(def + strlen("ISSUER"), PATHS_JWKS);
+}
+
 /* What config_file_read hands over from a file of one key. */
 static const struct config_option *read_key;
 static int read_values;
@@ -3564,8 +3621,9 @@ Test(config, signer_flags_need_the_directory)
           "--external-signer-idle-timeout", "1m", NULL);
     fails("--external-signer-max-buffered-bytes needs --external-signer-listen unix:PATH", SIGNER_ARGS,
           "--external-signer-max-buffered-bytes", "65536", NULL);
-    fails("--signing-key-file watches a key the API server signs with itself; with --signing-key-dir this server "
-          "signs: drop --signing-key-file (to start signing with that key, give it as --signing-key-import)",
+    fails("--signing-key-file and --signing-key-dir are mutually exclusive: --signing-key-file watches a key the "
+          "API server signs with itself, with --signing-key-dir this server signs (to start signing with that key, "
+          "give it as --signing-key-import)",
           SIGNER_ARGS, "--signing-key-file", "/sa.key", NULL);
 }
 
