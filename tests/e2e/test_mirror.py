@@ -423,10 +423,10 @@ class TestPublishTo(MirrorBase):
         self.assertIsNone(s3.get("oidc", "c1" + H.DISCOVERY))
         self.api.set_mode("ok")
         self.wait_ready(srv)
-        ok = H.wait_until(lambda: (s3.get("oidc", "c1" + H.JWKS) or {}).get("body") == self.api.document(H.JWKS),
-                          10)
+        # the JWKS is written first, the discovery document after it
+        pushed = lambda path: (s3.get("oidc", "c1" + path) or {}).get("body") == self.api.document(path)
+        ok = H.wait_until(lambda: pushed(H.JWKS) and pushed(H.DISCOVERY), 10 * H.SLOW)
         self.assertTrue(ok, srv.stderr()[-3000:])
-        self.assertEqual(s3.get("oidc", "c1" + H.DISCOVERY)["body"], self.api.document(H.DISCOVERY))
 
 
 class TestJWKSFile(MirrorBase):
