@@ -22,6 +22,9 @@ __all__ = ["json_str", "expected_discovery", "default_jwks_uri", "expected_jwks"
            "html_tables", "html_rows", "RFC3339", "parse_rfc3339"]
 
 
+# --------------------------------------------------------------------------
+# the documents a server must serve
+
 def json_str(s: str) -> str:
     """A JSON string literal as Go's encoding/json writes it for plain ASCII
     URLs (the tests only use such values)."""
@@ -44,6 +47,30 @@ def default_jwks_uri(issuer):
 def expected_jwks(keys):
     return ('{"keys":[' + ",".join(k.jwk_json for k in keys) + "]}").encode()
 
+
+# Each worker thread takes a new key set from its own message queue: once
+# one thread serves it, the others do within moments (longer under memcheck,
+# which runs one thread at a time).
+PUBLISH_SETTLE = 0.05 * SLOW
+
+
+def wait_for_jwks(server, keys, timeout=3.0):
+    """Polls the JWKS until it is exactly expected_jwks(keys), then waits
+    PUBLISH_SETTLE so that every thread serves it; returns (status, headers,
+    body) of the last response."""
+    want = expected_jwks(keys)
+    last = [None]
+
+    def check():
+        last[0] = server.get(JWKS)
+        return last[0][0] == 200 and last[0][2] == want
+    if wait_until(check, timeout):
+        time.sleep(PUBLISH_SETTLE)
+    return last[0]
+
+
+# --------------------------------------------------------------------------
+# base test cases
 
 class ServerTestCase(unittest.TestCase):
     """Gives each test a temporary directory, a KeyFactory and a way to
@@ -107,27 +134,6 @@ class ServerTestCase(unittest.TestCase):
         return b
 
 
-# Each worker thread takes a new key set from its own message queue: once
-# one thread serves it, the others do within moments (longer under memcheck,
-# which runs one thread at a time).
-PUBLISH_SETTLE = 0.05 * SLOW
-
-
-def wait_for_jwks(server, keys, timeout=3.0):
-    """Polls the JWKS until it is exactly expected_jwks(keys), then waits
-    PUBLISH_SETTLE so that every thread serves it; returns (status, headers,
-    body) of the last response."""
-    want = expected_jwks(keys)
-    last = [None]
-
-    def check():
-        last[0] = server.get(JWKS)
-        return last[0][0] == 200 and last[0][2] == want
-    if wait_until(check, timeout):
-        time.sleep(PUBLISH_SETTLE)
-    return last[0]
-
-
 class FixtureKeysTestCase(ServerTestCase):
     """ServerTestCase for tests that check tokens with PyJWT too: fails when
     PyJWT is missing, and has the committed fixture keys (PKCS#8 private;
@@ -183,6 +189,9 @@ class SanitizerCheck:
             argv, err = reports[0]
             self.fail("sanitizer report from %r:\n%s" % (argv, err[-6000:]))
 
+
+# --------------------------------------------------------------------------
+# the admin listener's status page (/)
 
 def html_tables(text):
     """The tables of an HTML page, parsed with the standard library's

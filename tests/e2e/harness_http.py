@@ -19,6 +19,9 @@ __all__ = ["IMF_FIXDATE", "http_date", "parse_http_date", "do_request", "one", "
            "wait_accepting", "admin_get", "scrape_metrics", "scrape_until", "metric", "curl"]
 
 
+# --------------------------------------------------------------------------
+# requests and their answers
+
 IMF_FIXDATE = re.compile(
     r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} "
     r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} "
@@ -50,6 +53,9 @@ def one(headers, name):
         raise AssertionError("expected exactly one %s header, got %r (all headers: %r)" % (name, vals, headers))
     return vals[0]
 
+
+# --------------------------------------------------------------------------
+# raw HTTP/1.1 response reader (for pipelining and HTTP/1.0)
 
 class RawReader:
     def __init__(self, sock):
@@ -111,6 +117,9 @@ def jwks_kids(body: bytes):
     """The kids of a JWKS document, in order."""
     return [k["kid"] for k in json.loads(body)["keys"]]
 
+
+# --------------------------------------------------------------------------
+# TLS: a tiny static HTTPS server, verified TLS clients
 
 class StaticHTTPSServer:
     """Serves fixed documents (path -> (content type, bytes)) over HTTPS on
@@ -209,6 +218,9 @@ def raw_request(sock, path, host="x", method="GET", extra=b""):
     """Sends one HTTP/1.1 request (keep-alive) on a raw or TLS socket."""
     sock.sendall(b"%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (method.encode(), path.encode(), host.encode(), extra))
 
+
+# --------------------------------------------------------------------------
+# listeners coming up, the admin listener's metrics, curl
 
 def wait_accepting(port, host="127.0.0.1", timeout=START_TIMEOUT):
     """True once host:port accepts TCP connections (within timeout)."""

@@ -22,6 +22,9 @@ __all__ = ["der_read", "der_children", "der_int", "OID_RSA", "OID_EC", "CURVES",
            "cert_fingerprint", "cert_not_after"]
 
 
+# --------------------------------------------------------------------------
+# a minimal DER reader (enough for SPKI, PKCS#8, PKCS#1 and SEC1)
+
 def der_read(buf, pos=0):
     """Returns (tag, content_bytes, next_pos)."""
     tag = buf[pos]
@@ -96,6 +99,9 @@ def parse_private_pkcs8(der):
         return {"d": ic[1][1]}
     raise ValueError("unsupported PKCS#8 algorithm")
 
+
+# --------------------------------------------------------------------------
+# key generation with the openssl CLI
 
 def pem_body(pem: bytes, label: str) -> bytes:
     """The DER bytes of the first PEM block with the given label."""
@@ -247,6 +253,9 @@ class KeyFactory:
         return out
 
 
+# --------------------------------------------------------------------------
+# JWS/JWT helpers, PyJWT, and tokens minted by the binary
+
 def ensure_pyjwt():
     """Makes `import jwt` and `import cryptography` work: CI installs them
     as Debian packages (python3-jwt, python3-cryptography) for the system
@@ -324,6 +333,9 @@ def mint_token(signing_key, issuer, audiences=(), namespace="default", sa="defau
         raise AssertionError("oidc-discovery token printed %r" % out)
     return token
 
+
+# --------------------------------------------------------------------------
+# TLS: a test CA, server and client certificates
 
 def make_ca(dirpath, name="ca"):
     """A self-signed CA (EC P-256) for one test: returns (cert path, key path)."""

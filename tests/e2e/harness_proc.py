@@ -25,6 +25,9 @@ __all__ = ["MEMCHECK_EXIT", "MEMCHECK_SUMMARY", "memcheck_argv", "memcheck_probl
            "chromium_run"]
 
 
+# --------------------------------------------------------------------------
+# memcheck (OIDC_VALGRIND=1) and one-shot runs of the binary
+
 MEMCHECK_EXIT = 99  # memcheck's exit status when it found something
 MEMCHECK_SUMMARY = re.compile(r"^==\d+== ERROR SUMMARY: (\d+) errors", re.M)
 
@@ -88,6 +91,9 @@ def run_once(args, timeout=None, input=None, env=None):
         raise AssertionError("%r: %s" % (args, "\n".join(problems)))
     return rc, out.decode(errors="replace"), err.decode(errors="replace")
 
+
+# --------------------------------------------------------------------------
+# the binary as a server
 
 # "listening on URL (N threads): WHAT" ("1 thread"), one line per address, in the
 # order of the flags; text or JSON log lines alike.
@@ -280,6 +286,9 @@ def rss_kib(pid):
     raise AssertionError("no VmRSS in /proc/%d/status" % pid)
 
 
+# --------------------------------------------------------------------------
+# files changing under a running server (key rotation)
+
 def atomic_write(path, data: bytes):
     """Writes data beside path and renames it over path (one inotify
     IN_MOVED_TO, never a torn file)."""
@@ -326,6 +335,9 @@ def secret_dir_swap(path, files, stamp):
     shutil.rmtree(os.path.join(path, old), ignore_errors=True)
 
 
+# --------------------------------------------------------------------------
+# waiting on the server's log
+
 def count_log(server, pattern):
     """How many lines of the server's stderr match the regex pattern."""
     rx = re.compile(pattern)
@@ -355,6 +367,9 @@ def run_bin(args, input=None, timeout=None):
         input = input.encode()
     return run_once(args, timeout, b"" if input is None else input)
 
+
+# --------------------------------------------------------------------------
+# other programs: node (panva/jose) and a headless chromium
 
 NODE_TIMEOUT = 30
 
