@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Plot of the connection sweep of bench/http_bench.py (via bench/report.py's
 # data file): requests/s and requests per server CPU-second against wrk
 # connection count, for both servers. Called by bench/report.sh with

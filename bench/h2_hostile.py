@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """What hostile HTTP/2 clients cost the server (h2o 2.2.5 from Debian 12).
 
   bench/h2_hostile.py [--quick] [--only NAME[,NAME...]] [--json FILE]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Serving benchmark: oidc-discovery against nginx serving the same bytes.
 
 Both servers run on one core (SERVER_CPU) with one thread/process, the load

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What an unauthenticated caller can make one token cost: a token without a
 # kid is tried against the keys of its algorithm (kube-apiserver tries them
 # all), one with a kid against that key only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced by the bench scripts (. "$(dirname "$0")/lib.sh"), never run: the
 # checks each makes before it starts, so that a missing tool or binary is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Renders docs/BENCHMARKS.md from the figures of bench/http_bench.py (JSON)
 and the outputs of bench/verify.sh, bench/kidless.sh and bench/signer.sh,
 and writes the data file the plot (bench/connections.gp) reads. Run by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates docs/BENCHMARKS.md and docs/benchmarks-connections.svg in one
 # go: builds the release binary, runs the serving benchmark against nginx
 # (bench/http_bench.py), the verification benchmark against openssl speed

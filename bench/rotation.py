@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Key-rotation driver for bench/rotation.sh.
 
   rotation.py prepare WORKDIR N

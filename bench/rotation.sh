@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Key-rotation benchmark for oidc-discovery.
 #
 # What it measures: whether relying parties ever see a wrong JWKS while the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- wrk script for bench/rotation.sh: checks every JWKS response served while
 -- the key directory is being rotated.
 --

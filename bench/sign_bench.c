@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sign_bench: a load generator for the external signer's Sign call, on
  * gRPC's C core (the library the server uses, as kube-apiserver's grpc-go

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # External signer benchmark: kube-apiserver's Sign calls over the Unix
 # socket, against `openssl speed` signing with the same key type.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Token-verification benchmark for oidc-discovery.
 #
 # What it measures (the goals in brackets):

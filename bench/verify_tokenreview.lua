@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- wrk script for bench/verify.sh: POSTs TokenReview requests.
 --
 --   wrk -t1 ... -s bench/verify_tokenreview.lua URL -- TOKENS_FILE BEARER_FILE [EXPECT]

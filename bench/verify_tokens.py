@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Distinct RS256 tokens for bench/verify.sh's all-miss TokenReview run.
 
     verify_tokens.py TEMPLATE_JWT PKCS8_KEY COUNT > tokens

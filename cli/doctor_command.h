@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doctor_command: `oidc-discovery doctor --issuer URL`, which checks an
  * issuer the way relying parties do (diag/doctor.h) and prints one line

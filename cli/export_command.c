@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "cli/export_command.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * export_command: `oidc-discovery export --out DIR`, for issuers hosted as
  * static objects (S3, GCS, Azure Blob) instead of by a running server. It

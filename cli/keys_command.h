@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keys_command: `oidc-discovery keys`, which prints the key set `serve`
  * would publish with the same flags — the keys in the files plus the keys

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oidc-discovery: publishes a Kubernetes cluster's service-account signing
  * keys as the OIDC discovery document and JWKS, byte for byte as

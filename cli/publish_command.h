@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * publish: the one-shot push of both documents to object storage
  * (`oidc-discovery publish --to URL ...`), for CI jobs and cron: what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "cli/token_command.h"
 
 #include <openssl/evp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token_command: `oidc-discovery token`, which mints a token shaped like
  * kube-apiserver's bound service-account tokens, for tests, demos and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * verify_command: `oidc-discovery verify`, a relying party on the command
  * line. Verifies one token against key files, or — like AWS STS or Vault

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT, the C header that says which source a binary was built from:
 # the commit (12 hex digits, "-dirty" when tracked files differ from it, or
 # "unknown" outside a git checkout, as in a release tarball) and the build

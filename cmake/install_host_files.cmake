@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installs the files of a host installation (run by `cmake --install` and
 # cpack, install(SCRIPT) in CMakeLists.txt): the systemd unit and its
 # settings file, with the paths of this install's prefix, which is known

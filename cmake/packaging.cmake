@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The Debian package: `cpack -G DEB` in the build directory writes
 # oidc-discovery_<VERSION>_<arch>.deb with what `cmake --install` installs,
 # under /usr (the systemd unit and /etc/default/oidc-discovery with the

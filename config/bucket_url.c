@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bucket_url.c: the object-storage forms of value (see bucket_url.h),
  * checked by hand for the reason checks.c gives: the rules are the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bucket_url: the forms of value that name object storage, for
  * --publish-to and publish --to (s3://BUCKET/PREFIX,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * checks.c: the value checks of config/ (see checks.h). Each form is
  * checked by hand rather than with a library: getaddrinfo or a URL parser

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * checks: the value checks of config/, one function per form of value: a
  * decimal integer, a duration, a URL, a listen address, a path prefix, a

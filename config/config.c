@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c: argv and the optional JSON config file -> one validated,
  * immutable config. What each flag is (its kind, range, commands, default

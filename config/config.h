@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config: command-line flags and the JSON config file, merged into one
  * validated, immutable struct config.

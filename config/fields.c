@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fields.c: moves checked values into struct config and frees them (see
  * fields.h). A row names its field by offset, so one switch on the kind

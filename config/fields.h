@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fields: the struct config side of the rows. Once a row's values are
  * checked, config_field_store moves them into the field the row names,

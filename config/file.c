@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * file.c: reads the config file (see file.h) through file_read, which
  * opens without blocking and refuses anything but a regular file (a FIFO

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * file: the config file, a JSON object keyed by the long flag names of the
  * rows marked CONFIG_FILE_KEY. It is read whole, without blocking, from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * options.c: the table of flags (see options.h), one row per flag, and the
  * few functions that read a row: lookups, the check of a value by its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * options: every flag of every command, one row each, in one table
  * (options.c). A row holds all that config/ knows of its flag: the name

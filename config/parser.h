@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parser: the state config_parse (config.c) carries through its stages,
  * and the helpers that read it, shared with rules.c, which holds the rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rules.c: what config_parse (config.c) does between flags beyond what the
  * rows say. The rows need and exclude other flags (options.h); here are

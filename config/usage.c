@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * usage.c: the help text, written from the option table so that a range
  * ("1 to 256") or a default ("default 3600") is never typed twice.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doc_checks: doctor's checks of the discovery document and of the HTTP
  * headers both documents are served with, each adding one check to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doctor: checks an issuer from outside, the way a relying party does.
  * It fetches <issuer without trailing slash>/.well-known/openid-configuration

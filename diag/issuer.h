@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * issuer: an issuer URL taken apart, and how two issuers differ.
  *

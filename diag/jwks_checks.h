@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jwks_checks: doctor's checks of a JWKS document as relying parties read
  * it: every key with a kid, no kid twice, use "sig", an alg that matches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report: what `doctor` found, one check at a time, and the two ways it is
  * printed: one line per check for people, and a JSON document for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rp_rules.c: the table of relying-party rules (see rp_rules.h). Each row
  * is one documented requirement, with the vendor's page it comes from in

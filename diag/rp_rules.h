@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rp_rules: what each relying party documents about the issuers it trusts
  * (docs/compatibility.md §6), as rules that can be checked against what is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token_checks: doctor's checks of one token against the published JWKS,
  * one finding each: its form, its kid, whether the JWKS publishes that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the name a client certificate gives its caller on the
  * TokenReview listener (tls_subject, server/tls/tls.c), for any certificate
  * OpenSSL decodes from the input (DER). The name must be NULL (the

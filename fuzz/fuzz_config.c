@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the JSON config file (config/config.c), read through
  * `serve --config FILE`. The input is written to a memfd each run. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: doctor's checks of what an issuer serves (diag/), which
  * read the JSON and the key material themselves rather than through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the external signer's transport and calls
  * (server/extsigner/grpc_conn.c on nghttp2, service.c with the messages
  * protoc-c generates, jose/signer.c), as kube-apiserver's side of the Unix

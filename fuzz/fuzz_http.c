@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the HTTP request path through the server's own h2o
  * sites (server/http/site.c) — http_framing.c in front of handler_docs.c,
  * handler_tokenreview.c and handler_admin.c, request_log.c and worker.c.

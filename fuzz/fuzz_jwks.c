@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: JWKS parsing (keys/jwks_parse.c) over arbitrary bytes. */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: PEM parsing (keys/pem.c) over arbitrary bytes.
  *
  * The callback takes two keys and refuses the third, as keyset's refuses a

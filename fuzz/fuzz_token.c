@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: token verification (jose/token.c, jose/jwt.c, jose/jws.c)
  * against a fixed key set (tests/fixtures/rsa2048.pub and ec256.pub) and a
  * fixed policy, plus the strict JSON parser (json_parse) on the raw input,

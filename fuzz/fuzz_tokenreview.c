@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: TokenReview request parsing (jose/tokenreview.c) and,
  * when it parses, rendering of both the authenticated and the refused
  * answer. No HTTP. */

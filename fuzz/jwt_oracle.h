@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference fuzz_token holds json_parse (util/json.c) to: yajl 2.1,
  * which the project parsed tokens with before, plus the checks json_parse
  * makes on top (no duplicate member, at most JSON_MAX_DEPTH containers, no

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes fuzz/corpus/fuzz_client_cert/: client certificates (DER) whose
 subjects take tls_subject down each of its ways: an empty subject with the
 names in a critical subjectAltName (which once crashed the sanitizer

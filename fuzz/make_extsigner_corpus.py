@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes fuzz/corpus/fuzz_extsigner/: what a client sends to the external
 signer after the HTTP/2 connection preface (the target sends the preface
 itself), made with Debian's python3-h2 as the client. Each seed is one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds every libFuzzer target in fuzz/ and runs each for SECONDS on a copy
 # of its seed corpus (fuzz/corpus/<target>/), so the checked-in corpora stay
 # small. Prints executions, coverage and crashes per target; exits 1 when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one file that uses OpenSSL's deprecated EC_KEY calls; ecdsa_raw.h
  * says why. */
 #define OPENSSL_SUPPRESS_DEPRECATED

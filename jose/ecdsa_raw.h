@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ecdsa_raw: ECDSA signatures made straight into JOSE's raw r || s.
  *

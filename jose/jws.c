@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "jose/jws.h"
 
 #include "jose/ecdsa_raw.h"

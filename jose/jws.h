@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jws: the JOSE signature algorithms kube-apiserver signs service-account
  * tokens with (RS256, ES256, ES384, ES512), and signing and verifying with

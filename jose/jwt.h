@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jwt: the untrusted-input half of token verification. Splits a compact JWS
  * into its three segments and decodes them; the JSON of the header and the

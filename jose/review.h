@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * review: the one policy by which this program reviews a token, for the
  * TokenReview endpoint and the verify command alike: the issuers a token

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "jose/signer.h"
 
 #include <openssl/x509.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * signer: what kube-apiserver's external signer calls answer
  * (ExternalJWTSigner, docs/compatibility.md §9), prepared once per change

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token: strict verification of Kubernetes service-account tokens (compact
  * JWS) against a key set, with kube-apiserver's rules, for relying parties

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token_file: reads the token an operator points a command at
  * (--token-file: a path, or "-" for standard input), for verify and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token_mint: signs a token shaped exactly like the bound service-account
  * tokens kube-apiserver issues, for tests, demos and benchmarks

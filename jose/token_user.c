@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "jose/token_user.h"
 
 #include <stdlib.h>

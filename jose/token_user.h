@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token_user: ownership of struct token_user (token.h) — freeing one and
  * deep-copying one, shared by token verification and the vcache.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tokenreview: the Kubernetes TokenReview API's JSON (authentication.k8s.io/v1),
  * as Vault's Kubernetes auth method and admission webhooks speak it:

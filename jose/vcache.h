@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vcache: a bounded cache of successful token verifications, so that
  * repeated reviews of one token cost a hash and a lookup instead of a

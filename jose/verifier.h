@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * verifier: a key set made ready for verifying tokens. Each key's digest,
  * verify-initialised context and ECDSA group order are prepared once

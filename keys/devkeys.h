@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * devkeys: the development key pair behind `oidc-discovery dev`, so that a
  * newcomer can run the server without a cluster. Never used by `serve`.

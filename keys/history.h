@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * history: when each key was first and last seen in the configured inputs.
  *

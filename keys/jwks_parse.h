@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jwks_parse: reads a JWKS document ({"keys":[...]}) as a relying party
  * does, into a keyset whose kids are the JWKs' own kids: for verifying

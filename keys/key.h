@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * key: one public signing key as it is published — the OpenSSL public key,
  * its kid, its JOSE algorithm and its pre-rendered JWK object.

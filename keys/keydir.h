@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keydir: the signing key directory (--signing-key-dir) on disk, where the
  * keys this server generates, or imported, live:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keydir_next: one reload pass's rotation of the signing key directory,
  * decided and written in one call: given the directory (keys/keydir.h),

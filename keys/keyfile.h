@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keyfile: judges the permissions of the files an operator names as keys
  * or certificates, reads private keys, and writes keys. The files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keyset: the ordered, de-duplicated set of public keys read from the
  * configured key files. Order is the order of the files, then of the PEM

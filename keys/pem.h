@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pem: reads the PEM files kube-apiserver accepts as
  * --service-account-key-file and turns every usable block into a public key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pki: tells a cluster CA's key or certificate from a service-account key,
  * so that a PKI directory (kubeadm's /etc/kubernetes/pki) is never

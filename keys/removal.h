@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * removal: decides when a key missing from a fresh read of the key files has
  * really left them, so that a reader that catches a file mid-write never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "keys/rotation.h"
 
 int rotation_find(const struct rotation_key *keys, size_t n, enum rotation_role role)

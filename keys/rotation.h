@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rotation: when the keys of the signing key directory (keys/keydir.h)
  * change role, and which key a process signs with, as arithmetic on how

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * upstream: one read of an API server's two documents, to mirror them
  * (--upstream). Both come from the base URL itself, never from the

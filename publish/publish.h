@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * publish: the one way a key set becomes the two published documents, so
  * that serve, keys and export agree byte for byte. The key files are read,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * render: the two published documents, byte for byte as kube-apiserver
  * writes them (Go encoding/json, compact, no trailing newline).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot: everything a request handler needs, rendered once when a key set
  * is loaded and never modified afterwards — the two response bodies, their

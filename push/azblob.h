@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * azblob: the Azure Blob Storage store, over util/http_client. Objects
  * are block blobs written with Put Blob (x-ms-blob-type: BlockBlob), their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * azsign: Azure Storage's SharedKey authorization for the Blob service
  * ("Authorize with Shared Key", service version 2015-02-21 and later):

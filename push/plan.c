@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plan.c: see plan.h. No I/O, no clock, no randomness of its own.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plan: the decisions of publishing to object storage, apart from any I/O
  * so that unit tests drive them with made-up objects and clocks:

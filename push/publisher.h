@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * publisher: serve's thread that keeps every --publish-to target holding
  * the published documents. The reload thread offers each new snapshot

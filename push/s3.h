@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3: the S3 store (AWS, and S3-compatible stores such as GCS's XML API
  * with HMAC keys or MinIO), over util/http_client, each request signed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * status: what the serving process knows of its pushes, per target, for
  * /metrics, the admin status page and anyone else who asks: the last

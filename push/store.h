@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * store: what push/ needs of an object store, and nothing more: read one
  * object with its headers and our metadata, and write one object only if

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * storehttp: what the S3 and Azure Blob stores share over
  * util/http_client: object URLs, a response turned into a push_object,

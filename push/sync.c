@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sync.c: one push of the two documents to one target (see sync.h).
  */

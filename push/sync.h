@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sync: one push of a key set's two documents to one target, in the safe
  * order: the JWKS first, the discovery document only once the JWKS holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * target: one --publish-to (or publish --to) URL, opened as the store it
  * names (s3.h or azblob.h) with the credentials that store takes.

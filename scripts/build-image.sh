@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the OCI image of oidc-discovery with buildah, FROM scratch, out of
 # a build tree, and writes it as an OCI archive:
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The layers of docs/ARCHITECTURE.md, checked: a folder includes only from
 # itself, from folders of a lower layer, and from other folders of its own
 # layer as long as that makes no cycle. With --libs, also the link: no

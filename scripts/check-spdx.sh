@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every source file of the repository states its licence in its first lines
 # with an SPDX identifier, so that a file copied out of the tree still says
 # what it may be used under. With --fix, adds the line where it is missing

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # make-manpage.sh BIN OUT: writes the oidc-discovery(1) man page to OUT from
 # what `BIN help all` (every command and flag, written from the option
 # table) and `BIN --version` print, so the page can never drift from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """readme-flags.py BIN README.md [--check]: writes README's flag tables
 between the markers <!-- flags:begin --> and <!-- flags:end --> from what
 `BIN help all` prints (every flag of every command, written from the option

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what building and testing oidc-discovery needs on Debian 12, and
 # nothing that is already there. Safe to run again. Needs root (or sudo).
 set -euo pipefail

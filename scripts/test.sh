@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds oidc-discovery and runs every test (criterion unit tests and the
 # end-to-end tests against the real binary), twice: a release build, then a
 # build with AddressSanitizer and UndefinedBehaviorSanitizer; then runs each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every end-to-end test with each server and command under valgrind's
 # memcheck; a memory error or a definite or indirect leak fails the test
 # (tests/valgrind.supp lists the few libh2o leaks at thread exit). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fdlimit: the open-file limit, and how many client connections it leaves
  * room for on each kind of listener. Every connection is a descriptor; a

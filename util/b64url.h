@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * b64url: base64url without padding (RFC 4648 section 5), the encoding of
  * every binary member of a JWK, of the kid and of each segment of a JWS.

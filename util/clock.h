@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock: the monotonic clock in milliseconds, the one clock of every
  * deadline and "now_ms" in the project (reload timing, removal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * file: the one way this program reads a file an operator or its own
  * state names, and the one way it replaces a file.

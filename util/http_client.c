@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_client: libcurl behind the policy of http_client.h. libcurl does the
  * protocol (URL parsing, resolution, TLS, framing, chunked bodies, SigV4);

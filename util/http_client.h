@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_client: the project's one outgoing HTTP(S) client, on libcurl. One
  * request in, one response out (status, headers, body), under a fixed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json_parse: the strict JSON parser of jwt.h, written for token-sized
  * documents: one pass over the bytes, no callbacks, every value and string

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json: the project's strict JSON reader. It parses a whole document into a
  * small owned tree, strictly: no duplicate member at any level, nesting at

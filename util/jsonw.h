@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jsonw: a tiny append-only JSON writer whose string escaping matches Go's
  * encoding/json, which is what kube-apiserver uses. yajl's generator escapes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log: one line per event on stderr, as text ("2026-01-01T00:00:00.000Z info
  * message") or as JSON ({"time":...,"level":...,"msg":...}) for log

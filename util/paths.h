@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paths: the URL paths this server answers, as kube-apiserver serves them
  * (the two documents, TokenReview) and as probes and Prometheus expect them

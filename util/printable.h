@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * printable: untrusted text (a JWKS member, a URL, a reason phrase, a name
  * or source read from a state file or a token) made safe to quote in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redact: the one rule by which a URL is shown anywhere this program
  * speaks (a message, a log line, a metric label, the status page, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strbuf: a growable buffer for documents written piece by piece
  * (/metrics, the status page, util/jsonw's JSON) and for the external

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "util/unix_listen.h"
 
 #include <errno.h>

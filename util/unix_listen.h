@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unix_listen: the one way this program creates a listening Unix socket
  * (--listen unix:PATH for a local reverse proxy, --external-signer-listen

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * connbudget: the connection budget of one kind of listener, shared by
  * its workers: how many connections it holds in all (--max-connections and

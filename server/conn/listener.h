@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * listener: listening sockets. Every worker thread gets its own socket per
  * listen address, bound with SO_REUSEPORT, so the kernel spreads new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* <linux/tcp.h> rather than <netinet/tcp.h>: glibc's struct tcp_info stops
  * before tcpi_bytes_acked (Linux 4.1), and the two headers cannot be
  * included together, hence a file of its own. */

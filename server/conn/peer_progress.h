@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * peer_progress: how far the client of a connection has got with what the
  * server wrote to it, for --write-timeout, and whether it has sent anything

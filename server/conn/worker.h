@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker: one thread, one h2o event loop, its own SO_REUSEPORT listening
  * sockets. A worker serves from the snapshot it was last handed; each one,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * grpc_conn: one connection of kube-apiserver to the external signer,
  * HTTP/2 (nghttp2) carrying gRPC's unary calls: a request is HEADERS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server/extsigner/grpc_server.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * grpc_server: kube-apiserver's external signer on a Unix socket
  * (--external-signer-listen), answering v1alpha1.ExternalJWTSigner

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * service: the three calls of kube-apiserver's external signer
  * (docs/compatibility.md §9), from the request's bytes to the response's

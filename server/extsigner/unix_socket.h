@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * unix_socket: the listening socket of --external-signer-listen unix:PATH,
  * created with the mode and owner the flags ask for

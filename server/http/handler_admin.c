@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server/http/handler_admin.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handler_admin: the admin listener (--admin-listen, never a public one):
  * /livez (the process serves), /readyz (see health.h), /metrics

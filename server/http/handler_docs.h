@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handler_docs: the public listener's only handler. Serves the discovery
  * document and the JWKS from the worker's snapshot — GET and HEAD,

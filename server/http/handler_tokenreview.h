@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handler_tokenreview: POST /apis/authentication.k8s.io/v1/tokenreviews,
  * served only on the --token-review-listen listeners, holding the line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_framing: the first handler of every site (public, TokenReview,
  * admin), for every path and method. It refuses the HTTP/1 requests that

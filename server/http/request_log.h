@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request_log: the hook h2o calls when a request is done. It counts the
  * request in the thread's metrics and, with --access-log, appends its line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * site: what one kind of listener serves — the public documents, the
  * TokenReview API or the admin endpoints — as an h2o configuration with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Threading: the struct accesslog is shared. Its queue, pending flag and
  * stopping flag are guarded by mu; queued_bytes and the counters of lines

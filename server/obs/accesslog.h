@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * accesslog: --access-log, one JSON object per request and line, written
  * without blocking the event loops: each worker thread appends lines to its

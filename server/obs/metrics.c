@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server/obs/metrics.h"
 #include "util/paths.h"
 #include "push/status.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics: the counters behind /metrics, in Prometheus text format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * status: what the admin listener's page at "/" shows an operator — the
  * issuer, the jwks_uri, every published key with where it came from, how

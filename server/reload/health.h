@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health: what /readyz answers. Ready means a key set is published (always
  * true once serving, except while an --upstream has not answered), the

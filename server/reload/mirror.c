@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server/reload/mirror.h"
 
 #include <pthread.h>

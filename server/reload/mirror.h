@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mirror: when to read the --upstream API server, and what its answers
  * mean for readiness and for the log.

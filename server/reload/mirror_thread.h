@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mirror_thread: reads the --upstream API server (keys/upstream.h) when
  * server/reload/mirror.h says, on a thread of its own: a read may take up

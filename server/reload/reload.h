@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reload: the key sources -> the next snapshot, or an error.
  *

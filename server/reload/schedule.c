@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server/reload/schedule.h"
 
 void schedule_init(struct schedule *s, unsigned long interval_seconds, int64_t now)

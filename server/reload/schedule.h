@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schedule: when the reload thread reads its inputs next. A pass reads the
  * key files (and the TLS certificate and signing key) and is due:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * signerdir: the signing key directory (keys/keydir.h) as a key source of
  * the serving process, and the external signer's state (jose/signer.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * signing: watches the key the API server signs with (--signing-key-file)
  * against the published set. Its tokens verify at a relying party only once

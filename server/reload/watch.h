@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch: inotify watches on the key files, so a rotation is seen within
  * milliseconds. A file is watched through its directory, which catches

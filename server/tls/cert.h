@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cert: a TLS certificate the server serves, rebuilt when its files change:
  * the --tls-listen listeners' (--tls-cert-file, --tls-private-key-file) and

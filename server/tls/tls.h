@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls: the TLS contexts of the --tls-listen listeners and of the TokenReview
  * listener: TLS 1.2 and 1.3 only, forward-secret AEAD cipher suites, ALPN

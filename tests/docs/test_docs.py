@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Runs the commands of the operator guides in docs/, so the guides cannot rot.
 
 Every fenced block opened with ```sh runnable in docs/*.md is executed. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A stand-in kube-apiserver for the tests of --upstream (mirroring).
 
 It serves what a real API server serves to a mirror, and nothing else:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The external signer's gRPC client for the end-to-end tests: Debian's
 python3-grpcio with stubs that python3-grpc-tools generates, at test time,
 from the repository's own proto/externaljwt.proto into a temporary

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile HTTP/2 clients, written against the wire format (RFC 9113 frames,
 RFC 7541 HPACK) so that they can send what no well-behaved library would:
 streams reset as soon as they are opened, header blocks that never end, a

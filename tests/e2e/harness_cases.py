@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The e2e harness's test cases and assertions: the documents a server
 must serve (built independently of it), ServerTestCase and its TLS,
 fixture-key and sanitizer variants, waiting for a published key set, and

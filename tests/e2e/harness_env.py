@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The e2e harness's environment: where the binary, the build tree, the
 node scripts and the fixtures are, whether everything runs under valgrind's
 memcheck (OIDC_VALGRIND=1) and the timeouts that stretch with it, plus small

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The e2e harness's HTTP clients: requests on plain and TLS connections,
 raw sockets and a raw HTTP/1.1 response reader (pipelining, HTTP/1.0), the
 admin listener and its /metrics, and a tiny static HTTPS server for the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The e2e harness's keys and tokens: key pairs made with the openssl CLI
 and every encoding of them the tests need (Key, KeyFactory), a minimal DER
 reader to build the expected JWKs independently of the server, JWS/JWT

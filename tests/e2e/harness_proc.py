@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The e2e harness's processes: the binary run once or as a Server (with
 the ports its listeners log), memcheck's wrapping and reports under
 OIDC_VALGRIND=1, waits on the server's log, files changed under a running

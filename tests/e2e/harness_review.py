@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The e2e harness's TokenReview client: the caller every review server
 of the harness allows, servers started with the TokenReview API, and
 requests to it."""

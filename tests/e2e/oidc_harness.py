@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers for the end-to-end tests of oidc-discovery.
 
 Everything here talks only to loopback addresses, bounds every wait, and uses

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """An S3 stand-in for the tests: path-style GET and PUT of objects, every
 request's AWS Signature Version 4 recomputed with botocore (Debian's
 python3-botocore, the AWS SDK's own signer) and refused with 403 when it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the admin listener (`--admin-listen`): /livez,
 /readyz and /metrics.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Browsers: the documents used from a page of another origin (CORS), and
 the admin listener's status page, in Debian's headless chromium.
 

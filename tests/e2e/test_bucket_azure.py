@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: publishing to Azure Blob Storage against Azurite (the npm
 package `azurite`, Microsoft's storage emulator, pinned in tests/node), with
 SharedKey (the account key from a file and from AZURE_STORAGE_KEY) and with

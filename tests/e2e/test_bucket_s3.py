@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: publishing to S3 (`publish --to`, `serve --publish-to`, `keys
 --publish-to`) against the S3 stand-in of s3_standin.py, which recomputes
 every request's Signature V4 with botocore (the AWS SDK's signer) and

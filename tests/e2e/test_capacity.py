@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the server's capacity over time: 1,000 key reloads
 that each change the published set must not grow its resident set; 2,000
 idle keep-alive connections must neither starve a fresh client nor cost

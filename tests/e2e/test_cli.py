@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: command line (help, version, flag errors), the config file,
 signals, startup log, listeners (several, IPv6)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the connection budgets against clients that connect
 and say nothing: such connections used to hold a slot of their listener's
 budget for the whole --request-timeout, so a few dozen of them, reopened as

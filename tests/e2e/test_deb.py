@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Debian package: `cpack -G DEB` in the build directory makes
 oidc-discovery_VERSION_ARCH.deb; `apt-get install ./...deb` installs it with
 the libraries it needs (dependencies computed by dpkg-shlibdeps), the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of `oidc-discovery doctor`, and of the relying-party
 limit warnings `serve` logs.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: the two published documents, their headers, conditional
 requests, HEAD, 404/405, query strings, keep-alive, pipelining, key order and
 the flags that change the documents."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: `oidc-discovery export --out DIR` writes the two documents
 byte for byte as `serve` answers with the same flags, and prints the headers
 each object must be uploaded with."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The external signer (KEP-740) as kube-apiserver meets it, with a client
 nobody here wrote: grpcio with stubs generated from proto/externaljwt.proto
 (extsigner_client.py). Metadata says --max-token-lifetime; FetchKeys

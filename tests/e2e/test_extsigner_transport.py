@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The external signer's transport, gRPC over HTTP/2 on the Unix socket
 (nghttp2 and protobuf-c, linked into the binary; no library of gRPC's),
 as a client other than grpcio sees it: Python's h2 (Debian's python3-h2, an

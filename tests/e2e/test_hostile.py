@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of hostile HTTP/1.1 input: request smuggling
 (ambiguous message framing) and Host fields on every listener, and path
 variants on the public one.

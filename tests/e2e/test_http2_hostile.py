@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of HTTP/2 against hostile clients (tests/e2e/h2_attacks.py).
 
 h2o 2.2.5 lets one HTTP/2 client exhaust the server's memory: a header

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The OCI image: scripts/build-image.sh builds it with buildah FROM scratch
 out of the build tree and writes an OCI archive. The test reads the archive
 as a registry client would (index.json -> manifest -> config and layers,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Interoperability with JOSE implementations nobody here wrote.
 
 a. tokens signed by panva/jose (Node; tests/node/sign_token.mjs: SignJWT with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end with a relying party nobody here wrote: panva/jose (Node).
 
 tests/node/verify_jwks.mjs signs a JWT with a PKCS#8 private key and verifies

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of private-key hygiene.
 
 - A private key given to `serve`, `export` or `keys` never shows up in

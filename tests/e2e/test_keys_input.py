@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: what the server accepts in --service-account-key-file and what
 it publishes from it (public parts only, each key once)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the connection and request limits: slowloris and
 idle keep-alive connections closed after --request-timeout, oversized
 header blocks refused (--max-request-header-size), --max-connections

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of --upstream: mirroring an API server's documents.
 
 The upstream is a stand-in kube-apiserver (apiserver_standin.py): TLS with

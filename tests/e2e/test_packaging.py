@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Packaging: `cmake --install` lays out the binary, the man page, the
 systemd unit and its settings file, the unit naming the paths of the
 install's prefix (the Debian package is tests/e2e/test_deb.py's, the OCI

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of key rotation: the key files change under a running
 server (kubelet Secret volume swaps, atomic renames, SIGHUP), bad inputs keep
 the last good set, retention keeps a rotated-out key published for a while

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end: no credential reaches any output channel.
 
 Every way the server holds a credential for a request it makes (an Azure

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the production-serving options that shape requests
 and logs: `--listen unix:PATH`, `--path-prefix`, `--allowed-hosts` (HTTP/1.1
 Host and HTTP/2 :authority), `--access-log` (file and standard output, JSON

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/setup.sh on a machine where another apt holds apt's locks (a
 fresh VM running apt-daily or unattended-upgrades): it waits for them,
 bounded by OIDC_APT_LOCK_WAIT, instead of failing at once.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rotation by the external signer itself, with periods of seconds, under a
 steady Sign load and with the JWKS sampled all along (extsigner_client.py):
 every kid is published at least --publish-ahead before its first signature

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of HTTPS serving (`serve --tls-listen`).
 
 Protocol versions (TLS 1.2 and 1.3 only), ALPN (h2 with --http2, and

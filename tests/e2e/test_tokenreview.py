@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the TokenReview API (`serve --enable-token-review`).
 
 Every HTTP outcome of POST /apis/authentication.k8s.io/v1/tokenreviews on the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of the TokenReview listener over TLS, as its main client
 uses it: HashiCorp Vault's Kubernetes auth method.
 

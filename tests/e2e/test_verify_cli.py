@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of `oidc-discovery verify`.
 
 Exit status 0 (valid), 1 (invalid: stderr names the reason), 2 (usage, keys,

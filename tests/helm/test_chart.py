@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tests of the Helm chart helm/oidc-discovery.
 
 Gets helm through tests/helm/get-helm.sh (pinned, cached under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A relying party nobody in this project wrote: panva/openid-client 5.x.
 //
 // usage: NODE_EXTRA_CA_CERTS=ca.pem node discover_openid_client.mjs <issuer_url> [<id_token> <client_id> <alg>]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A signer nobody in this project wrote: panva/jose's SignJWT.
 //
 // usage: node sign_token.mjs <alg> <pkcs8_private_key_pem_path> <kid> <payload_json>

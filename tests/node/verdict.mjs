@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the checking scripts here report: "OK ..." and exit 0 when the check
 // passed, "FAIL <error code>: <message>" and exit 1 when it did not, exit 2
 // for bad usage. The e2e tests read the first word and the status.

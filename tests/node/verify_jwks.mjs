@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A relying party nobody in this project wrote: panva/jose.
 //
 // usage: node verify_jwks.mjs <jwks_url> <issuer> <alg> <private_key_pem_path> <kid>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A verifier nobody in this project wrote: panva/jose's createRemoteJWKSet +
 // jwtVerify, the way an OIDC relying party checks a service-account token.
 //

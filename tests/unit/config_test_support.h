@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the config/ unit tests (tests/unit/test_config_*.c) share: the parsed
  * config and its error in globals the suite's .fini frees, ok() and fails()

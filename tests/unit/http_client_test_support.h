@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the util/http_client unit tests (tests/unit/test_http_client_*.c)
  * share: a canned server on a thread that records each request and writes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the keys/ unit tests (tests/unit/test_keys_*.c) share: fixture paths
  * and files, the openssl CLI's independent computations, and loading keys with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server/obs/accesslog.c: lines are written by the writer thread; when it
  * falls behind they are dropped, counted in /metrics and reported in the

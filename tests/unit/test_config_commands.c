@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: the verify and token commands, and which command
  * takes which flag. Error messages are asserted word for word since operators

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: command-line errors and the suggestions they make.
  * Error messages are asserted word for word since operators read them;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: the config file. Error messages are asserted word
  * for word since operators read them; config_test_support.h holds the parse

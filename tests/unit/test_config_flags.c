@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: the defaults, each flag, dev, durations, key
  * rotation, the keys command and config_check_url. Error messages are asserted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: the export, publish and doctor commands. Error
  * messages are asserted word for word since operators read them;

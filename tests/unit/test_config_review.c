@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: token verification settings and the TokenReview
  * listener. Error messages are asserted word for word since operators read

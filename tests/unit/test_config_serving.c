@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: production serving: listeners, TLS, the admin
  * listener, path prefix, allowed hosts, logging, limits and their config file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for config/: the option table, and the values it refuses flag by
  * flag and key by key. Error messages are asserted word for word since

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for diag/: doctor's checks, each on made-up documents and
  * tokens (no network): the issuer comparison naming the difference, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util/file.c: the atomic file replacement every writer uses (state file,
  * exported documents, the dev key pair), and the one reader of the files

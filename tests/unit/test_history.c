@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/history: which keys are published as they come and go
  * (retention), and the state file that carries that across restarts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for util/http_client: what a request sends (bearer token, PUT
  * body, SigV4) and TLS verification, against the canned server of

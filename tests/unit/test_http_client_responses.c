@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for util/http_client: what a response carries, the caps and
  * refusals of responses, and the policy (schemes, redirects, timeouts,

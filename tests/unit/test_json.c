@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/json_parse (the strict JSON parser of token headers,
  * payloads and TokenReview requests). It must read what yajl 2.1 read when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/jwks_parse: a JWKS read back as a relying party reads
  * it, with what it must skip and what it must refuse. Parameterized tests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/keydir: the signing key directory on disk. It is
  * created 0700 and refused when others could write it; keys are written

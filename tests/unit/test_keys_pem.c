@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/: every accepted form, keys/pem (several blocks, memory
  * input, callback control, errors) and keys/key.

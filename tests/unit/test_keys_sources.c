@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/: keys/keyset and what a key source may be (files,
  * directories, JWKS files).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for mirroring an API server: when the upstream is read
  * (server/reload/mirror: one read at a time, the refresh interval capped by

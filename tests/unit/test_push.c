@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for push/: the decisions of publishing to object storage with
  * made-up objects and clocks (plan.c), one push through an in-memory store

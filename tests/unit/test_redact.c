@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util/redact.c: the one rule by which URLs are shown in messages.
  */

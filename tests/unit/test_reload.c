@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the reload decisions (server/reload): when the next pass
  * is due (schedule: debounce, requests, the periodic re-read, removal

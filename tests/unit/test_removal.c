@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/removal: a key that disappears from a file still in
  * place leaves the published input set only once the same shrunken read has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/render and keys/snapshot: the published bytes, as
  * kube-apiserver (Go encoding/json, compact) writes them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for jose/review: the one review policy of the TokenReview
  * endpoint and the verify command — which audiences a review asks for,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for keys/rotation: the signing keys' schedule as arithmetic on
  * ages, with made-up clocks. What each step decides (generate, promote,

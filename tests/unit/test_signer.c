@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for jose/signer: the external signer's state. The header is
  * exactly {"alg","kid","typ":"JWT"}, compact; the signature over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for server/reload/signerdir: the signing key directory as a
  * key source of the serving process, passes driven with made-up clocks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the status page (server/obs/status): what it shows, that
  * every value is escaped wherever it lands (text, a key's role, the reload

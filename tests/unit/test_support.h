@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What every criterion test file shares: COUNT, loading fixture keys,
  * temporary directories of fixture files, a serve config, and the leak

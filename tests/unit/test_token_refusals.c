@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for jose/token's refusals of service-account tokens. Every
  * refusal listed in token.h has a test that crafts exactly that token

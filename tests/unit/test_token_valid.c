@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for jose/token (valid tokens, the compact-header fast path),
  * jose/token_mint and the strict decoder of util/b64url. The tokens are minted

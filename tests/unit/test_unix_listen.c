@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * util/unix_listen.c: the listening Unix sockets of --listen unix:PATH and
  * --external-signer-listen unix:PATH. Its directory must be one nobody

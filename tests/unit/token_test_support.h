@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the token unit tests (tests/unit/test_token_*.c) share: the key set and
  * verifier the token suite sets up, its policy, and builders of headers,
