@@ -7,12 +7,10 @@
  * signature and jws.c decoded it again. ECDSA_do_sign returns the two
  * numbers themselves. It is deprecated in OpenSSL 3.0 (with the rest of
  * EC_KEY) but is the same signing routine the EVP path ends in, without
- * the provider dispatch and i2d_ECDSA_SIG. Counted with callgrind (which
- * gives the same count on every run, where this machine's timings drift
- * more than the gain): 245,700 instructions per P-256 signature through
- * EVP_PKEY_sign and 239,400 through ECDSA_do_sign and BN_bn2binpad, and a
- * whole ES256 Sign call of the external signer (bench/sign_bench's load)
- * went from 289,300 to 282,500. The deprecated calls stay in this file.
+ * the provider dispatch and i2d_ECDSA_SIG, so an ES256 Sign call of the
+ * external signer runs fewer instructions (counted with callgrind, whose
+ * counts do not drift as timings do; docs/BENCHMARKS.md has the signer's
+ * throughput). The deprecated calls stay in this file.
  */
 #ifndef OIDC_ECDSA_RAW_H
 #define OIDC_ECDSA_RAW_H

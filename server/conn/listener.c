@@ -23,8 +23,8 @@
  * client that does not read then leaves at most this plus one segment
  * queued in the kernel, and h2o, which answers pipelined requests one at a
  * time, stops at the response it is writing, instead of the kernel taking
- * responses until its send buffer reaches tcp_wmem's maximum (4 MiB, some
- * 35 answers of a 60 KiB JWKS measured on loopback). Documents fit in one
+ * responses until its send buffer reaches tcp_wmem's maximum (4 MiB: dozens
+ * of answers of a large JWKS). Documents fit in one
  * segment, so honest clients see no difference. */
 #define LISTENER_NOTSENT_LOWAT 16384
 
