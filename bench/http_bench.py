@@ -485,7 +485,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="oidc-http-bench-") as root:
         log("generating keys, documents and certificate")
         w = Workdir(root, args.binary)
-        conn_cap = ["--max-connections", str(args.idle_conns + 1000), "--request-timeout", "60s"]
+        # every connection comes from this one load generator: the share of
+        # the budget one address may hold is lifted, as behind a proxy
+        conn_cap = ["--max-connections", str(args.idle_conns + 1000), "--request-timeout", "60s",
+                    "--connection-share-per-address", "100"]
         ours, ours100 = ours_server(w, args.server_cpu, conn_cap), ours_server_100(w, args.server_cpu)
         nginx = nginx_server(w, args.server_cpu)
         figures = {"versions": versions(args.binary), "args": vars(args), "bodies": {}, "workdir": root,

@@ -106,7 +106,7 @@ class Report:
                   number(self.verify["TokenReview req per server CPU-s, failed review"]), 1.0)
         ratio_row("TokenReview: a failed kid-less caller check (401) per server CPU-second (vs a failed caller with "
                   "a kid), 17 RS256 keys published",
-                  number(self.verify["TokenReview req per server CPU-s, failed kid-less caller"]),
+                  number(self.verify["TokenReview req per server CPU-s, kid-less 401"]),
                   number(self.verify["TokenReview req per server CPU-s, failed caller"]), 1.0)
         self.out("## Targets")
         self.out()
@@ -206,9 +206,9 @@ class Report:
                  "tokens without kid: `bench/kidless.sh 3`; the external signer: `bench/signer.sh 3`.")
         self.out()
         self.out("```")
-        self.out(f"# ours (2 keys; plain HTTP/1.1 and TLS)\n{c['ours'].replace(work, '$WORK')}")
-        self.out(f"# ours (100 keys)\n{c['ours_100'].replace(work, '$WORK')}")
-        self.out(f"# nginx\n{c['nginx'].replace(work, '$WORK')}")
+        self.out(f"# ours (2 keys; plain HTTP/1.1 and TLS)\n{portable(c['ours'].replace(work, '$WORK'))}")
+        self.out(f"# ours (100 keys)\n{portable(c['ours_100'].replace(work, '$WORK'))}")
+        self.out(f"# nginx\n{portable(c['nginx'].replace(work, '$WORK'))}")
         self.out(f"# load\n{c['wrk']}\n{c['h2load']}")
         self.out("```")
         self.out()

@@ -325,7 +325,7 @@ row("TokenReview req/s, failed review (201)", runs("http_bad_review"), marks=Fal
 row("  ratio failed caller / failed review, per CPU-s",
     [a / b for a, b in zip(per_cpu("http_bad_caller"), per_cpu("http_bad_review"))], "ratio", 1.0, marks=False)
 row("TokenReview req/s, failed kid-less caller (401)", runs("http_bad_caller_kidless"), marks=False)
-row("  ratio failed kid-less caller / failed caller, per CPU-s",
+row("  ratio kid-less caller / caller, per CPU-s",
     [a / b for a, b in zip(per_cpu("http_bad_caller_kidless"), per_cpu("http_bad_caller"))], "ratio", 1.0, marks=False)
 
 print("\nwall clock, as `verify --repeat` prints it (CPU share = CPU time / wall time):")
@@ -340,7 +340,7 @@ row("  server CPU share, failed caller", runs("share_http_bad_caller"), "pct", m
 row("  server CPU share, failed kid-less caller", runs("share_http_bad_caller_kidless"), "pct", marks=False)
 row("  server CPU share, failed review", runs("share_http_bad_review"), "pct", marks=False)
 for m, label in (("http_cached", "1 token"), ("http_distinct", "all misses"), ("http_bad_caller", "failed caller"),
-                 ("http_bad_caller_kidless", "failed kid-less caller"), ("http_bad_review", "failed review")):
+                 ("http_bad_caller_kidless", "kid-less 401"), ("http_bad_review", "failed review")):
     row("  TokenReview req per server CPU-s, %s" % label, per_cpu(m), marks=False)
 if any(shared.values()):
     print("NOTE: * = cpu %s was shared with other work in that round (a process got < 90%% of it);\n"
