@@ -181,53 +181,53 @@ static void metrics_gauge(struct strbuf *b, const char *name, const char *help, 
     strbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
 }
 
+/* A counter of one value. */
+static void metrics_counter(struct strbuf *b, const char *name, const char *help, unsigned long long v)
+{
+    strbuf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, v);
+}
+
+/* A gauge or counter with a value per listener (label listener). */
+static void metrics_per_listener(struct strbuf *b, const char *name, const char *type, const char *help,
+                                 const atomic_uint_fast64_t *values)
+{
+    strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    for (int l = 0; l < METRICS_NLISTENERS; l++)
+        strbuf_printf(b, "%s{listener=\"%s\"} %llu\n", name, metrics_listener_names[l],
+                      (unsigned long long)atomic_load(&values[l]));
+}
+
 /* Connections by listener, and those the server closed on its own. */
 static void metrics_render_connections(struct strbuf *b, size_t n)
 {
     struct metrics_process *p = &metrics_process;
 
-    strbuf_printf(b, "# HELP oidc_open_connections Open client connections by listener.\n"
-                     "# TYPE oidc_open_connections gauge\n");
-    for (int l = 0; l < METRICS_NLISTENERS; l++)
-        strbuf_printf(b, "oidc_open_connections{listener=\"%s\"} %llu\n", metrics_listener_names[l],
-                      (unsigned long long)p->connections[l]);
-    strbuf_printf(b, "# HELP oidc_connections_refused_total Connections closed at once because their listener was at "
-                     "its budget (--max-connections, --token-review-max-connections, --admin-max-connections).\n"
-                     "# TYPE oidc_connections_refused_total counter\n");
-    for (int l = 0; l < METRICS_NLISTENERS; l++)
-        strbuf_printf(b, "oidc_connections_refused_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
-                      (unsigned long long)p->connections_refused[l]);
-    strbuf_printf(b, "# HELP oidc_connections_evicted_total Connections that had sent nothing (over TLS: not "
-                     "finished their handshake), or on the admin listener were between requests, closed to make room "
-                     "for a new one at their listener's budget or their address's share of it "
-                     "(--connection-share-per-address).\n"
-                     "# TYPE oidc_connections_evicted_total counter\n");
-    for (int l = 0; l < METRICS_NLISTENERS; l++)
-        strbuf_printf(b, "oidc_connections_evicted_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
-                      (unsigned long long)p->connections_evicted[l]);
-    strbuf_printf(b, "# HELP oidc_handshake_timeouts_total Connections closed because they sent nothing (over TLS: "
-                     "did not finish their handshake) within --handshake-timeout.\n"
-                     "# TYPE oidc_handshake_timeouts_total counter\n");
-    for (int l = 0; l < METRICS_NLISTENERS; l++)
-        strbuf_printf(b, "oidc_handshake_timeouts_total{listener=\"%s\"} %llu\n", metrics_listener_names[l],
-                      (unsigned long long)p->silent_timeouts[l]);
-    strbuf_printf(b,
-                  "# HELP oidc_accept_pauses_total Times a worker stopped accepting for 100 ms because accept() ran "
-                  "out of file descriptors or memory.\n"
-                  "# TYPE oidc_accept_pauses_total counter\noidc_accept_pauses_total %llu\n",
-                  (unsigned long long)p->accept_pauses);
-    strbuf_printf(b,
-                  "# HELP oidc_access_log_dropped_lines_total Access log lines not written because the writer fell "
-                  "behind (or memory ran out).\n"
-                  "# TYPE oidc_access_log_dropped_lines_total counter\noidc_access_log_dropped_lines_total %llu\n"
-                  "# HELP oidc_access_log_lost_lines_total Access log lines lost to write errors.\n"
-                  "# TYPE oidc_access_log_lost_lines_total counter\noidc_access_log_lost_lines_total %llu\n",
-                  (unsigned long long)p->access_log_dropped, (unsigned long long)p->access_log_lost);
-    strbuf_printf(b,
-                  "# HELP oidc_write_timeouts_total Connections closed because the client took none of a pending "
-                  "response for --write-timeout.\n"
-                  "# TYPE oidc_write_timeouts_total counter\noidc_write_timeouts_total %llu\n",
-                  (unsigned long long)METRICS_SUM(write_timeouts));
+    metrics_per_listener(b, "oidc_open_connections", "gauge", "Open client connections by listener.", p->connections);
+    metrics_per_listener(b, "oidc_connections_refused_total", "counter",
+                         "Connections closed at once because their listener was at its budget (--max-connections, "
+                         "--token-review-max-connections, --admin-max-connections).",
+                         p->connections_refused);
+    metrics_per_listener(b, "oidc_connections_evicted_total", "counter",
+                         "Connections that had sent nothing (over TLS: not finished their handshake), or on the admin "
+                         "listener were between requests, closed to make room for a new one at their listener's "
+                         "budget or their address's share of it (--connection-share-per-address).",
+                         p->connections_evicted);
+    metrics_per_listener(b, "oidc_handshake_timeouts_total", "counter",
+                         "Connections closed because they sent nothing (over TLS: did not finish their handshake) "
+                         "within --handshake-timeout.",
+                         p->silent_timeouts);
+    metrics_counter(b, "oidc_accept_pauses_total",
+                    "Times a worker stopped accepting for 100 ms because accept() ran out of file descriptors or "
+                    "memory.",
+                    (unsigned long long)p->accept_pauses);
+    metrics_counter(b, "oidc_access_log_dropped_lines_total",
+                    "Access log lines not written because the writer fell behind (or memory ran out).",
+                    (unsigned long long)p->access_log_dropped);
+    metrics_counter(b, "oidc_access_log_lost_lines_total", "Access log lines lost to write errors.",
+                    (unsigned long long)p->access_log_lost);
+    metrics_counter(b, "oidc_write_timeouts_total",
+                    "Connections closed because the client took none of a pending response for --write-timeout.",
+                    (unsigned long long)METRICS_SUM(write_timeouts));
 }
 
 static void metrics_render_process(struct strbuf *b)
