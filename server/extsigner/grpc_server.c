@@ -16,6 +16,7 @@
 
 #include "server/extsigner/grpc_conn.h"
 #include "server/extsigner/unix_socket.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Events one epoll_wait returns at most. */
@@ -71,20 +72,11 @@ struct extsigner_grpc {
     size_t nthreads;
 };
 
-/* Monotonic milliseconds. */
-static int64_t extsigner_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Whether a line of r's kind may be written now; when it may, *suppressed
  * is how many were not written since the last one. */
 static int extsigner_may_log(struct extsigner_ratelimit *r, unsigned long *suppressed)
 {
-    int64_t now = extsigner_now_ms();
+    int64_t now = clock_now_ms();
     int may;
 
     pthread_mutex_lock(&r->mu);
@@ -123,7 +115,7 @@ static void extsigner_serve(struct extsigner_thread *t, struct extsigner_conn *n
     struct epoll_event ev;
     int blocked;
 
-    n->active_ms = extsigner_now_ms();
+    n->active_ms = clock_now_ms();
     if (grpc_conn_io(n->c) != 0) {
         extsigner_drop(t, n);
         return;
@@ -161,7 +153,7 @@ static struct extsigner_conn *extsigner_quietest(struct extsigner_thread *t)
  * has not woken for that long. Looked for at most every quarter of it. */
 static void extsigner_sweep(struct extsigner_thread *t)
 {
-    int64_t now = extsigner_now_ms();
+    int64_t now = clock_now_ms();
     struct extsigner_conn *n = t->conns;
 
     if (now - t->swept_ms < t->x->idle_ms / 4)
