@@ -17,6 +17,7 @@
 #include "util/json.h"
 #include "util/jsonw.h"
 #include "util/file.h"
+#include "util/clock.h"
 
 #define KEYDIR_VERSION 1
 /* A directory holds the signing and next keys and those retired within
@@ -69,18 +70,12 @@ void keydir_role_of(const struct keydir *kd, const char *kid, const struct rotat
                     struct keydir_role *out)
 {
     int i = kd != NULL ? keydir_find(kd, kid) : -1;
-    time_t until;
-    struct tm tm;
-
     memset(out, 0, sizeof(*out));
     if (i < 0)
         return;
     out->name = rotation_role_name(kd->rot[i].role);
-    if (kd->rot[i].role == ROTATION_RETIRED) {
-        until = rotation_until(&kd->rot[i], p, now);
-        gmtime_r(&until, &tm);
-        strftime(out->until, sizeof(out->until), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    }
+    if (kd->rot[i].role == ROTATION_RETIRED)
+        clock_rfc3339(rotation_until(&kd->rot[i], p, now), out->until);
     snprintf(out->text, sizeof(out->text), "%s%s%s", out->name, out->until[0] ? " until " : "", out->until);
 }
 

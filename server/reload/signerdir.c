@@ -13,6 +13,7 @@
 #include "publish/publish.h"
 #include "server/obs/metrics.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 /* A failed rotation step (a key that cannot be generated or saved) is
  * tried again this much later, not in a spin. */
@@ -130,19 +131,11 @@ static int signerdir_save(struct signerdir *sd, int64_t now_ms)
     return -1;
 }
 
-static void signerdir_time(time_t t, char *buf, size_t len)
-{
-    struct tm tm;
-
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* Says what a rotation step did (keydir_next decided and wrote it). A
  * step that failed says only what happened before it failed. */
 static void signerdir_log_step(const struct signerdir *sd, const struct keydir_step *step, int failed)
 {
-    char until[32];
+    char until[CLOCK_RFC3339_SIZE];
 
     if (step->discarded)
         log_msg(LOG_ERROR,
@@ -161,7 +154,7 @@ static void signerdir_log_step(const struct signerdir *sd, const struct keydir_s
     } else if (step->action == ROTATION_PROMOTE && step->retired[0] == '\0') {
         log_msg(LOG_INFO, "signing keys: kid=%s promoted to signing", step->kid);
     } else if (step->action == ROTATION_PROMOTE) {
-        signerdir_time(step->retired_until, until, sizeof(until));
+        clock_rfc3339(step->retired_until, until);
         log_msg(LOG_INFO,
                 "signing keys: kid=%s promoted to signing (published for %llds); kid=%s retired, published "
                 "until %s at the earliest",
