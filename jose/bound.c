@@ -73,17 +73,27 @@ static int bound_uid_ok(const char *s)
     return 1;
 }
 
+/* Copies a checked string of at most max bytes (plain copies: this runs
+ * for every review). */
+static void bound_copy(char *dst, const char *src, size_t max)
+{
+    size_t n = src != NULL ? strlen(src) : 0;
+
+    n = n < max ? n : max;
+    memcpy(dst, src != NULL ? src : "", n);
+    dst[n] = '\0';
+}
+
 /* Fills a ref, checking its names; 0 or -1. */
 static int bound_ref_set(struct bound_ref *r, enum bound_kind kind, const char *ns, const char *name, const char *uid)
 {
-    memset(r, 0, sizeof(*r));
     r->kind = kind;
     if ((ns != NULL && !bound_name_ok(ns, BOUND_NS_MAX, 0)) || !bound_name_ok(name, BOUND_NAME_MAX, 1) ||
         (uid != NULL && !bound_uid_ok(uid)))
         return -1;
-    snprintf(r->ns, sizeof(r->ns), "%s", ns ? ns : "");
-    snprintf(r->name, sizeof(r->name), "%s", name);
-    snprintf(r->uid, sizeof(r->uid), "%s", uid ? uid : "");
+    bound_copy(r->ns, ns, BOUND_NS_MAX);
+    bound_copy(r->name, name, BOUND_NAME_MAX);
+    bound_copy(r->uid, uid, BOUND_UID_MAX);
     return 0;
 }
 
@@ -162,7 +172,17 @@ void bound_path(const struct bound_ref *r, char *out, size_t len)
 
 void bound_key(const struct bound_ref *r, char *out, size_t len)
 {
-    snprintf(out, len, "%d/%s/%s", (int)r->kind, r->ns, r->name);
+    size_t ns = strlen(r->ns), name = strlen(r->name);
+
+    if (len < ns + name + 4) { /* never with BOUND_KEY_MAX */
+        out[0] = '\0';
+        return;
+    }
+    out[0] = (char)('0' + r->kind);
+    out[1] = '/';
+    memcpy(out + 2, r->ns, ns);
+    out[2 + ns] = '/';
+    memcpy(out + 3 + ns, r->name, name + 1);
 }
 
 /* Kubernetes' metav1.Time in JSON: RFC 3339 in UTC, whole seconds
@@ -314,6 +334,8 @@ static int bound_judge_object(const struct bound_ref *r, const struct bound_obje
     enum bound_reason deleted = bound_deleted_reasons[r->kind];
     char name[BOUND_KEY_MAX + 16];
 
+    if (o->state == BOUND_FOUND && strcmp(o->uid, r->uid) == 0 && !bound_deleted(o, 0, now))
+        return 0; /* the common case, without formatting a name */
     bound_name(r, name, sizeof(name));
     if (o->state == BOUND_MISSING)
         return bound_refuse(reason, deleted, msg, msglen,
