@@ -651,8 +651,9 @@ int server_run(const struct config *cfg)
      * leave behind, but it still uses s and cfg: exit without freeing. */
     if (s->mirror != NULL && mirror_thread_stop(s->mirror, SERVER_RELOAD_STOP_MS) != 0)
         s->thread_abandoned = 1;
+    bound_lookup_stop(s->bound); /* the waiting reviews answered while their loops run */
     server_stop_workers(s);
-    bound_lookup_stop(s->bound); /* after the loops: no review waits any more */
+    bound_lookup_free(s->bound); /* no loop reads it any more */
     if (s->thread_abandoned) {
         accesslog_close(s->accesslog);
         _exit(rc); /* the reload thread is stuck in a read and still uses s and cfg: free nothing, run no atexit */

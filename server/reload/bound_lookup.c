@@ -160,10 +160,11 @@ int bound_lookup_get(struct bound_lookup *l, const struct bound_ref *refs, size_
         }
         if (w == NULL)
             break;
-        if (e == NULL) { /* out of memory: answered as an API server that failed */
+        if (e == NULL || atomic_load(&l->stop)) { /* answered as an API server that failed */
             memset(&dst[i], 0, sizeof(dst[i]));
             dst[i].state = BOUND_FAILED;
-            snprintf(dst[i].error, sizeof(dst[i].error), "out of memory");
+            snprintf(dst[i].error, sizeof(dst[i].error), "%s",
+                     e == NULL ? "out of memory" : "the server is shutting down");
             continue;
         }
         missing++;
@@ -215,21 +216,47 @@ static void bound_fetch(struct bound_lookup *l, const struct bound_ref *r, struc
     bound_count(o, clock_now_ms() - start);
 }
 
-/* Answers the entry at the head of the queue (the lock held on entry and
- * on return, not during the request), then hands the waiting reviews
- * their part: done for those now complete, after the lock is released,
- * reading nothing of a wait after its count went down. */
-static void bound_serve_one(struct bound_lookup *l)
+/* Hands the reviews waiting for e their part (the lock held on entry
+ * and on return, not while done runs), reading nothing of a wait after
+ * its count went down: its owner may free it from then on. */
+static void bound_deliver(struct bound_lookup *l, struct bound_entry *e, const struct bound_object *o)
+{
+    struct bound_wait_slot *s = e->waiters, *next;
+
+    e->waiters = NULL;
+    for (struct bound_wait_slot *t = s; t != NULL; t = t->next)
+        t->wait->out[t->index] = *o;
+    pthread_mutex_unlock(&l->mu);
+    for (; s != NULL; s = next) {
+        struct bound_wait *w = s->wait;
+        next = s->next;
+        if (atomic_fetch_sub(&w->pending, 1) == 1)
+            w->done(w);
+    }
+    pthread_mutex_lock(&l->mu);
+}
+
+/* Takes the entry at the head of the queue off it. */
+static struct bound_entry *bound_dequeue(struct bound_lookup *l)
 {
     struct bound_entry *e = l->qhead;
-    struct bound_ref r = e->ref;
-    struct bound_wait_slot *s, *next;
-    struct bound_object o;
-    int64_t now;
 
     l->qhead = e->qnext;
     if (l->qhead == NULL)
         l->qtail = NULL;
+    return e;
+}
+
+/* Answers the entry at the head of the queue (the lock held on entry and
+ * on return, not during the request): its answer is cached, and the
+ * reviews waiting for it get it. */
+static void bound_serve_one(struct bound_lookup *l)
+{
+    struct bound_entry *e = bound_dequeue(l);
+    struct bound_ref r = e->ref;
+    struct bound_object o;
+    int64_t now;
+
     pthread_mutex_unlock(&l->mu);
     bound_fetch(l, &r, &o);
     now = clock_now_ms();
@@ -242,18 +269,7 @@ static void bound_serve_one(struct bound_lookup *l)
     bound_age_unlink(l, e);
     bound_age_append(l, e);
     bound_reach(l, &r, &o, now);
-    s = e->waiters;
-    e->waiters = NULL;
-    for (struct bound_wait_slot *t = s; t != NULL; t = t->next)
-        t->wait->out[t->index] = o;
-    pthread_mutex_unlock(&l->mu);
-    for (; s != NULL; s = next) {
-        struct bound_wait *w = s->wait;
-        next = s->next;
-        if (atomic_fetch_sub(&w->pending, 1) == 1)
-            w->done(w);
-    }
-    pthread_mutex_lock(&l->mu);
+    bound_deliver(l, e, &o);
 }
 
 /* Asks again for the object that found the API server unreachable (the
@@ -347,17 +363,36 @@ static void bound_http_fetch(void *ctx, const struct bound_ref *r, struct bound_
 
 void bound_lookup_stop(struct bound_lookup *l)
 {
-    struct bound_entry *e, *next;
+    struct bound_object o = {.state = BOUND_FAILED};
 
     if (l == NULL)
         return;
-    atomic_store(&bound_current, NULL);
     pthread_mutex_lock(&l->mu);
     atomic_store(&l->stop, 1);
     pthread_cond_broadcast(&l->cond);
     pthread_mutex_unlock(&l->mu);
     for (size_t i = 0; i < l->nthreads; i++)
         pthread_join(l->threads[i], NULL);
+    l->nthreads = 0;
+    /* what was still queued: its reviews are answered, and refused */
+    snprintf(o.error, sizeof(o.error), "the server is shutting down");
+    pthread_mutex_lock(&l->mu);
+    while (l->qhead != NULL) {
+        struct bound_entry *e = bound_dequeue(l);
+        e->fetching = 0;
+        bound_deliver(l, e, &o);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+void bound_lookup_free(struct bound_lookup *l)
+{
+    struct bound_entry *e, *next;
+
+    if (l == NULL)
+        return;
+    bound_lookup_stop(l);
+    atomic_store(&bound_current, NULL);
     for (e = l->oldest; e != NULL; e = next) {
         next = e->newer;
         free(e);
@@ -397,13 +432,13 @@ struct bound_lookup *bound_lookup_start(const struct bound_lookup_params *p)
     pthread_cond_init(&l->cond, &ca);
     pthread_condattr_destroy(&ca);
     if ((l->threads = calloc(l->p.threads, sizeof(*l->threads))) == NULL) {
-        bound_lookup_stop(l);
+        bound_lookup_free(l);
         return NULL;
     }
     for (; l->nthreads < l->p.threads; l->nthreads++)
         if ((errno = pthread_create(&l->threads[l->nthreads], NULL, bound_thread, l)) != 0) {
             log_msg(LOG_ERROR, "cannot start the bound-object lookup threads: %s", strerror(errno));
-            bound_lookup_stop(l);
+            bound_lookup_free(l);
             return NULL;
         }
     atomic_store(&metrics_process.bound_enabled, 1);

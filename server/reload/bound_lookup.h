@@ -77,9 +77,14 @@ struct bound_lookup;
 /* Starts the threads. NULL (logged) when out of memory or threads. */
 struct bound_lookup *bound_lookup_start(const struct bound_lookup_params *p);
 
-/* Stops the threads (a request under way is cancelled) and frees l. A
- * review still waiting is never resumed: stop the event loops first. */
+/* Stops the threads (a request under way is cancelled); the reviews that
+ * still wait are answered (refused: shutting down), and later ones are
+ * refused at once. Call it while the reviews' event loops still run (they
+ * are handed the answers), then stop the loops, then bound_lookup_free. */
 void bound_lookup_stop(struct bound_lookup *l);
+
+/* Stops l if it runs, and frees it: nothing may use it any more. */
+void bound_lookup_free(struct bound_lookup *l);
 
 /* The objects refs[0..n-1] as of now_ms (util/clock.h), into w->out; sets
  * *hits to how many the cache answered. Returns 1 when all were known
@@ -91,8 +96,8 @@ void bound_lookup_stop(struct bound_lookup *l);
 int bound_lookup_get(struct bound_lookup *l, const struct bound_ref *refs, size_t n, int64_t now_ms,
                      struct bound_wait *w, struct bound_object *out, unsigned *hits);
 
-/* The process's running lookup (set by bound_lookup_start, cleared by
- * bound_lookup_stop), for the handlers; NULL when the check is off. */
+/* The process's lookup (set by bound_lookup_start, cleared by
+ * bound_lookup_free), for the handlers; NULL when the check is off. */
 struct bound_lookup *bound_lookup_current(void);
 
 /* For /readyz: 1 when the check is off or the API server answered last;

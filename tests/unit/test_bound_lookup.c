@@ -124,7 +124,7 @@ Test(bound_lookup, a_miss_asks_once_then_the_cache_answers_until_the_ttl)
     wait_for(&completed, 2);
     cr_assert_str_eq(w.out[0].uid, "uid-2");
     cr_assert_eq(read_counter(&fetches), 2);
-    bound_lookup_stop(l);
+    bound_lookup_free(l);
     cr_assert_null(bound_lookup_current());
 }
 
@@ -154,7 +154,7 @@ Test(bound_lookup, concurrent_reviews_of_one_object_share_one_request)
     cr_assert_eq(read_counter(&fetches), 2, "one request per object, however many reviews wait");
     for (int i = 0; i < N; i++)
         cr_assert(w[i].out[0].state == BOUND_FOUND && w[i].out[1].state == BOUND_FOUND);
-    bound_lookup_stop(l);
+    bound_lookup_free(l);
 }
 
 /* A failure stands briefly (not for the TTL), readiness follows it, and
@@ -182,11 +182,16 @@ Test(bound_lookup, the_api_server_down_then_back)
     pthread_mutex_lock(&mu);
     down = 0;
     pthread_mutex_unlock(&mu);
+    /* each probe is a fetch, which wakes this wait; readiness follows it */
     until = clock_now_ms() + WAIT_MS;
-    while (!bound_lookup_ready(why, sizeof(why)) && clock_now_ms() < until)
-        wait_for(&fetches, read_counter(&fetches) + 1);
+    while (!bound_lookup_ready(why, sizeof(why)) && clock_now_ms() < until) {
+        struct timespec tick = clock_deadline(CLOCK_REALTIME, 100);
+        pthread_mutex_lock(&mu);
+        pthread_cond_timedwait(&cond, &mu, &tick);
+        pthread_mutex_unlock(&mu);
+    }
     cr_assert_eq(bound_lookup_ready(why, sizeof(why)), 1, "the probe found the API server back");
-    bound_lookup_stop(l);
+    bound_lookup_free(l);
 }
 
 Test(bound_lookup, beyond_its_size_the_oldest_answer_goes)
@@ -206,5 +211,23 @@ Test(bound_lookup, beyond_its_size_the_oldest_answer_goes)
     cr_assert_eq(bound_lookup_get(l, &a, 1, clock_now_ms(), NULL, out, &hits), 0, "a was dropped for c");
     cr_assert_eq(bound_lookup_get(l, &b, 1, clock_now_ms(), NULL, out, &hits), 1);
     cr_assert_eq(bound_lookup_get(l, &c, 1, clock_now_ms(), NULL, out, &hits), 1);
+    bound_lookup_free(l);
+}
+
+/* Stopped (shutting down): reviews still waiting were answered, later ones
+ * are refused at once, and nothing is asked for any more. */
+Test(bound_lookup, once_stopped_reviews_are_refused_at_once)
+{
+    struct bound_lookup *l = start(60000, 0);
+    struct bound_ref r = pod("web-0");
+    struct bound_wait w = {.done = on_done};
+    unsigned hits;
+
     bound_lookup_stop(l);
+    cr_assert_eq(bound_lookup_get(l, &r, 1, clock_now_ms(), &w, NULL, &hits), 1);
+    cr_assert_eq(w.out[0].state, BOUND_FAILED);
+    cr_assert_str_eq(w.out[0].error, "the server is shutting down");
+    cr_assert_eq(read_counter(&completed), 0, "nothing waits, so nothing is called back");
+    cr_assert_eq(read_counter(&fetches), 0);
+    bound_lookup_free(l);
 }
