@@ -231,3 +231,32 @@ Test(bound_lookup, once_stopped_reviews_are_refused_at_once)
     cr_assert_eq(read_counter(&fetches), 0);
     bound_lookup_free(l);
 }
+
+/* 10,000 pods, each reviewed again within the TTL: the API server is
+ * asked once per object, not once per review. */
+Test(bound_lookup, ten_thousand_objects_one_request_each_per_ttl)
+{
+    enum { N = 10000 };
+    struct bound_lookup *l = start(60000, 0);
+    static struct bound_wait w[N];
+    struct bound_object out[1];
+    unsigned hits;
+    char name[32];
+
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "web-%d", i);
+        struct bound_ref r = pod(name);
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].done = on_done;
+        bound_lookup_get(l, &r, 1, clock_now_ms(), &w[i], NULL, &hits);
+    }
+    wait_for(&completed, N);
+    cr_assert_eq(read_counter(&fetches), N);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "web-%d", i);
+        struct bound_ref r = pod(name);
+        cr_assert_eq(bound_lookup_get(l, &r, 1, clock_now_ms(), NULL, out, &hits), 1, "%s not cached", name);
+    }
+    cr_assert_eq(read_counter(&fetches), N, "no more requests within the TTL");
+    bound_lookup_free(l);
+}
