@@ -348,9 +348,11 @@ static void bound_http_fetch(void *ctx, const struct bound_ref *r, struct bound_
          * review's error says only what failed */
         log_msg(LOG_DEBUG, "--token-review-check-bound-objects: %s", err);
         out->state = BOUND_FAILED;
-        out->unreachable = e != HTTP_CLIENT_ERR_REQUEST && e != HTTP_CLIENT_ERR_RESPONSE;
+        out->unreachable =
+            e != HTTP_CLIENT_ERR_REQUEST && e != HTTP_CLIENT_ERR_RESPONSE && e != HTTP_CLIENT_ERR_CANCELLED;
         snprintf(out->error, sizeof(out->error), "%s",
-                 e == HTTP_CLIENT_ERR_TIMEOUT      ? "the API server did not answer in time"
+                 e == HTTP_CLIENT_ERR_CANCELLED    ? "the server is shutting down"
+                 : e == HTTP_CLIENT_ERR_TIMEOUT    ? "the API server did not answer in time"
                  : e == HTTP_CLIENT_ERR_REQUEST    ? "the request could not be made (the token or CA file)"
                  : e == HTTP_CLIENT_ERR_RESPONSE   ? "the API server's answer was too large or broken"
                  : e == HTTP_CLIENT_ERR_TLS_VERIFY ? "the API server's certificate did not verify"

@@ -199,6 +199,33 @@ class TestAPIServer(BoundBase):
                         H.admin_get(srv.admin_port, "/readyz"))
         self.assertTrue(H.wait_until(lambda: self.review(srv, tok).get("authenticated"), (TTL + 2) * H.SLOW, 0.1))
 
+    def test_stopped_while_a_review_waits(self):
+        """SIGTERM while a review waits for the API server: the lookup is
+        cancelled, the review answered (refused) or its connection closed,
+        and the server exits cleanly."""
+        srv = self.start()
+        sa_uid = self.api.create("serviceaccounts", NS, "web")
+        tok = self.token(sa_uid)
+        self.api.hold()
+        result = []
+        t = threading.Thread(target=lambda: result.append(self._try_review(srv, tok)), daemon=True)
+        try:
+            t.start()
+            self.assertTrue(H.wait_until(lambda: self.api.object_requests("serviceaccounts", NS, "web") >= 1,
+                                         10 * H.SLOW), "the service account was never asked for")
+            self.stop_ok(srv)
+        finally:
+            self.api.release()
+            t.join(30 * H.SLOW)
+        self.assertEqual(len(result), 1)
+        self.assertFalse(isinstance(result[0], dict) and result[0].get("authenticated"), result)
+
+    def _try_review(self, srv, token):
+        try:
+            return self.review(srv, token)
+        except Exception as e:  # the connection closed at shutdown
+            return e
+
     def test_concurrent_reviews_of_one_pod_make_one_lookup_and_the_loop_stays_free(self):
         n = 200
         # a TTL the test cannot outlive: the warm token stays cached
