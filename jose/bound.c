@@ -185,6 +185,20 @@ void bound_key(const struct bound_ref *r, char *out, size_t len)
     memcpy(out + 3 + ns, r->name, name + 1);
 }
 
+void bound_ref_of_key(const char *key, struct bound_ref *r)
+{
+    const char *ns = key + 2, *name = strchr(ns, '/');
+
+    memset(r, 0, sizeof(*r));
+    r->kind = (enum bound_kind)(key[0] - '0');
+    /* names have no '/' (bound_name_ok), so the second one ends the namespace */
+    if (name != NULL && (size_t)(name - ns) <= BOUND_NS_MAX) {
+        memcpy(r->ns, ns, (size_t)(name - ns));
+        r->ns[name - ns] = '\0';
+        bound_copy(r->name, name + 1, BOUND_NAME_MAX);
+    }
+}
+
 /* Kubernetes' metav1.Time in JSON: RFC 3339 in UTC, whole seconds
  * ("2026-01-02T03:04:05Z"). 0 when it is not that. */
 static int64_t bound_time(const char *s)

@@ -100,6 +100,9 @@ void bound_path(const struct bound_ref *r, char *out, size_t len);
 
 /* A cache key for r: kind, namespace and name, unique per object. */
 void bound_key(const struct bound_ref *r, char *out, size_t len);
+
+/* The object of a bound_key (its uid left empty). */
+void bound_ref_of_key(const char *key, struct bound_ref *r);
 #define BOUND_KEY_MAX (BOUND_NS_MAX + BOUND_NAME_MAX + 8)
 
 /* Reads an API server's answer for an object of kind: 200 with the

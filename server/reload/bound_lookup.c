@@ -16,10 +16,9 @@
  * largest cache's entries. */
 #define BOUND_BUCKETS (1u << 16)
 
-/* One object: its last answer, or the request under way for it. */
+/* One object: its last answer, or the request under way for it. Sized
+ * to its key: the cache may hold many. */
 struct bound_entry {
-    char key[BOUND_KEY_MAX];
-    struct bound_ref ref;
     struct bound_entry *hnext;         /* its bucket's chain */
     struct bound_entry *older, *newer; /* the age list (by last answer) */
     struct bound_entry *qnext;         /* the queue of requests to make */
@@ -27,6 +26,7 @@ struct bound_entry {
     int64_t expires_ms;
     struct bound_object obj;
     struct bound_wait_slot *waiters; /* reviews waiting for the request under way */
+    char key[];                      /* bound_key's: the object, for bound_ref_of_key */
 };
 
 struct bound_lookup {
@@ -102,19 +102,18 @@ static void bound_evict(struct bound_lookup *l)
 }
 
 /* The entry of r, created (empty) when there is none; NULL when out of memory. */
-static struct bound_entry *bound_entry_of(struct bound_lookup *l, const struct bound_ref *r, const char *key)
+static struct bound_entry *bound_entry_of(struct bound_lookup *l, const char *key)
 {
-    size_t b = bound_hash(key);
+    size_t b = bound_hash(key), len = strlen(key);
     struct bound_entry *e = bound_find(l, key, b);
 
     if (e != NULL)
         return e;
     if (l->count >= l->p.max_entries)
         bound_evict(l);
-    if ((e = calloc(1, sizeof(*e))) == NULL)
+    if ((e = calloc(1, sizeof(*e) + len + 1)) == NULL)
         return NULL;
-    snprintf(e->key, sizeof(e->key), "%s", key);
-    e->ref = *r;
+    memcpy(e->key, key, len + 1);
     e->hnext = l->buckets[b];
     l->buckets[b] = e;
     bound_age_append(l, e);
@@ -152,7 +151,7 @@ int bound_lookup_get(struct bound_lookup *l, const struct bound_ref *refs, size_
     for (size_t i = 0; i < n; i++) {
         struct bound_entry *e;
         bound_key(&refs[i], key, sizeof(key));
-        e = w != NULL ? bound_entry_of(l, &refs[i], key) : bound_find(l, key, bound_hash(key));
+        e = w != NULL ? bound_entry_of(l, key) : bound_find(l, key, bound_hash(key));
         if (e != NULL && e->filled && now_ms < e->expires_ms) {
             dst[i] = e->obj;
             (*hits)++;
@@ -253,10 +252,11 @@ static struct bound_entry *bound_dequeue(struct bound_lookup *l)
 static void bound_serve_one(struct bound_lookup *l)
 {
     struct bound_entry *e = bound_dequeue(l);
-    struct bound_ref r = e->ref;
+    struct bound_ref r;
     struct bound_object o;
     int64_t now;
 
+    bound_ref_of_key(e->key, &r);
     pthread_mutex_unlock(&l->mu);
     bound_fetch(l, &r, &o);
     now = clock_now_ms();

@@ -75,6 +75,7 @@ static void accepted(const struct bound_claims *c, const struct bound_object *ob
 Test(bound, a_pod_bound_token_names_its_service_account_then_its_pod_not_its_node)
 {
     struct bound_claims c;
+    struct bound_ref back;
     char path[600], key[BOUND_KEY_MAX];
 
     make_user("web-0", "pod-1", "n1", "node-1");
@@ -91,12 +92,18 @@ Test(bound, a_pod_bound_token_names_its_service_account_then_its_pod_not_its_nod
     cr_assert_str_eq(path, "/api/v1/namespaces/team-a/pods/web-0");
     bound_key(&c.refs[1], key, sizeof(key));
     cr_assert_str_eq(key, "1/team-a/web-0");
+    bound_ref_of_key(key, &back);
+    cr_assert(back.kind == BOUND_POD && strcmp(back.ns, "team-a") == 0 && strcmp(back.name, "web-0") == 0);
 
     make_user(NULL, NULL, "n1.example", "node-1");
     claims_ok(&c, NULL);
     cr_assert_eq(c.refs[1].kind, BOUND_NODE);
     bound_path(&c.refs[1], path, sizeof(path));
     cr_assert_str_eq(path, "/api/v1/nodes/n1.example");
+    bound_key(&c.refs[1], key, sizeof(key));
+    cr_assert_str_eq(key, "3//n1.example");
+    bound_ref_of_key(key, &back);
+    cr_assert(back.kind == BOUND_NODE && back.ns[0] == '\0' && strcmp(back.name, "n1.example") == 0);
 
     make_user(NULL, NULL, NULL, NULL);
     claims_ok(&c, NULL);
