@@ -154,6 +154,9 @@ class TestObjectsGo(BoundBase):
     def test_legacy_token_whose_secret_is_deleted(self):
         import jwt
         srv = self.start("--accept-legacy-tokens")
+        self.assertIn("TokenReview refuses one once its Secret is deleted", srv.stderr())
+        self.assertIn("TokenReview looks up each token's service account, pod, secret or node at --upstream "
+                      "https://127.0.0.1:%d, cached for 1s" % self.api.port, srv.stderr())
         sa_uid = self.api.create("serviceaccounts", NS, "web")
         claims = {"iss": "kubernetes/serviceaccount", "kubernetes.io/serviceaccount/namespace": NS,
                   "kubernetes.io/serviceaccount/secret.name": "web-token-x1",
