@@ -22,7 +22,8 @@ It also keeps API objects (service accounts, pods, secrets, nodes), as
 /api/v1/nodes/NAME answer the object (metadata.uid, a deletionTimestamp
 when set, a secret's data) or kube's 404 Status; the test creates,
 deletes and recreates them (with a new uid), and may hold their answers
-(hold/release) to make reviews wait on one lookup.
+(hold/release) to make reviews wait on one lookup, and mark them
+being deleted (mark_deleting).
 
 Standard library only (http.server, ssl, threading) plus the harness's
 openssl helpers; loopback only; every socket operation bounded.
@@ -35,6 +36,7 @@ import json
 import os
 import ssl
 import threading
+import time
 import uuid
 
 import oidc_harness as H
@@ -150,6 +152,13 @@ class StandInAPIServer:
     def delete(self, kind, ns, name):
         with self.lock:
             del self.objects[object_path(kind, ns, name)]
+
+    def mark_deleting(self, kind, ns, name, when):
+        """Sets the object's deletionTimestamp (unix seconds: a graceful
+        deletion's is when its grace period ends), as a deletion does."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+        with self.lock:
+            self.objects[object_path(kind, ns, name)]["metadata"]["deletionTimestamp"] = stamp
 
     def hold(self):
         """Object answers wait (at most SOCK_TIMEOUT) until release()."""

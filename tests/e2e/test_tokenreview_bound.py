@@ -9,9 +9,10 @@ it counts requests and can hold its answers. Reviews are sent as Vault
 sends them (POST, application/json, the reviewer's bearer token).
 
 What must hold:
-  - a pod-bound token is accepted while its pod lives and refused, in
-    kube's words naming the pod, within the TTL plus a second of the pod's
-    deletion; a pod recreated with a new uid is a uid mismatch;
+  - a pod-bound token is accepted while its pod lives (and while a
+    graceful deletion's grace runs) and refused, in kube's words naming the
+    pod, within the TTL plus a second of the pod's deletion; a pod
+    recreated with a new uid is a uid mismatch;
   - a service account recreated with a new uid refuses its tokens;
   - a legacy token is refused once its Secret is deleted;
   - a node-bound token is refused once its node is deleted;
@@ -142,6 +143,22 @@ class TestObjectsGo(BoundBase):
         self.assertEqual(status["error"], "service account token has been invalidated: node n1 (uid %s) no longer "
                                           "exists" % node_uid)
         self.assertGreaterEqual(self.refusals(srv, "node_deleted"), 1)
+
+        # a pod being deleted: its token holds until the grace period ends
+        # (the deletionTimestamp), plus kube-apiserver's minute of leeway
+        sa3 = self.api.create("serviceaccounts", NS, "web")  # (deleted above; cached missing for the TTL)
+        pod2 = self.api.create("pods", NS, "web-2")
+        tok = self.token(sa3, pod=("web-2", pod2))
+        self.assertTrue(H.wait_until(lambda: self.review(srv, tok).get("authenticated"), TTL + 1, interval=0.1))
+        asked = self.api.object_requests("pods", NS, "web-2")
+        self.api.mark_deleting("pods", NS, "web-2", time.time() + 30)
+        # reviews until the cached answer expires and the pod is asked for again
+        self.assertTrue(H.wait_until(lambda: self.review(srv, tok) and
+                                     self.api.object_requests("pods", NS, "web-2") > asked, TTL + 1, interval=0.1))
+        self.assert_accepted(srv, tok)
+        self.api.mark_deleting("pods", NS, "web-2", time.time() - 120)
+        self.assertEqual(self.refused_within(srv, tok, TTL + 1)["error"], "service account token has been "
+                         "invalidated: pod team-a/web-2 (uid %s) is being deleted" % pod2)
 
         samples = self.metrics(srv)
         self.assertGreater(H.metric(samples, "oidc_token_review_bound_cache_hits_total"), 0)
