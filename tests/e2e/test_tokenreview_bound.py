@@ -19,11 +19,14 @@ What must hold:
   - the API server down: reviews fail closed (api_unreachable, /readyz 503)
     once the TTL passes, and recover when it answers again;
   - 200 concurrent reviews of one pod make one lookup, and while it waits
-    the event loop (one thread) still answers other reviews;
+    the event loop (one thread) still answers other reviews; a client that
+    hangs up while its review waits, or a SIGTERM then, harms nothing;
   - /metrics counts refusals by reason, cache hits and misses, lookups.
 """
 
+import json
 import os
+import socket
 import threading
 import time
 import unittest
@@ -239,6 +242,27 @@ class TestAPIServer(BoundBase):
             t.join(30 * H.SLOW)
         self.assertEqual(len(result), 1)
         self.assertFalse(isinstance(result[0], dict) and result[0].get("authenticated"), result)
+
+    def test_client_leaves_while_its_review_waits(self):
+        """A client that hangs up while its review waits: the answer, when
+        the objects come, is dropped (or goes nowhere), and the server goes
+        on serving."""
+        srv = self.start()
+        sa_uid = self.api.create("serviceaccounts", NS, "web")
+        tok = self.token(sa_uid)
+        body = json.dumps(H.review_body(tok)).encode()
+        self.api.hold()
+        try:
+            with socket.create_connection(("127.0.0.1", srv.review_port), timeout=H.SOCK_TIMEOUT) as s:
+                s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          b"Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
+                          % (H.TOKENREVIEW_PATH.encode(), srv.review_bearer.encode(), len(body), body))
+                self.assertTrue(H.wait_until(lambda: self.api.object_requests("serviceaccounts", NS, "web") >= 1,
+                                             10 * H.SLOW), "the service account was never asked for")
+        finally:
+            self.api.release()
+        self.assert_accepted(srv, tok)
+        self.assertEqual(srv.proc.poll(), None, srv.stderr()[-2000:])
 
     def _try_review(self, srv, token):
         try:
