@@ -63,10 +63,18 @@ static void main_log_serving(const struct config *cfg)
     log_msg(LOG_INFO, "oidc-discovery %s starting", MAIN_VERSION);
     if (cfg->allow_insecure_issuer)
         log_msg(LOG_WARN, "--allow-insecure-issuer: http issuer and jwks URIs are allowed; for development only");
-    if (cfg->accept_legacy_tokens)
+    if (cfg->accept_legacy_tokens && !cfg->token_review_check_bound_objects)
         log_msg(LOG_WARN, "--accept-legacy-tokens: legacy (Secret-based) service account tokens never expire and "
                           "cannot be revoked here (this server cannot see their Secret deleted); a leaked one stays "
                           "valid until its signing key leaves the published set");
+    else if (cfg->accept_legacy_tokens)
+        log_msg(LOG_WARN, "--accept-legacy-tokens: legacy (Secret-based) service account tokens never expire; "
+                          "TokenReview refuses one once its Secret is deleted (--token-review-check-bound-objects)");
+    if (cfg->token_review_check_bound_objects)
+        log_msg(LOG_INFO,
+                "TokenReview looks up each token's service account, pod, secret or node at --upstream %s, cached "
+                "for %lus; refused while it cannot be reached",
+                cfg->upstream, cfg->token_review_bound_object_cache_ttl);
     if (cfg->token_review_insecure_http)
         log_msg(LOG_WARN, "--token-review-insecure-http: the TokenReview API is served over plain HTTP, so callers' "
                           "bearer tokens and the tokens they review cross the network in clear; for development "

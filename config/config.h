@@ -123,6 +123,8 @@ struct config {
     int token_review_insecure_http;                      /* --token-review-insecure-http */
     struct config_strlist token_review_allowed_callers;  /* --token-review-allowed-callers */
     struct config_strlist token_review_caller_audiences; /* --token-review-caller-audiences; empty: the API ones */
+    int token_review_check_bound_objects;                /* --token-review-check-bound-objects */
+    unsigned long token_review_bound_object_cache_ttl;   /* its cache's TTL, seconds */
 
     /* `verify` */
     char *token_file;     /* --token-file: a path, or "-" */

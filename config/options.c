@@ -423,6 +423,19 @@ const struct config_option config_options[] = {
      SCALAR(token_review_caller_audiences), .group = CONFIG_GROUP_REVIEW,
      .help = "Audiences a caller's bearer token must have one of, comma-separated; repeatable",
      NEEDS(NEEDS_REVIEW)},
+    {.name = "token-review-check-bound-objects", .kind = CONFIG_KIND_BOOL, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE, .def = "false", SCALAR(token_review_check_bound_objects), .group = CONFIG_GROUP_REVIEW,
+     .help = "Refuse, as kube-apiserver does, a token whose service account, pod, secret or node is gone or has "
+             "another uid, looked up through --upstream (cached per object); refused while the API server cannot "
+             "be reached",
+     NEEDS(NEEDS_REVIEW, {"upstream", " URL (the API server the objects are looked up in)"})},
+    {.name = "token-review-bound-object-cache-ttl", .arg = "DURATION", .kind = CONFIG_KIND_DURATION,
+     .flags = CONFIG_FILE_KEY, .min = 1, .max = 10 * CONFIG_MINUTE, .commands = FOR_SERVE, .def = "10s",
+     SCALAR(token_review_bound_object_cache_ttl),
+     .group = CONFIG_GROUP_REVIEW,
+     .help = "How long an object looked up for --token-review-check-bound-objects is taken as found (or missing) "
+             "without asking again: a deletion is seen within this",
+     NEEDS({"token-review-check-bound-objects", NULL})},
 
     /* verify */
     {.name = "token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .commands = FOR_VERIFY | FOR_DOCTOR,

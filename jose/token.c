@@ -542,7 +542,7 @@ static void token_add_extra(struct token_user *u, const char *key, const char *p
 }
 
 /* Fills the user as kube-apiserver's service-account authenticator does. */
-static int token_build_user(const struct token_sa *c, struct token_user *u, struct token_result *out)
+static int token_build_user(const struct token_sa *c, int legacy, struct token_user *u, struct token_result *out)
 {
     int failed = 0;
 
@@ -556,6 +556,11 @@ static int token_build_user(const struct token_sa *c, struct token_user *u, stru
     token_add_extra(u, TOKEN_EXTRA_PREFIX "node-uid", "", c->node[1], &failed);
     token_add_extra(u, TOKEN_EXTRA_PREFIX "credential-id", "JTI=", c->jti, &failed);
     u->exp = (time_t)c->exp;
+    if (c->secret[0] != NULL)
+        u->secret_name = token_concat(&failed, c->secret[0], TOKEN_CONCAT_END);
+    if (c->secret[1] != NULL)
+        u->secret_uid = token_concat(&failed, c->secret[1], TOKEN_CONCAT_END);
+    u->legacy = legacy;
     return failed ? token_fail(out, TOKEN_ERR_CLAIMS, "out of memory") : 0;
 }
 
@@ -573,7 +578,7 @@ static int token_check_claims(const struct json_value *payload, const struct tok
         token_check_audience(payload, pol, &out->user, out) != 0 ||
         (legacy ? token_legacy_claims(payload, &c, out) : token_bound_claims(payload, &c, out)) != 0 ||
         token_get_string(payload, "jti", "jti", &c.jti, out) < 0 ||
-        token_need_string(payload, "sub", "sub", &sub, out) != 0 || token_build_user(&c, &out->user, out) != 0)
+        token_need_string(payload, "sub", "sub", &sub, out) != 0 || token_build_user(&c, legacy, &out->user, out) != 0)
         return -1;
     if (strcmp(sub, out->user.username) != 0)
         return token_fail(out, TOKEN_ERR_CLAIMS, "token sub does not name its service account");

@@ -103,6 +103,10 @@ struct token_user {
     char **audiences; /* the token audiences that matched the wanted ones, in token order */
     size_t naudiences;
     time_t exp; /* 0 for a legacy token (never expires) */
+    /* What else the token is bound to, for a check of the bound objects
+     * (jose/bound.h); never part of a review's answer. */
+    char *secret_name, *secret_uid; /* kubernetes.io.secret, or a legacy token's secret (no uid); else NULL */
+    int legacy;                     /* a legacy (Secret-based) token */
 };
 
 struct token_result {

@@ -8,6 +8,8 @@ void token_user_clear(struct token_user *u)
 {
     free(u->username);
     free(u->uid);
+    free(u->secret_name);
+    free(u->secret_uid);
     for (size_t i = 0; i < 2; i++)
         free(u->groups[i]);
     for (size_t i = 0; i < u->nextra; i++)
@@ -49,6 +51,9 @@ int token_user_copy(struct token_user *dst, const struct token_user *src)
     for (; dst->audiences != NULL && dst->naudiences < src->naudiences; dst->naudiences++)
         dst->audiences[dst->naudiences] = token_user_dup(src->audiences[dst->naudiences], &failed);
     dst->exp = src->exp;
+    dst->secret_name = token_user_dup(src->secret_name, &failed);
+    dst->secret_uid = token_user_dup(src->secret_uid, &failed);
+    dst->legacy = src->legacy;
     if (failed)
         token_user_clear(dst);
     return failed ? -1 : 0;

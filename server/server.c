@@ -19,6 +19,7 @@
 #include "server/fdlimit.h"
 #include "server/http/site.h"
 #include "server/conn/listener.h"
+#include "server/reload/bound_lookup.h"
 #include "server/reload/mirror_thread.h"
 #include "server/obs/accesslog.h"
 #include "server/obs/status.h"
@@ -86,6 +87,7 @@ struct server {
     struct cert certs[CERT_NKINDS];
     struct watch *watch;
     struct mirror_thread *mirror; /* reads --upstream, or NULL */
+    struct bound_lookup *bound;   /* --token-review-check-bound-objects, or NULL */
     struct schedule schedule;
     int warned_no_inotify;
     int wake_fd;                /* eventfd: SIGHUP and the stop wake the reload thread */
@@ -532,6 +534,20 @@ static void server_grace(struct server *s, const sigset_t *signals, int sig)
     }
 }
 
+/* With --token-review-check-bound-objects, the threads that look up
+ * tokens' objects at the --upstream, before any review can ask. */
+static int server_start_bound(struct server *s)
+{
+    const struct bound_lookup_params p = {
+        .ttl_ms = (int64_t)s->cfg->token_review_bound_object_cache_ttl * 1000,
+        .cfg = s->cfg,
+    };
+
+    if (!s->cfg->token_review_check_bound_objects)
+        return 0;
+    return (s->bound = bound_lookup_start(&p)) != NULL ? 0 : -1;
+}
+
 /* Starts everything; 0, or the exit status of a failed start. */
 static int server_start(struct server *s, sigset_t *signals)
 {
@@ -557,7 +573,8 @@ static int server_start(struct server *s, sigset_t *signals)
         log_msg(LOG_ERROR, "%s", err);
         return 1;
     }
-    if (server_add_sites(s) != 0 || server_open_sites(s) != 0 || server_start_workers(s) != 0)
+    if (server_start_bound(s) != 0 || server_add_sites(s) != 0 || server_open_sites(s) != 0 ||
+        server_start_workers(s) != 0)
         return 1;
     if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_for_upstream, s)) == NULL)
         return 1;
@@ -634,7 +651,9 @@ int server_run(const struct config *cfg)
      * leave behind, but it still uses s and cfg: exit without freeing. */
     if (s->mirror != NULL && mirror_thread_stop(s->mirror, SERVER_RELOAD_STOP_MS) != 0)
         s->thread_abandoned = 1;
+    bound_lookup_stop(s->bound); /* the waiting reviews answered while their loops run */
     server_stop_workers(s);
+    bound_lookup_free(s->bound); /* no loop reads it any more */
     if (s->thread_abandoned) {
         accesslog_close(s->accesslog);
         _exit(rc); /* the reload thread is stuck in a read and still uses s and cfg: free nothing, run no atexit */

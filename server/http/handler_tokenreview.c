@@ -5,11 +5,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "jose/bound.h"
 #include "jose/review.h"
+#include "jose/token_user.h"
 #include "jose/tokenreview.h"
+#include "util/clock.h"
 #include "util/paths.h"
 #include "server/http/request_log.h"
 #include "server/obs/metrics.h"
+#include "server/reload/bound_lookup.h"
 #include "server/conn/worker.h"
 #include "util/log.h"
 
@@ -21,6 +25,30 @@
 struct handler_tokenreview {
     h2o_handler_t super;
     const struct config *cfg;
+};
+
+/* One thread's reviewing: its review (and cache), and with
+ * --token-review-check-bound-objects the receiver through which the
+ * lookup threads hand back the reviews that waited for objects. */
+struct tokenreview_thread {
+    struct review rv;
+    const struct config *cfg;
+    int bound;
+    h2o_multithread_receiver_t receiver;
+};
+
+/* A review waiting for its bound objects, off the event loop: everything
+ * its answer needs, owned here. req is NULL once the request is gone (its
+ * client left): the answer is then dropped when it comes. */
+struct tokenreview_pending {
+    struct bound_wait wait; /* filled by the lookup threads */
+    h2o_multithread_message_t msg;
+    struct tokenreview_thread *thread;
+    h2o_req_t *req;
+    struct tokenreview_pending **link; /* in req's pool: cleared when the request is disposed */
+    struct tokenreview_request review;
+    struct token_user user;
+    struct bound_claims claims;
 };
 
 static h2o_generator_t tokenreview_generator = {NULL, NULL};
@@ -121,23 +149,145 @@ static int tokenreview_refuse_caller(h2o_req_t *req, struct metrics_thread *m, e
     return tokenreview_send(req, 403, "Forbidden", body, len);
 }
 
-/* Reviews one token with the thread's review (its cache answers a token
- * seen before), counts the result and renders the answer; NULL when out
- * of memory. */
-static char *tokenreview_answer(struct review *rv, struct metrics_thread *m, const struct verifier *v,
-                                const struct tokenreview_request *req, size_t *out_len)
+/* Counts a review's result and answers it 201: user authenticated, or
+ * refused with message (error: the token's; bound: the bound-object
+ * check's reason, BOUND_OK when it did not refuse). */
+static int tokenreview_finish(h2o_req_t *req, struct metrics_thread *m, const struct tokenreview_request *review,
+                              const struct token_user *user, enum token_error error, enum bound_reason bound,
+                              const char *message)
 {
-    struct review_result res;
+    size_t len;
     char *body;
 
-    review_token(rv, v, req->token, strlen(req->token), req->audiences, req->naudiences, time(NULL), &res);
-    tokenreview_count_cache(m, rv, &res);
-    metrics_add(&m->reviews[res.token.error], 1);
-    metrics_add(&m->review_outcomes[res.user != NULL ? METRICS_REVIEW_AUTHENTICATED : METRICS_REVIEW_NOT_AUTHENTICATED],
-                1);
-    body = tokenreview_render(req, res.user, res.token.message, out_len);
+    if (bound != BOUND_OK)
+        metrics_add(&m->bound_refused[bound], 1);
+    else
+        metrics_add(&m->reviews[error], 1);
+    metrics_add(&m->review_outcomes[user != NULL ? METRICS_REVIEW_AUTHENTICATED : METRICS_REVIEW_NOT_AUTHENTICATED], 1);
+    body = tokenreview_render(review, user, message, &len);
+    return tokenreview_send(req, 201, "Created", body, len);
+}
+
+/* Answers a review whose bound objects are all known (objs), as
+ * kube-apiserver would. */
+static int tokenreview_judge(h2o_req_t *req, struct metrics_thread *m, const struct tokenreview_request *review,
+                             const struct token_user *user, const struct bound_claims *c,
+                             const struct bound_object *objs)
+{
+    enum bound_reason why;
+    char msg[512];
+
+    if (bound_judge(c, objs, time(NULL), &why, msg, sizeof(msg)) != 0)
+        return tokenreview_finish(req, m, review, NULL, TOKEN_OK, why, msg);
+    return tokenreview_finish(req, m, review, user, TOKEN_OK, BOUND_OK, NULL);
+}
+
+/* Frees a pending review (on its thread); its request, if any, is answered. */
+static void tokenreview_pending_free(struct tokenreview_pending *p)
+{
+    if (p->req != NULL)
+        *p->link = NULL;
+    tokenreview_request_clear(&p->review);
+    token_user_clear(&p->user);
+    free(p);
+}
+
+/* The request of a pending review is gone: its answer will be dropped. */
+static void tokenreview_on_dispose(void *arg)
+{
+    struct tokenreview_pending **link = arg;
+
+    if (*link != NULL)
+        (*link)->req = NULL;
+}
+
+/* On a lookup thread: the objects are known; the review goes back to its
+ * event loop's thread. */
+static void tokenreview_wake(struct bound_wait *w)
+{
+    struct tokenreview_pending *p = H2O_STRUCT_FROM_MEMBER(struct tokenreview_pending, wait, w);
+
+    h2o_multithread_send_message(&p->thread->receiver, &p->msg);
+}
+
+/* On the event loop's thread: the reviews whose objects are known are
+ * answered (those whose client left, dropped). */
+static void tokenreview_on_message(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages)
+{
+    (void)receiver;
+    while (!h2o_linklist_is_empty(messages)) {
+        struct tokenreview_pending *p = H2O_STRUCT_FROM_MEMBER(struct tokenreview_pending, msg.link, messages->next);
+        h2o_linklist_unlink(&p->msg.link);
+        if (p->req != NULL)
+            tokenreview_judge(p->req, worker_metrics(p->req->conn->ctx), &p->review, &p->user, &p->claims, p->wait.out);
+        tokenreview_pending_free(p);
+    }
+}
+
+/* A valid token's bound objects (--token-review-check-bound-objects):
+ * answered now when the cache knows them all; else the review waits for
+ * the lookup threads, off the loop, taking review (left empty) and a copy
+ * of user. */
+static int tokenreview_bound(struct tokenreview_thread *t, struct metrics_thread *m, h2o_req_t *req,
+                             struct tokenreview_request *review, const struct token_user *user)
+{
+    struct bound_lookup *l = bound_lookup_current();
+    struct bound_object objs[BOUND_MAX_OBJECTS];
+    struct tokenreview_pending *p;
+    struct bound_claims c;
+    unsigned hits;
+    int64_t now = clock_now_ms();
+    char err[160];
+
+    if (l == NULL)
+        return tokenreview_refuse(req, 503, "ServiceUnavailable", "the bound-object lookup is not running");
+    if (bound_claims_of(user, review->token, strlen(review->token), &c, err, sizeof(err)) != 0)
+        return tokenreview_finish(req, m, review, NULL, TOKEN_ERR_CLAIMS, BOUND_OK, err);
+    if (bound_lookup_get(l, c.refs, c.n, now, NULL, objs, &hits) == 1) {
+        metrics_add(&m->bound_cache_hits, hits);
+        return tokenreview_judge(req, m, review, user, &c, objs);
+    }
+    if ((p = calloc(1, sizeof(*p))) == NULL || token_user_copy(&p->user, user) != 0) {
+        free(p);
+        return tokenreview_send(req, 503, "Service Unavailable", NULL, 0);
+    }
+    p->wait.done = tokenreview_wake;
+    p->thread = t;
+    p->req = req;
+    p->claims = c;
+    p->review = *review;
+    memset(review, 0, sizeof(*review));
+    p->link = h2o_mem_alloc_shared(&req->pool, sizeof(*p->link), tokenreview_on_dispose);
+    *p->link = p;
+    if (bound_lookup_get(l, c.refs, c.n, now, &p->wait, NULL, &hits) == 1) { /* answered meanwhile */
+        metrics_add(&m->bound_cache_hits, hits);
+        tokenreview_judge(req, m, &p->review, &p->user, &c, p->wait.out);
+        tokenreview_pending_free(p);
+        return 0;
+    }
+    metrics_add(&m->bound_cache_hits, hits);
+    metrics_add(&m->bound_cache_misses, c.n - hits);
+    return 0;
+}
+
+/* Reviews one token with the thread's review (its cache answers a token
+ * seen before), then, when the check is on, its bound objects; answers
+ * now or, for objects not cached, once they are known. */
+static int tokenreview_answer(struct tokenreview_thread *t, struct metrics_thread *m, const struct verifier *v,
+                              h2o_req_t *req, struct tokenreview_request *review)
+{
+    struct review_result res;
+    int rc;
+
+    review_token(&t->rv, v, review->token, strlen(review->token), review->audiences, review->naudiences, time(NULL),
+                 &res);
+    tokenreview_count_cache(m, &t->rv, &res);
+    if (res.user != NULL && t->bound)
+        rc = tokenreview_bound(t, m, req, review, res.user);
+    else
+        rc = tokenreview_finish(req, m, review, res.user, res.token.error, BOUND_OK, res.token.message);
     review_result_clear(&res);
-    return body;
+    return rc;
 }
 
 /* As kube-apiserver: the caller is authenticated (401) and authorised
@@ -146,17 +296,17 @@ static char *tokenreview_answer(struct review *rv, struct metrics_thread *m, con
  * more than one token verification. */
 static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
-    struct review *rv = h2o_context_get_handler_context(req->conn->ctx, super);
+    struct tokenreview_thread *t = h2o_context_get_handler_context(req->conn->ctx, super);
     struct metrics_thread *m = worker_metrics(req->conn->ctx);
     const struct verifier *v;
     struct tokenreview_request review;
     const struct snapshot *snap;
     enum review_caller who;
     const char *name = NULL;
-    char err[256], *body;
-    size_t len;
+    char err[256];
+    int rc;
 
-    if (rv == NULL) /* the thread could not set its review up */
+    if (t == NULL) /* the thread could not set its review up */
         return tokenreview_send(req, 503, "Service Unavailable", NULL, 0);
     /* An --upstream not read yet: no key is known, so neither a caller's
      * token nor the reviewed one can be checked; "unauthorized" or "not
@@ -164,7 +314,7 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
     if ((snap = worker_pin_snapshot(req))->unavailable)
         return tokenreview_refuse(req, 503, "ServiceUnavailable", "no keys are published yet; retry later");
     v = snap->verifier;
-    if ((who = tokenreview_caller(rv, m, v, req, &name)) != REVIEW_CALLER_ALLOWED)
+    if ((who = tokenreview_caller(&t->rv, m, v, req, &name)) != REVIEW_CALLER_ALLOWED)
         return tokenreview_refuse_caller(req, m, who, name);
     if (!h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT(PATHS_TOKENREVIEW)))
         return tokenreview_refuse(req, 404, "NotFound", "the server could not find the requested resource");
@@ -176,34 +326,43 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
         return tokenreview_refuse(req, 415, "UnsupportedMediaType", "Content-Type must be application/json");
     if (tokenreview_parse(req->entity.base, req->entity.len, &review, err, sizeof(err)) != 0)
         return tokenreview_refuse(req, 400, "BadRequest", err);
-    body = tokenreview_answer(rv, m, v, &review, &len);
+    rc = tokenreview_answer(t, m, v, req, &review);
     tokenreview_request_clear(&review);
-    return tokenreview_send(req, 201, "Created", body, len);
+    return rc;
 }
 
-/* Each thread reviews with its own struct review (and cache). Out of
- * memory here, the thread answers its reviews 503. */
+/* Each thread reviews with its own struct review (and cache), and with
+ * --token-review-check-bound-objects takes back on its loop the reviews
+ * that waited for objects. Out of memory here, the thread answers its
+ * reviews 503. */
 static void tokenreview_on_context_init(h2o_handler_t *super, h2o_context_t *ctx)
 {
     struct handler_tokenreview *self = (struct handler_tokenreview *)super;
-    struct review *rv = malloc(sizeof(*rv));
+    struct tokenreview_thread *t = calloc(1, sizeof(*t));
 
-    if (rv != NULL && review_init(rv, self->cfg, NULL, TOKENREVIEW_CACHE_SIZE) != 0) {
-        free(rv);
-        rv = NULL;
+    if (t != NULL && review_init(&t->rv, self->cfg, NULL, TOKENREVIEW_CACHE_SIZE) != 0) {
+        free(t);
+        t = NULL;
     }
-    if (rv == NULL)
+    if (t == NULL) {
         log_msg(LOG_ERROR, "out of memory: a thread's TokenReview requests will be answered 503");
-    h2o_context_set_handler_context(ctx, super, rv);
+    } else if ((t->bound = self->cfg->token_review_check_bound_objects)) {
+        t->cfg = self->cfg;
+        h2o_multithread_register_receiver(ctx->queue, &t->receiver, tokenreview_on_message);
+    }
+    h2o_context_set_handler_context(ctx, super, t);
 }
 
 static void tokenreview_on_context_dispose(h2o_handler_t *super, h2o_context_t *ctx)
 {
-    struct review *rv = h2o_context_get_handler_context(ctx, super);
+    struct tokenreview_thread *t = h2o_context_get_handler_context(ctx, super);
 
-    if (rv != NULL)
-        review_clear(rv);
-    free(rv);
+    if (t == NULL)
+        return;
+    if (t->bound)
+        h2o_multithread_unregister_receiver(ctx->queue, &t->receiver);
+    review_clear(&t->rv);
+    free(t);
 }
 
 void handler_tokenreview_register(h2o_pathconf_t *pathconf, const struct config *cfg)

@@ -67,18 +67,23 @@ static enum metrics_method metrics_method_of(const char *m, size_t len)
     return METRICS_OTHER_METHOD;
 }
 
-void metrics_request(struct metrics_thread *m, enum metrics_path path, const char *method, size_t method_len,
-                     int status, uint64_t bytes, uint64_t duration_us)
+size_t metrics_bucket_of(uint64_t duration_us)
 {
     size_t b = 0;
 
+    while (b < METRICS_NBUCKETS - 1 && duration_us > metrics_bounds_us[b])
+        b++;
+    return b;
+}
+
+void metrics_request(struct metrics_thread *m, enum metrics_path path, const char *method, size_t method_len,
+                     int status, uint64_t bytes, uint64_t duration_us)
+{
     if (m == NULL)
         return;
     metrics_add(&m->requests[path][metrics_method_of(method, method_len)][metrics_status_of(status)], 1);
     metrics_add(&m->response_bytes, bytes);
-    while (b < METRICS_NBUCKETS - 1 && duration_us > metrics_bounds_us[b])
-        b++;
-    metrics_add(&m->latency_buckets[b], 1);
+    metrics_add(&m->latency_buckets[metrics_bucket_of(duration_us)], 1);
     metrics_add(&m->latency_sum_us, duration_us);
 }
 
@@ -179,6 +184,57 @@ static void metrics_render_reviews(struct strbuf *b, size_t n)
 static void metrics_gauge(struct strbuf *b, const char *name, const char *help, long long v)
 {
     strbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
+}
+
+static const char *const metrics_bound_states[3] = {"found", "missing", "failed"};
+
+/* --token-review-check-bound-objects: refusals by reason, the cache's
+ * hits and misses (their ratio is the hit ratio), the lookups by outcome
+ * and their latency, and the API server's reachability. */
+static void metrics_render_bound(struct strbuf *b, size_t n)
+{
+    const struct metrics_process *p = &metrics_process;
+    uint64_t cumulative = 0;
+
+    if (!atomic_load(&p->bound_enabled))
+        return;
+    strbuf_printf(b, "# HELP oidc_token_review_bound_refused_total Reviews refused because an object the token is "
+                     "bound to is gone, has another uid, or could not be looked up, by reason.\n"
+                     "# TYPE oidc_token_review_bound_refused_total counter\n");
+    for (int r = BOUND_OK + 1; r < BOUND_NREASONS; r++)
+        strbuf_printf(b, "oidc_token_review_bound_refused_total{reason=\"%s\"} %llu\n",
+                      bound_reason_name((enum bound_reason)r), (unsigned long long)METRICS_SUM(bound_refused[r]));
+    strbuf_printf(b,
+                  "# HELP oidc_token_review_bound_cache_hits_total Bound objects a review found in the cache.\n"
+                  "# TYPE oidc_token_review_bound_cache_hits_total counter\n"
+                  "oidc_token_review_bound_cache_hits_total %llu\n"
+                  "# HELP oidc_token_review_bound_cache_misses_total Bound objects a review had to wait for.\n"
+                  "# TYPE oidc_token_review_bound_cache_misses_total counter\n"
+                  "oidc_token_review_bound_cache_misses_total %llu\n",
+                  (unsigned long long)METRICS_SUM(bound_cache_hits),
+                  (unsigned long long)METRICS_SUM(bound_cache_misses));
+    strbuf_printf(b, "# HELP oidc_token_review_bound_lookups_total Requests to the API server for bound objects, by "
+                     "result.\n# TYPE oidc_token_review_bound_lookups_total counter\n");
+    for (int r = 0; r < 3; r++)
+        strbuf_printf(b, "oidc_token_review_bound_lookups_total{result=\"%s\"} %llu\n", metrics_bound_states[r],
+                      (unsigned long long)atomic_load(&p->bound_lookups[r]));
+    strbuf_printf(b, "# HELP oidc_token_review_bound_lookup_duration_seconds Time of one request to the API server "
+                     "for a bound object.\n# TYPE oidc_token_review_bound_lookup_duration_seconds histogram\n");
+    for (int i = 0; i < METRICS_NBUCKETS; i++) {
+        cumulative += atomic_load(&p->bound_lookup_latency[i]);
+        if (i < METRICS_NBUCKETS - 1)
+            strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                          (double)metrics_bounds_us[i] / 1e6, (unsigned long long)cumulative);
+        else
+            strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+                          (unsigned long long)cumulative);
+    }
+    strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_sum %.6f\n",
+                  (double)atomic_load(&p->bound_lookup_latency_sum_us) / 1e6);
+    strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_count %llu\n", (unsigned long long)cumulative);
+    metrics_gauge(b, "oidc_token_review_bound_api_reachable",
+                  "1 while the API server answers the bound-object lookups (its last answer came).",
+                  (long long)atomic_load(&p->bound_api_reachable));
 }
 
 /* A counter of one value. */
@@ -363,6 +419,7 @@ char *metrics_render(size_t *len)
     metrics_render_process(&b);
     metrics_render_signer(&b);
     metrics_render_upstream(&b);
+    metrics_render_bound(&b, n);
     metrics_render_publish(&b);
     return strbuf_finish(&b, len);
 }

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "jose/bound.h"
 #include "jose/token.h"
 #include "keys/upstream.h"
 
@@ -83,6 +84,11 @@ struct metrics_thread {
     atomic_uint_fast64_t cache_entries;
     atomic_uint_fast64_t signature_checks; /* of callers' and reviewed tokens */
     atomic_uint_fast64_t write_timeouts;   /* connections closed by --write-timeout */
+    /* --token-review-check-bound-objects: reviews refused by reason, and
+     * the objects the cache answered or had to ask for */
+    atomic_uint_fast64_t bound_refused[BOUND_NREASONS];
+    atomic_uint_fast64_t bound_cache_hits;
+    atomic_uint_fast64_t bound_cache_misses;
 };
 
 /* Process-wide gauges and counters written by the main thread, and the
@@ -109,6 +115,14 @@ struct metrics_process {
     atomic_uint_fast64_t upstream_fetches[UPSTREAM_NRESULTS]; /* by result */
     atomic_int_fast64_t upstream_last_success;                /* unix seconds, 0 = never */
     atomic_int upstream_issuer_mismatch;                      /* it names another issuer */
+
+    /* Looking up tokens' bound objects (server/reload/bound_lookup.c),
+     * written by its threads. */
+    atomic_int bound_enabled;
+    atomic_int bound_api_reachable;                              /* the last answer came */
+    atomic_uint_fast64_t bound_lookups[3];                       /* by enum bound_state */
+    atomic_uint_fast64_t bound_lookup_latency[METRICS_NBUCKETS]; /* non-cumulative */
+    atomic_uint_fast64_t bound_lookup_latency_sum_us;
 };
 
 /* The external signer (server/reload/signerdir.c writes the schedule,
@@ -144,6 +158,10 @@ static inline void metrics_add(atomic_uint_fast64_t *c, uint64_t n)
 {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
+
+/* The latency bucket of a duration (the bounds of
+ * oidc_http_request_duration_seconds). */
+size_t metrics_bucket_of(uint64_t duration_us);
 
 /* Records one finished request. */
 void metrics_request(struct metrics_thread *m, enum metrics_path path, const char *method, size_t method_len,

@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "server/reload/bound_lookup.h"
 #include "server/reload/mirror.h"
 
 static const char *const health_source_names[METRICS_NSOURCES] = {"keys", "TLS certificate", "retention state",
@@ -70,6 +71,8 @@ int health_ready(time_t now, int64_t now_ms, char *why, size_t len)
     if (!health_live(now_ms, why, len))
         return 0;
     if (mirror_status_get(&mirror) && !mirror_ready(&mirror, now, why, len))
+        return 0;
+    if (!bound_lookup_ready(why, len))
         return 0;
     if (atomic_load(&health_unavailable)) {
         snprintf(why, len, "no keys are published yet");

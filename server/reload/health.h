@@ -5,8 +5,9 @@
  * last reload of the keys and of the TLS certificate succeeded — or has
  * been failing for less than --key-reload-interval, so one half-written
  * file does not pull every replica out of a load balancer — an --upstream
- * is fresh and names the expected issuer (mirror_ready), and no shutdown
- * has begun.
+ * is fresh and names the expected issuer (mirror_ready), the API server
+ * answers the bound-object lookups (bound_lookup_ready, with
+ * --token-review-check-bound-objects), and no shutdown has begun.
  *
  * Live (/livez) means the reload loop is not stuck: it reports every pass,
  * and a pass that has not come back for HEALTH_RELOAD_STALL_MS (a file

@@ -16,21 +16,41 @@ are switched with set_mode: "ok", "down" (the port refuses connections),
 (200 with {"keys":[]}). Every request is recorded (path, token,
 If-None-Match, status) for the tests to assert on.
 
+It also keeps API objects (service accounts, pods, secrets, nodes), as
+--token-review-check-bound-objects looks them up: GET
+/api/v1/namespaces/NS/{serviceaccounts,pods,secrets}/NAME and
+/api/v1/nodes/NAME answer the object (metadata.uid, a deletionTimestamp
+when set, a secret's data) or kube's 404 Status; the test creates,
+deletes and recreates them (with a new uid), and may hold their answers
+(hold/release) to make reviews wait on one lookup, and mark them
+being deleted (mark_deleting).
+
 Standard library only (http.server, ssl, threading) plus the harness's
 openssl helpers; loopback only; every socket operation bounded.
 """
 
+import base64
 import hashlib
 import http.server
+import json
 import os
 import ssl
 import threading
+import time
+import uuid
 
 import oidc_harness as H
 
 DISCOVERY = H.DISCOVERY
 JWKS = H.JWKS
 MODES = ("ok", "down", "401", "500", "garbage", "empty")
+# The kinds of API object, by the plural of their path.
+KINDS = {"serviceaccounts": "ServiceAccount", "pods": "Pod", "secrets": "Secret", "nodes": "Node"}
+
+
+def object_path(kind, ns, name):
+    """The API path of an object (kind: a plural, "pods"); ns None for a node."""
+    return "/api/v1/nodes/%s" % name if kind == "nodes" else "/api/v1/namespaces/%s/%s/%s" % (ns, kind, name)
 
 
 def kube_discovery(issuer, keys, jwks_uri=None):
@@ -75,6 +95,10 @@ class StandInAPIServer:
         self.mode = "ok"
         self.max_age = max_age
         self.requests = []
+        self.objects = {}  # path -> the object (a dict)
+        self.arrivals = []  # the paths of the object requests, as they arrive (before any hold)
+        self.gate = threading.Event()
+        self.gate.set()
         self.port = 0
         self.httpd = None
         self.thread = None
@@ -107,6 +131,46 @@ class StandInAPIServer:
             self._open()
         with self.lock:
             self.mode = mode
+
+    # API objects ----------------------------------------------------------------
+    def create(self, kind, ns, name, data=None, labels=None):
+        """Creates (or replaces) an object with a new uid; returns the uid.
+        data: a secret's data, values bytes (served base64, as kube does)."""
+        uid = str(uuid.uuid4())
+        meta = {"name": name, "uid": uid, "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"}
+        if ns is not None:
+            meta["namespace"] = ns
+        if labels:
+            meta["labels"] = dict(labels)
+        obj = {"kind": KINDS[kind], "apiVersion": "v1", "metadata": meta}
+        if data is not None:
+            obj["data"] = {k: base64.b64encode(v).decode() for k, v in data.items()}
+        with self.lock:
+            self.objects[object_path(kind, ns, name)] = obj
+        return uid
+
+    def delete(self, kind, ns, name):
+        with self.lock:
+            del self.objects[object_path(kind, ns, name)]
+
+    def mark_deleting(self, kind, ns, name, when):
+        """Sets the object's deletionTimestamp (unix seconds: a graceful
+        deletion's is when its grace period ends), as a deletion does."""
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+        with self.lock:
+            self.objects[object_path(kind, ns, name)]["metadata"]["deletionTimestamp"] = stamp
+
+    def hold(self):
+        """Object answers wait (at most SOCK_TIMEOUT) until release()."""
+        self.gate.clear()
+
+    def release(self):
+        self.gate.set()
+
+    def object_requests(self, kind, ns, name):
+        """The requests for an object so far, answered or held."""
+        with self.lock:
+            return self.arrivals.count(object_path(kind, ns, name))
 
     def seen(self, since=0, **match):
         """The requests recorded from index since on whose attributes match."""
@@ -184,11 +248,30 @@ class StandInAPIServer:
         h.end_headers()
         h.wfile.write(body)
 
+    def _object(self, path, mode):
+        """An API object's answer: the object, or kube's NotFound Status."""
+        with self.lock:
+            self.arrivals.append(path)
+        self.gate.wait(H.SOCK_TIMEOUT)
+        if mode == "500":
+            return 500, b"Internal Server Error\n", [("Content-Type", "text/plain")]
+        with self.lock:
+            obj = self.objects.get(path)
+        if obj is None:
+            kind, name = path.split("/")[-2:]
+            return 404, json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                    "message": '%s "%s" not found' % (kind, name), "reason": "NotFound",
+                                    "details": {"name": name, "kind": kind}, "code": 404}).encode(), \
+                [("Content-Type", "application/json")]
+        return 200, json.dumps(obj).encode(), [("Content-Type", "application/json")]
+
     def _respond(self, path, token, inm, mode, tokens):
         if token is None or token not in tokens or mode == "401":
             return 401, (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
                          b'"message":"Unauthorized","reason":"Unauthorized","code":401}'), \
                 [("Content-Type", "application/json")]
+        if path.startswith("/api/v1/"):
+            return self._object(path, mode)
         if path not in self.docs:
             return 404, b"404 page not found\n", [("Content-Type", "text/plain; charset=utf-8")]
         if mode == "500":

@@ -361,7 +361,9 @@ def check_apiserver_mode(r, values, pod, c, args):
        "projected token (no audience: the API server's own)")
     eq([x["configMap"] for x in sources if "configMap" in x],
        [{"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}], "the cluster CA")
-    crb = r.one("ClusterRoleBinding")
+    crbs = [b for b in r.all("ClusterRoleBinding") if not b["metadata"]["name"].endswith(":bound-objects")]
+    check(len(crbs) == 1, f"want one issuer-discovery ClusterRoleBinding, got {len(crbs)}")
+    crb = crbs[0]
     eq(crb["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                         "name": "system:service-account-issuer-discovery"}, "ClusterRoleBinding roleRef")
     eq(crb["subjects"], [{"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": "oidc"}],
@@ -755,6 +757,45 @@ def c_apiserver_default(r, v):
                                   "ServiceAccount"]), "objects")
 
 
+def bound_objects_role(r, resources):
+    """The ClusterRole of tokenReview.checkBoundObjects grants exactly get
+    on resources, and its binding gives it to the pods' ServiceAccount."""
+    role, binding = r.one("ClusterRole"), [b for b in r.all("ClusterRoleBinding")
+                                           if b["roleRef"]["name"] != "system:service-account-issuer-discovery"]
+    eq(role["metadata"]["name"], "oidc:rel-oidc-discovery:bound-objects", "ClusterRole name")
+    eq(role["rules"], [{"apiGroups": [""], "resources": resources, "verbs": ["get"]}], "ClusterRole rules")
+    check(len(binding) == 1, f"want one binding of the role, got {len(binding)}")
+    eq(binding[0]["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                               "name": role["metadata"]["name"]}, "binding roleRef")
+    eq(binding[0]["subjects"], [{"kind": "ServiceAccount", "name": "rel-oidc-discovery", "namespace": "oidc"}],
+       "binding subject")
+
+
+def c_bound_objects(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(arg_after(args, "--token-review-bound-object-cache-ttl"), "30s", "--token-review-bound-object-cache-ttl")
+    check("--token-review-check-bound-objects" in args, "--token-review-check-bound-objects missing")
+    check("--accept-legacy-tokens" not in args, "--accept-legacy-tokens without acceptLegacyTokens")
+    bound_objects_role(r, ["serviceaccounts", "pods", "nodes"])
+
+
+def c_bound_objects_legacy(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    check("--accept-legacy-tokens" in args, "--accept-legacy-tokens missing")
+    eq(arg_after(args, "--token-review-bound-object-cache-ttl"), "10s", "the default TTL")
+    bound_objects_role(r, ["serviceaccounts", "pods", "nodes", "secrets"])
+
+
+def c_bound_objects_off(r, v):
+    """TokenReview in apiserver mode without the check: no role to read
+    objects, no flag."""
+    pod, c, args = check_common(r, v, "Deployment")
+    r.none("ClusterRole")
+    eq([b["roleRef"]["name"] for b in r.all("ClusterRoleBinding")], ["system:service-account-issuer-discovery"],
+       "the only binding")
+    check("--token-review-check-bound-objects" not in args, "the check without checkBoundObjects")
+
+
 def c_apiserver_options(r, v):
     pod, c, args = check_common(r, v, "Deployment")
     eq(pod["serviceAccountName"], "issuer-reader", "an existing ServiceAccount")
@@ -811,6 +852,16 @@ CASES = [
                                                            "admin": {"from": []}}),
      c_tokenreview_policy_off),
     ("63-character name", base(fullnameOverride="oidc-" + "x" * 58), c_single_name),
+    ("tokenreview bound objects", {"issuer": ISSUER, "tokenReview": review(checkBoundObjects=True,
+                                                                            boundObjectCacheTTL="30s")},
+     c_bound_objects),
+    ("tokenreview bound objects, legacy", {"issuer": ISSUER, "tokenReview": review(checkBoundObjects=True,
+                                                                                    acceptLegacyTokens=True)},
+     c_bound_objects_legacy),
+    ("tokenreview bound objects, legacy by extraArgs", {"issuer": ISSUER, "extraArgs": ["--accept-legacy-tokens"],
+                                                        "tokenReview": review(checkBoundObjects=True)},
+     lambda r, v: bound_objects_role(r, ["serviceaccounts", "pods", "nodes", "secrets"])),
+    ("tokenreview in apiserver mode, no check", {"issuer": ISSUER, "tokenReview": review()}, c_bound_objects_off),
     ("tokenreview from nobody", base(tokenReview=review(), networkPolicy={"tokenReview": {"from": []}}),
      c_tokenreview_nobody),
     ("loadbalancer+tls+servicemonitor", base(
@@ -856,6 +907,11 @@ REFUSED = [
      "needs tokenReview.clientCA.existingSecret"),
     ("tokenReview caller not a username", base(tokenReview=review(allowedCallers=["vault-auth"])),
      "/tokenReview/allowedCallers/0"),
+    ("bound objects without the API server", base(tokenReview=review(checkBoundObjects=True)),
+     "tokenReview.checkBoundObjects needs the keys from the API server"),
+    ("bound objects cache TTL 0", {"issuer": ISSUER, "tokenReview": review(checkBoundObjects=True,
+                                                                            boundObjectCacheTTL="0s")},
+     "/tokenReview/boundObjectCacheTTL"),
 ]
 
 
@@ -953,6 +1009,7 @@ SCHEMA_FLAGS = [
     (("properties", "logFormat"), "log-format"),
     (("properties", "keys", "properties", "apiserver", "properties", "refreshInterval"), "upstream-refresh-interval"),
     (("properties", "keys", "properties", "apiserver", "properties", "maxStaleness"), "upstream-max-staleness"),
+    (("properties", "tokenReview", "properties", "boundObjectCacheTTL"), "token-review-bound-object-cache-ttl"),
 ]
 
 DURATION_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -317,3 +317,31 @@ Test(config, file_token_review_callers)
     ok("--config", path, "--token-review-allowed-callers", "system:serviceaccount:x:y", NULL);
     list_is(&cfg.token_review_allowed_callers, 1, "system:serviceaccount:x:y");
 }
+
+/* The bound-object check reads the API server of --upstream, so it needs
+ * it and the TokenReview API; its cache TTL defaults to kube-apiserver's
+ * token cache (10s) and cannot be set without it. */
+Test(config, token_review_check_bound_objects)
+{
+    OK_WITH(NULL);
+    cr_assert_not(cfg.token_review_check_bound_objects);
+    OK_WITH(REVIEW_ON, "--token-review-insecure-http", "--token-review-allowed-callers", VAULT_SA, "--upstream",
+            "https://api.example:6443", "--token-review-check-bound-objects", NULL);
+    cr_assert(cfg.token_review_check_bound_objects);
+    cr_assert_eq(cfg.token_review_bound_object_cache_ttl, 10);
+    OK_WITH(REVIEW_ON, "--token-review-insecure-http", "--token-review-allowed-callers", VAULT_SA, "--upstream",
+            "https://api.example:6443", "--token-review-check-bound-objects", "--token-review-bound-object-cache-ttl",
+            "2s", NULL);
+    cr_assert_eq(cfg.token_review_bound_object_cache_ttl, 2);
+    fails("--token-review-check-bound-objects needs --upstream URL (the API server the objects are looked up in)",
+          SERVE_ARGS, REVIEW_ON, "--token-review-insecure-http", "--token-review-allowed-callers", VAULT_SA,
+          "--token-review-check-bound-objects", NULL);
+    fails("--token-review-check-bound-objects needs --enable-token-review", SERVE_ARGS, "--upstream",
+          "https://api.example:6443", "--token-review-check-bound-objects", NULL);
+    fails("--token-review-bound-object-cache-ttl needs --token-review-check-bound-objects", SERVE_ARGS,
+          "--token-review-bound-object-cache-ttl", "5s", NULL);
+    fails("--token-review-bound-object-cache-ttl \"0s\": must be a duration between 1s and 10m (like 90s, 15m, 24h, 7d "
+          "or plain seconds)",
+          SERVE_ARGS, REVIEW_ON, "--token-review-insecure-http", "--upstream", "https://api.example:6443",
+          "--token-review-check-bound-objects", "--token-review-bound-object-cache-ttl", "0s", NULL);
+}

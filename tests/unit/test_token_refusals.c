@@ -570,6 +570,10 @@ Test(token, legacy_accepted_when_allowed)
     cr_assert_eq(r.user.naudiences, 1);
     cr_expect_str_eq(r.user.audiences[0], "api");
     cr_expect_eq(r.user.exp, 0);
+    /* what a check of its objects looks up: its secret, by name only */
+    cr_expect(r.user.legacy);
+    cr_expect_str_eq(r.user.secret_name, "sa-token-abcde");
+    cr_expect_null(r.user.secret_uid);
     token_result_clear(&r);
     free(tok);
 }

@@ -120,12 +120,30 @@ colon, so the count of colons tells the two forms apart and no two
 releases get one name.
 */}}
 {{- define "oidc-discovery.issuerDiscoveryBindingName" -}}
-{{- $fullname := include "oidc-discovery.fullname" . }}
-{{- if hasPrefix (printf "%s-" .Release.Namespace) $fullname }}
-{{- printf "%s:issuer-discovery" $fullname }}
-{{- else }}
-{{- printf "%s:%s:issuer-discovery" .Release.Namespace $fullname }}
+{{- include "oidc-discovery.clusterScopedName" (list . "issuer-discovery") }}
 {{- end }}
+
+{{/*
+The name of a cluster-scoped object of the release for one purpose (list
+of the context and the purpose): <namespace>:<fullname>:<purpose>, or
+<fullname>:<purpose> when the fullname already starts with the namespace.
+*/}}
+{{- define "oidc-discovery.clusterScopedName" -}}
+{{- $ctx := index . 0 }}
+{{- $fullname := include "oidc-discovery.fullname" $ctx }}
+{{- if hasPrefix (printf "%s-" $ctx.Release.Namespace) $fullname }}
+{{- printf "%s:%s" $fullname (index . 1) }}
+{{- else }}
+{{- printf "%s:%s:%s" $ctx.Release.Namespace $fullname (index . 1) }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when legacy Secret-based tokens are accepted, by the value or a flag
+in extraArgs: the bound-object check then reads their Secrets.
+*/}}
+{{- define "oidc-discovery.acceptLegacyTokens" -}}
+{{- if or .Values.tokenReview.acceptLegacyTokens (has "--accept-legacy-tokens" .Values.extraArgs) }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -162,6 +180,9 @@ the values.
 {{- end }}
 {{- if not $tr.allowedCallers }}
 {{- fail "tokenReview.enabled needs tokenReview.allowedCallers: nobody may call the TokenReview API otherwise (e.g. [system:serviceaccount:vault:vault-auth])" }}
+{{- end }}
+{{- if and $tr.checkBoundObjects (not (include "oidc-discovery.apiserver" $)) }}
+{{- fail "tokenReview.checkBoundObjects needs the keys from the API server (keys.source apiserver, the default): the bound objects are looked up there" }}
 {{- end }}
 {{- range $tr.allowedCallers }}
 {{- if and (contains "=" .) (not $tr.clientCA.existingSecret) }}
@@ -222,6 +243,12 @@ The container's arguments, as a YAML list.
 {{- end }}
 {{- with .Values.tokenReview.apiAudiences }}
 {{- $args = concat $args (list "--api-audiences" (join "," .)) }}
+{{- end }}
+{{- if .Values.tokenReview.acceptLegacyTokens }}
+{{- $args = concat $args (list "--accept-legacy-tokens") }}
+{{- end }}
+{{- if .Values.tokenReview.checkBoundObjects }}
+{{- $args = concat $args (list "--token-review-check-bound-objects" "--token-review-bound-object-cache-ttl" (toString .Values.tokenReview.boundObjectCacheTTL)) }}
 {{- end }}
 {{- end }}
 {{- $args = concat $args (list "--max-age" (toString (int64 .Values.maxAge))) }}
