@@ -366,6 +366,7 @@ enum etcd_rc etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, c
             jsonw_raw(&w, ",", 1);
             etcd_b64_member(&w, "value", ops[i].value, ops[i].value_len);
             snprintf(num, sizeof(num), "%" PRId64, ops[i].lease);
+            jsonw_raw(&w, ",", 1);
             jsonw_key(&w, "lease");
             jsonw_str(&w, num);
         }

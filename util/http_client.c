@@ -570,6 +570,12 @@ static enum http_client_error http_fail_curl(struct http_call *c, CURL *curl, CU
                          c->req->ca_file ? c->req->ca_file : "the system store");
     case CURLE_SSL_CONNECT_ERROR:
         return http_fail(c, HTTP_CLIENT_ERR_TLS, "TLS handshake failed: %s", detail);
+    case CURLE_RECV_ERROR:
+        /* TLS 1.3: a server that refuses the client certificate says so
+         * with an alert after the handshake, at the first read */
+        if (c->https && strstr(detail, "alert") != NULL)
+            return http_fail(c, HTTP_CLIENT_ERR_TLS, "TLS: the server refused the connection: %s", detail);
+        return http_fail(c, HTTP_CLIENT_ERR_RESPONSE, "%s", detail);
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
         return http_fail(c, HTTP_CLIENT_ERR_CONNECT, "%s", detail);

@@ -412,6 +412,16 @@ struct status *reload_status(const struct reload *r)
     return st;
 }
 
+int reload_signer_start(struct reload *r, void (*wake)(void *), void *wake_ctx)
+{
+    char err[1024];
+
+    if (r->signer == NULL || signerdir_start_etcd(r->signer, wake, wake_ctx, err, sizeof(err)) == 0)
+        return 0;
+    log_msg(LOG_ERROR, "--etcd-servers: %s", err);
+    return -1;
+}
+
 struct snapshot *reload_current(const struct reload *r)
 {
     return r->current;
