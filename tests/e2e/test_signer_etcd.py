@@ -112,7 +112,7 @@ class SignerOnEtcd(X.SignerTestCase):
     # the promises, over every signer -------------------------------------
     def check_everywhere(self, samples, signs, first_kid):
         """Every kid that signed on any signer was in the JWKS of every
-        signer at least AHEAD before its first signature anywhere, and (for
+        signer (alive then) at least AHEAD before its first signature anywhere, and (for
         kids whose last signature is well before the end of that signer's
         samples: the killed one stopped early) still there LIFETIME after
         its last signature anywhere."""
@@ -123,8 +123,8 @@ class SignerOnEtcd(X.SignerTestCase):
         for name, ss in samples.items():
             end = max(x[1] for x in ss)
             for kid, t0 in first.items():
-                if kid == first_kid:
-                    continue
+                if kid == first_kid or t0 > end:
+                    continue  # the first key signs at once; the killed signer saw no later ones
                 shown = X.publication(ss, kid)
                 self.assertIsNotNone(shown, "kid %s signed but never published by %s" % (kid, name))
                 self.assertGreaterEqual(t0 - shown[0], AHEAD,
@@ -193,6 +193,65 @@ class SignerOnEtcd(X.SignerTestCase):
                     der = base64.b64decode("".join(l for l in pem.splitlines() if not l.startswith("-----")))
                     for value in values.values():
                         self.assertNotIn(der[-40:], value)
+
+    def kids_now(self, srv):
+        return set(H.jwks_kids(srv.get(H.JWKS)[2]))
+
+    def wait_new_kid(self, srv, seen, timeout):
+        """Waits for a kid srv publishes that is not in seen; returns it."""
+        got = H.wait_until(lambda: self.kids_now(srv) - seen, timeout)
+        self.assertTrue(got, "no new key on %s:\n%s" % (srv.name, srv.stderr()[-3000:]))
+        return got
+
+    def test_etcd_faults_pause_rotation_never_signing(self):
+        a, b, c = (self.start_signer(n) for n in "abc")
+        servers = [a, b, c]
+        self.wait_one_rotator(servers, 10)
+        _, loads = zip(*(self.observe(s) for s in (a, b)))
+        loads = [l for ls in loads for l in ls]
+        stopped = []
+        try:
+            # the etcd leader dies: a new one is elected, rotation goes on
+            leader = H.wait_until(cluster.leader, 10)
+            self.assertIsNotNone(leader)
+            cluster.stop_member(leader)
+            stopped.append(leader)
+            self.wait_new_kid(a, self.kids_now(a), 20)
+            cluster.start_member(leader)
+            stopped.remove(leader)
+            # quorum lost: two of three members stop
+            for i in (0, 1):
+                cluster.stop_member(i)
+                stopped.append(i)
+            for s in servers:
+                self.assertTrue(H.wait_for_log(s, r"rotation paused, signing goes on", 1, 20), s.stderr()[-3000:])
+                m = H.scrape_until(s.admin_port, lambda m: H.metric(m, "oidc_signer_store_reachable") == 0, 10)
+                self.assertEqual(H.metric(m, "oidc_signer_store_reachable"), 0)
+                self.assertEqual(H.metric(m, "oidc_signer_lock_held"), 0, "nobody rotates without etcd")
+                self.assertEqual(H.admin_get(s.admin_port, "/readyz")[0], 200, "signing must not stop")
+            kids = {s.name: self.kids_now(s) for s in servers}
+            time.sleep(2 * AHEAD)  # more than a rotation period's worth of the schedule
+            for s in servers:
+                self.assertEqual(self.kids_now(s), kids[s.name], "%s rotated without etcd" % s.name)
+            # a signer restarted while etcd is down starts from its copy and signs
+            self.stop_ok(c)
+            c = self.start_signer("c")
+            self.assertIn("rotation paused", c.stderr())
+            X.Signer(c.sock).token(X.claims(ISSUER))
+            # quorum back: rotation resumes with no operator
+            for i in (0, 1):
+                cluster.start_member(i)
+                stopped.remove(i)
+            for s in (a, b, c):
+                self.assertTrue(H.wait_for_log(s, r"etcd answers again; rotation resumes", 1, 30), s.stderr()[-3000:])
+            self.wait_one_rotator([a, b, c], 20)
+            self.wait_new_kid(a, kids["a"], 20)
+        finally:
+            for i in stopped:
+                cluster.start_member(i)
+        for l in loads:
+            l.stop()
+        self.assertEqual([f for l in loads for f in l.failures], [], "every Sign answered through the faults")
 
     def test_a_wrong_encryption_key_refuses_the_start_naming_the_flag(self):
         self.start_signer("a")
