@@ -9,6 +9,8 @@
 #include "keys/key.h"
 #include "keys/keyfile.h"
 #include "util/file.h"
+#include "util/json.h"
+#include "util/jsonw.h"
 
 /* The longest etcd key this store uses: the prefix (at most 256, config's
  * check) and "keys/" and a kid. */
@@ -30,10 +32,14 @@ void keystore_init(struct keystore *ks, struct etcd *etcd, const char *prefix, c
     ks->key = key;
     gethostname(host, sizeof(host) - 1);
     snprintf(ks->id, sizeof(ks->id), "%s pid %ld", host[0] ? host : "?", (long)getpid());
+    snprintf(ks->node, sizeof(ks->node), "%.40s-%ld", host[0] ? host : "?", (long)getpid());
 }
 
 void keystore_set_free(struct keystore_set *set)
 {
+    for (size_t i = 0; i < set->nnodes; i++)
+        free(set->nodes[i].published);
+    free(set->nodes);
     for (size_t i = 0; set->pem != NULL && set->kd != NULL && i < set->kd->count; i++)
         file_free(set->pem[i], set->pem_len[i]);
     free(set->pem);
@@ -80,10 +86,46 @@ static int keystore_own(const struct keystore *ks, const struct keydir *kd, cons
     size_t plen = strlen(ks->prefix);
     const char *rest = name + plen;
 
-    if (strcmp(rest, KEYSTORE_ROTATION) == 0 || strcmp(rest, KEYSTORE_ROTATOR) == 0)
+    if (strcmp(rest, KEYSTORE_ROTATION) == 0 || strcmp(rest, KEYSTORE_ROTATOR) == 0 ||
+        strncmp(rest, KEYSTORE_NODES, strlen(KEYSTORE_NODES)) == 0)
         return 1;
     return strncmp(rest, KEYSTORE_KEYS, strlen(KEYSTORE_KEYS)) == 0 && kd != NULL &&
            keydir_find(kd, rest + strlen(KEYSTORE_KEYS)) >= 0;
+}
+
+/* Reads one node's report (a value that is not one is left out: a
+ * signer that cannot report counts as publishing nothing). */
+static void keystore_parse_node(struct keystore_set *out, const char *id, const struct etcd_kv *kv)
+{
+    char why[128];
+    struct json_value *root = json_parse(kv->value, kv->value_len, why, sizeof(why));
+    const struct json_value *pub = json_get(root, "published"), *v;
+    const char *signing = json_get_str(root, "signing");
+    struct keystore_node *n, *nodes;
+
+    if (root == NULL || pub == NULL || pub->type != JSON_ARRAY ||
+        (nodes = realloc(out->nodes, (out->nnodes + 1) * sizeof(*nodes))) == NULL) {
+        json_free(root);
+        return;
+    }
+    out->nodes = nodes;
+    n = &nodes[out->nnodes++];
+    memset(n, 0, sizeof(*n));
+    snprintf(n->id, sizeof(n->id), "%s", id);
+    snprintf(n->signing, sizeof(n->signing), "%s", signing != NULL && strlen(signing) <= KEY_KID_LEN ? signing : "");
+    n->published = calloc(KEYSTORE_REPORT_MAX, sizeof(*n->published));
+    for (v = pub->child; n->published != NULL && v != NULL && n->npublished < KEYSTORE_REPORT_MAX; v = v->next)
+        if (v->type == JSON_STRING && strlen(v->str) <= KEY_KID_LEN)
+            memcpy(n->published[n->npublished++], v->str, strlen(v->str) + 1);
+    json_free(root);
+}
+
+const struct keystore_node *keystore_node_find(const struct keystore_set *set, const char *id)
+{
+    for (size_t i = 0; i < set->nnodes; i++)
+        if (strcmp(set->nodes[i].id, id) == 0)
+            return &set->nodes[i];
+    return NULL;
 }
 
 /* Reads the key set of kvs into out. ETCD_OK, or ETCD_BAD_ANSWER with err. */
@@ -94,6 +136,10 @@ static enum etcd_rc keystore_parse(struct keystore *ks, const struct etcd_kvs *k
     const struct etcd_kv *rot, *holder;
     struct keydir *kd;
 
+    keystore_name(ks, KEYSTORE_NODES, name);
+    for (size_t i = 0; i < kvs->count; i++)
+        if (strncmp(kvs->kv[i].key, name, strlen(name)) == 0)
+            keystore_parse_node(out, kvs->kv[i].key + strlen(name), &kvs->kv[i]);
     keystore_name(ks, KEYSTORE_ROTATOR, name);
     if ((holder = keystore_find(kvs, name)) != NULL)
         snprintf(out->rotator, sizeof(out->rotator), "%.*s", (int)(holder->value_len < 127 ? holder->value_len : 127),
@@ -230,6 +276,43 @@ int keystore_adopt(const struct keystore_set *set, const char *dir, char *err, s
     return keydir_save(dir, kd, err, errlen);
 }
 
+enum etcd_rc keystore_lease(struct keystore *ks, int64_t ttl_s, char *err, size_t errlen)
+{
+    return ks->lease != 0 ? ETCD_OK : etcd_lease_grant(ks->etcd, ttl_s, &ks->lease, err, errlen);
+}
+
+enum etcd_rc keystore_report(struct keystore *ks, const char (*published)[KEY_KID_LEN + 1], size_t n,
+                             const char *signing, char *err, size_t errlen)
+{
+    char name[KEYSTORE_NAME_MAX], suffix[128], *text = NULL;
+    struct jsonw w = {0};
+    struct etcd_op op = {.type = ETCD_PUT, .key = name, .lease = ks->lease};
+    size_t len = 0;
+    int done = 0;
+    int64_t rev = 0;
+    enum etcd_rc rc;
+
+    jsonw_lit(&w, "{\"published\":[");
+    for (size_t i = 0; i < n; i++) {
+        jsonw_raw(&w, ",", i ? 1 : 0);
+        jsonw_str(&w, published[i]);
+    }
+    jsonw_lit(&w, "],\"signing\":");
+    jsonw_str(&w, signing);
+    jsonw_lit(&w, "}");
+    if (jsonw_finish(&w, &text, &len) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return ETCD_REFUSED;
+    }
+    snprintf(suffix, sizeof(suffix), KEYSTORE_NODES "%s", ks->node);
+    keystore_name(ks, suffix, name);
+    op.value = text;
+    op.value_len = len;
+    rc = etcd_txn(ks->etcd, NULL, 0, &op, 1, &done, &rev, err, errlen);
+    free(text);
+    return rc;
+}
+
 enum etcd_rc keystore_campaign(struct keystore *ks, int64_t ttl_s, int *won, char *err, size_t errlen)
 {
     char name[KEYSTORE_NAME_MAX];
@@ -240,7 +323,7 @@ enum etcd_rc keystore_campaign(struct keystore *ks, int64_t ttl_s, int *won, cha
 
     *won = 0;
     keystore_name(ks, KEYSTORE_ROTATOR, name);
-    if (ks->lease == 0 && (rc = etcd_lease_grant(ks->etcd, ttl_s, &ks->lease, err, errlen)) != ETCD_OK)
+    if ((rc = keystore_lease(ks, ttl_s, err, errlen)) != ETCD_OK)
         return rc;
     op.lease = ks->lease;
     if ((rc = etcd_txn(ks->etcd, &cmp, 1, &op, 1, won, &rev, err, errlen)) != ETCD_OK)

@@ -11,6 +11,12 @@
  *                with KID and this etcd key as associated data
  *   P rotator    the signer that rotates, under its etcd lease: the
  *                only one that writes the two above
+ *   P nodes/ID   each live signer's report, under its lease:
+ *                {"published":[kids],"signing":kid}, written when it
+ *                changes (a few times a rotation, never per Sign); the
+ *                rotator ages a next key only while every live signer
+ *                publishes it, and restarts a retired key's wait while
+ *                any signs with it
  *
  * The rotation document is replaced only by a transaction that compares
  * its mod revision with the one the writer last read: two signers can
@@ -39,23 +45,38 @@
 #define KEYSTORE_ROTATION "rotation"
 #define KEYSTORE_KEYS     "keys/"
 #define KEYSTORE_ROTATOR  "rotator"
+#define KEYSTORE_NODES    "nodes/"
+
+/* At most this many kids in a node's report are read. */
+#define KEYSTORE_REPORT_MAX 64
+
+/* A live signer's report. */
+struct keystore_node {
+    char id[64];
+    char signing[KEY_KID_LEN + 1]; /* "" when it cannot sign */
+    char (*published)[KEY_KID_LEN + 1];
+    size_t npublished;
+};
 
 /* What the prefix holds. */
 struct keystore_set {
     struct keydir *kd; /* NULL: no key set under the prefix yet */
     char **pem;        /* kd->count opened private keys (PKCS#8 PEM), wiped when freed */
     size_t *pem_len;
-    int64_t revision;     /* the store's revision of the read */
-    int64_t rotation_rev; /* P rotation's mod revision; 0: none */
-    char rotator[128];    /* P rotator's value: who rotates; "" for nobody */
+    int64_t revision;            /* the store's revision of the read */
+    int64_t rotation_rev;        /* P rotation's mod revision; 0: none */
+    char rotator[128];           /* P rotator's value: who rotates; "" for nobody */
+    struct keystore_node *nodes; /* the live signers' reports */
+    size_t nnodes;
 };
 
 struct keystore {
     struct etcd *etcd;
     const char *prefix;
     const struct seal_key *key;
-    int64_t lease; /* the lease this signer holds P rotator under; 0: none */
+    int64_t lease; /* this signer's lease (P nodes/ID and, when it rotates, P rotator); 0: none */
     char id[128];  /* this signer, as P rotator names it: "HOST pid N" */
+    char node[64]; /* its P nodes/ID: "HOST-N" */
 };
 
 /* A store on etcd (the caller's) under prefix, sealing with key (both
@@ -88,8 +109,19 @@ enum etcd_rc keystore_write(struct keystore *ks, const char *dir, const struct k
  * with err. */
 int keystore_adopt(const struct keystore_set *set, const char *dir, char *err, size_t errlen);
 
-/* Tries to become the rotator: a new lease of ttl_s seconds, and P
- * rotator put under it only if it does not exist. ETCD_OK with *won (1:
+/* A new lease of ttl_s seconds for this signer (ks->lease), unless it
+ * has one. */
+enum etcd_rc keystore_lease(struct keystore *ks, int64_t ttl_s, char *err, size_t errlen);
+
+/* Writes this signer's report (P nodes/ID) under its lease. */
+enum etcd_rc keystore_report(struct keystore *ks, const char (*published)[KEY_KID_LEN + 1], size_t n,
+                             const char *signing, char *err, size_t errlen);
+
+/* The report of node id in set, or NULL. */
+const struct keystore_node *keystore_node_find(const struct keystore_set *set, const char *id);
+
+/* Tries to become the rotator: P rotator put under this signer's lease
+ * (keystore_lease first) only if it does not exist. ETCD_OK with *won (1:
  * this signer rotates now; 0: another does), or an error. */
 enum etcd_rc keystore_campaign(struct keystore *ks, int64_t ttl_s, int *won, char *err, size_t errlen);
 

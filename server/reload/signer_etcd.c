@@ -26,6 +26,8 @@ struct signer_etcd {
     pthread_t thread;
     int started;
     atomic_int stop;
+    atomic_int interrupt; /* cancels the call in flight: the stop, or a report to write */
+    atomic_int watching;  /* the thread waits in a watch (a report may interrupt it) */
     void (*wake)(void *);
     void *wake_ctx;
 
@@ -35,6 +37,12 @@ struct signer_etcd {
     char paused[512];             /* why nothing rotates, "" when it may */
     char (*etcd_kids)[KEY_KID_LEN + 1];
     size_t netcd_kids;
+    struct keystore_node *nodes; /* the live signers' reports, as of the last read */
+    size_t nnodes;
+    char (*report)[KEY_KID_LEN + 1]; /* this signer's report: the directory's kids it publishes */
+    size_t nreport;
+    char report_signing[KEY_KID_LEN + 1];
+    atomic_int report_dirty; /* to be written */
 
     atomic_int_fast64_t seen_rev; /* the newest rotation_rev handed over or written */
     atomic_int holder;            /* this signer holds the rotator's lease */
@@ -116,7 +124,7 @@ static int signer_etcd_configure(struct signer_etcd *se, char *err, size_t errle
                                     .ca_file = cfg->etcd_cafile,
                                     .cert_file = cfg->etcd_certfile,
                                     .key_file = cfg->etcd_keyfile,
-                                    .cancel = &se->stop};
+                                    .cancel = &se->interrupt};
     if ((se->etcd = etcd_new(&se->ecfg)) == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -288,45 +296,153 @@ static int signer_etcd_on_events(void *ctx, const struct etcd_event *ev, size_t 
     return n > 0 || atomic_load(&se->stop);
 }
 
-/* Keeps or campaigns for the rotator's lease, as of the set just read. */
+/* Keeps this signer's lease (its report, and P rotator when it rotates)
+ * and campaigns for the rotator's place when nobody holds it, as of the
+ * set just read. */
 static void signer_etcd_lease(struct signer_etcd *se, const struct keystore_set *set, int64_t *renewed_ms)
 {
     int64_t ttl_ms = (int64_t)se->cfg->etcd_lease_ttl * 1000, t0 = clock_now_ms();
     char err[1024];
     int got = 0;
 
-    if (atomic_load(&se->holder)) {
-        if (t0 - *renewed_ms < ttl_ms / 3)
-            return;
+    if (se->ks.lease != 0 && t0 - *renewed_ms >= ttl_ms / 3) {
         if (keystore_keepalive(&se->ks, &got, err, sizeof(err)) != ETCD_OK) {
-            log_once(LOG_WARN, "signing keys: cannot renew the rotator's lease: %s", err);
-            return; /* the lease runs out at holder_until_ms */
+            log_once(LOG_WARN, "signing keys: cannot renew this signer's etcd lease: %s", err);
+            return; /* the rotator's place runs out at holder_until_ms */
         }
         if (!got) {
-            atomic_store(&se->holder, 0);
-            log_msg(LOG_WARN, "signing keys: the rotator's lease expired; another signer may rotate now");
+            atomic_store(&se->report_dirty, 1);
+            if (atomic_exchange(&se->holder, 0))
+                log_msg(LOG_WARN, "signing keys: the rotator's lease expired; another signer may rotate now");
+        } else {
+            *renewed_ms = t0;
+            atomic_store(&se->holder_until_ms, t0 + ttl_ms - 1000);
+            /* etcd kept the lease through an outage (a new leader renews
+             * every lease): P rotator under it is still this signer's */
+            if (strcmp(set->rotator, se->ks.id) == 0 && !atomic_exchange(&se->holder, 1))
+                log_msg(LOG_INFO, "signing keys: this signer still holds %s%s and rotates the keys again",
+                        se->cfg->etcd_prefix, KEYSTORE_ROTATOR);
+        }
+    }
+    if (se->ks.lease == 0) {
+        if (keystore_lease(&se->ks, (int64_t)se->cfg->etcd_lease_ttl, err, sizeof(err)) != ETCD_OK) {
+            log_once(LOG_WARN, "signing keys: cannot take an etcd lease: %s", err);
             return;
         }
         *renewed_ms = t0;
-        atomic_store(&se->holder_until_ms, t0 + ttl_ms - 1000);
-        return;
+        atomic_store(&se->report_dirty, 1);
     }
-    if (set->rotator[0] != '\0' || set->kd == NULL)
+    if (atomic_load(&se->holder) || set->rotator[0] != '\0' || set->kd == NULL)
         return;
     if (keystore_campaign(&se->ks, (int64_t)se->cfg->etcd_lease_ttl, &got, err, sizeof(err)) != ETCD_OK) {
         log_once(LOG_WARN, "signing keys: cannot campaign for the rotator's lease: %s", err);
-        keystore_resign(&se->ks);
         return;
     }
-    if (!got) {
-        keystore_resign(&se->ks);
+    if (!got)
         return;
-    }
-    *renewed_ms = t0;
-    atomic_store(&se->holder_until_ms, t0 + ttl_ms - 1000);
+    atomic_store(&se->holder_until_ms, *renewed_ms + ttl_ms - 1000);
     atomic_store(&se->holder, 1);
     log_msg(LOG_INFO, "signing keys: this signer (%s) holds %s%s and rotates the keys from now on", se->ks.id,
             se->cfg->etcd_prefix, KEYSTORE_ROTATOR);
+}
+
+/* Writes this signer's report when it changed (or its lease is new). */
+static void signer_etcd_write_report(struct signer_etcd *se)
+{
+    char(*kids)[KEY_KID_LEN + 1] = NULL, signing[KEY_KID_LEN + 1], err[1024];
+    size_t n;
+
+    if (se->ks.lease == 0 || !atomic_exchange(&se->report_dirty, 0))
+        return;
+    pthread_mutex_lock(&se->mu);
+    n = se->nreport;
+    if (n > 0 && (kids = malloc(n * sizeof(*kids))) != NULL)
+        memcpy(kids, se->report, n * sizeof(*kids));
+    memcpy(signing, se->report_signing, sizeof(signing));
+    pthread_mutex_unlock(&se->mu);
+    if (keystore_report(&se->ks, (const char(*)[KEY_KID_LEN + 1]) kids, kids ? n : 0, signing, err, sizeof(err)) !=
+        ETCD_OK) {
+        atomic_store(&se->report_dirty, 1);
+        log_once(LOG_WARN, "signing keys: cannot report to etcd what this signer publishes: %s", err);
+    }
+    free(kids);
+}
+
+/* Keeps the live signers' reports of the set just read. */
+static void signer_etcd_note_nodes(struct signer_etcd *se, struct keystore_set *set)
+{
+    pthread_mutex_lock(&se->mu);
+    for (size_t i = 0; i < se->nnodes; i++)
+        free(se->nodes[i].published);
+    free(se->nodes);
+    se->nodes = set->nodes;
+    se->nnodes = set->nnodes;
+    set->nodes = NULL;
+    set->nnodes = 0;
+    pthread_mutex_unlock(&se->mu);
+}
+
+void signer_etcd_report(struct signer_etcd *se, const char (*kids)[KEY_KID_LEN + 1], size_t n, const char *signing)
+{
+    char(*copy)[KEY_KID_LEN + 1] = calloc(n ? n : 1, sizeof(*copy));
+    int changed;
+
+    if (copy == NULL)
+        return;
+    memcpy(copy, kids, n * sizeof(*copy));
+    pthread_mutex_lock(&se->mu);
+    changed = n != se->nreport || memcmp(copy, se->report, n * sizeof(*copy)) != 0 ||
+              strcmp(signing, se->report_signing) != 0;
+    if (changed) {
+        free(se->report);
+        se->report = copy;
+        se->nreport = n;
+        snprintf(se->report_signing, sizeof(se->report_signing), "%s", signing);
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&se->mu);
+    free(copy);
+    if (changed) {
+        atomic_store(&se->report_dirty, 1);
+        if (atomic_load(&se->watching))
+            atomic_store(&se->interrupt, 1); /* ends the watch: written at once */
+    }
+}
+
+/* Whether node publishes kid. */
+static int signer_etcd_node_has(const struct keystore_node *node, const char *kid)
+{
+    for (size_t i = 0; i < node->npublished; i++)
+        if (strcmp(node->published[i], kid) == 0)
+            return 1;
+    return 0;
+}
+
+int signer_etcd_all_publish(struct signer_etcd *se, const char *kid)
+{
+    int all = 0;
+
+    pthread_mutex_lock(&se->mu);
+    for (size_t i = 0; i < se->nnodes; i++) {
+        if (!signer_etcd_node_has(&se->nodes[i], kid)) {
+            all = 0;
+            break;
+        }
+        all |= strcmp(se->nodes[i].id, se->ks.node) == 0 ? 1 : 0;
+    }
+    pthread_mutex_unlock(&se->mu);
+    return all; /* every live signer, this one among them */
+}
+
+int signer_etcd_any_signs(struct signer_etcd *se, const char *kid)
+{
+    int any = 0;
+
+    pthread_mutex_lock(&se->mu);
+    for (size_t i = 0; i < se->nnodes && !any; i++)
+        any = strcmp(se->nodes[i].signing, kid) == 0;
+    pthread_mutex_unlock(&se->mu);
+    return any;
 }
 
 /* Hands a new set to the reload thread. Takes set. */
@@ -352,8 +468,8 @@ static void signer_etcd_hand_over(struct signer_etcd *se, struct keystore_set *s
         se->wake(se->wake_ctx);
 }
 
-/* One read of the prefix and what follows from it. The revision read, or
- * -1 when etcd did not answer. */
+/* One read of the prefix and what follows from it. The revision read, -1
+ * when etcd did not answer, -2 when the read was interrupted. */
 static int64_t signer_etcd_read(struct signer_etcd *se, int64_t *renewed_ms)
 {
     struct keystore_set set = {0};
@@ -361,6 +477,8 @@ static int64_t signer_etcd_read(struct signer_etcd *se, int64_t *renewed_ms)
     enum etcd_rc rc = keystore_read(&se->ks, &set, publish_log_warning, NULL, err, sizeof(err));
     int64_t rev;
 
+    if (rc == ETCD_CANCELLED)
+        return -2; /* a report to write came in: again, at once */
     if (rc != ETCD_OK) {
         atomic_store(&se->reachable, 0);
         atomic_store(&metrics_signer.store_reachable, 0);
@@ -381,6 +499,8 @@ static int64_t signer_etcd_read(struct signer_etcd *se, int64_t *renewed_ms)
     if (set.kd == NULL && signer_etcd_upload(se, err, sizeof(err)) < 0)
         log_once(LOG_ERROR, "signing keys: etcd holds no key set, and this signer cannot upload its own: %s", err);
     signer_etcd_lease(se, &set, renewed_ms);
+    signer_etcd_write_report(se);
+    signer_etcd_note_nodes(se, &set);
     if (set.kd != NULL) {
         signer_etcd_note_kids(se, set.kd);
         if (set.rotation_rev != atomic_load(&se->seen_rev)) {
@@ -400,19 +520,27 @@ static void *signer_etcd_main(void *arg)
     char err[1024];
 
     while (!atomic_load(&se->stop)) {
-        int64_t rev = signer_etcd_read(se, &renewed_ms);
+        int64_t rev;
         enum etcd_rc rc;
 
+        atomic_store(&se->interrupt, atomic_load(&se->stop));
+        if ((rev = signer_etcd_read(se, &renewed_ms)) == -2)
+            continue;
         if (rev < 0) {
             signer_etcd_nap(se, backoff);
             backoff = backoff * 2 > SIGNER_ETCD_BACKOFF_MAX_MS ? SIGNER_ETCD_BACKOFF_MAX_MS : backoff * 2;
             continue;
         }
         backoff = SIGNER_ETCD_BACKOFF_MS;
-        /* A change ends the watch early (it is read at once); a quiet
-         * watch ends at a third of the lease, for the lease's renewal and
-         * a read that tells a member without quorum. */
-        rc = etcd_watch(se->etcd, se->cfg->etcd_prefix, rev + 1, watch_ms, signer_etcd_on_events, se, err, sizeof(err));
+        /* A change ends the watch early (it is read at once), and so does
+         * a report to write; a quiet watch ends at a third of the lease,
+         * for the lease's renewal and a read that tells a member without
+         * quorum. */
+        atomic_store(&se->watching, 1);
+        rc = atomic_load(&se->report_dirty) ? ETCD_CANCELLED
+                                            : etcd_watch(se->etcd, se->cfg->etcd_prefix, rev + 1, watch_ms,
+                                                         signer_etcd_on_events, se, err, sizeof(err));
+        atomic_store(&se->watching, 0);
         if (rc != ETCD_OK && rc != ETCD_CANCELLED && rc != ETCD_COMPACTED) {
             log_once(LOG_WARN, "signing keys: etcd watch: %s; reading again", err);
             signer_etcd_nap(se, backoff);
@@ -497,10 +625,11 @@ void signer_etcd_free(struct signer_etcd *se)
     if (se == NULL)
         return;
     atomic_store(&se->stop, 1);
+    atomic_store(&se->interrupt, 1);
     if (se->started)
         pthread_join(se->thread, NULL);
     if (se->etcd != NULL && se->ks.lease != 0) {
-        /* the stop flag cancels requests: a last one without it */
+        /* the interrupt cancels requests: a last one without it */
         se->ecfg.cancel = NULL;
         keystore_resign(&se->ks);
     }
@@ -510,6 +639,10 @@ void signer_etcd_free(struct signer_etcd *se)
     }
     keydir_free(se->known);
     free(se->etcd_kids);
+    free(se->report);
+    for (size_t i = 0; i < se->nnodes; i++)
+        free(se->nodes[i].published);
+    free(se->nodes);
     etcd_free(se->etcd);
     seal_key_wipe(&se->key);
     pthread_mutex_destroy(&se->mu);

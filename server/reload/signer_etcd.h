@@ -82,6 +82,19 @@ int signer_etcd_may_rotate(struct signer_etcd *se, int64_t now_ms);
  * the next read brings etcd's set). */
 int signer_etcd_push(struct signer_etcd *se, const struct keydir *kd);
 
+/* This signer's report for etcd (P nodes/ID): the directory's kids its
+ * snapshot publishes and the kid it signs with ("" for none); written by
+ * the thread, at once, when it changed. */
+void signer_etcd_report(struct signer_etcd *se, const char (*kids)[KEY_KID_LEN + 1], size_t n, const char *signing);
+
+/* For the rotator: whether every live signer (this one among them)
+ * reports that it publishes kid: a next key ages only then. */
+int signer_etcd_all_publish(struct signer_etcd *se, const char *kid);
+
+/* Whether a live signer reports signing with kid: a retired key's wait
+ * starts again while one does. */
+int signer_etcd_any_signs(struct signer_etcd *se, const char *kid);
+
 /* Why rotation is paused, "" when it is not (for the status page). */
 void signer_etcd_paused(struct signer_etcd *se, char *why, size_t len);
 

@@ -171,6 +171,41 @@ static void signerdir_log_step(const struct signerdir *sd, const struct keydir_s
     }
 }
 
+/* With etcd, what the rotator counts as published is what every live
+ * signer publishes: a next key ages only while every one reports it (so
+ * it signs only once all have published it for --publish-ahead), and a
+ * retired key's wait starts again while any signs with it (it stays
+ * published --max-token-lifetime after the last signature anywhere). */
+static void signerdir_etcd_gate(struct signerdir *sd, int *in)
+{
+    struct keydir *kd = sd->kd;
+
+    for (size_t i = 0; i < kd->count; i++) {
+        struct rotation_key *r = &kd->rot[i];
+        if (r->role == ROTATION_NEXT && in[i] && !signer_etcd_all_publish(sd->etcd, r->kid))
+            in[i] = 0;
+        else if (r->role == ROTATION_RETIRED && signer_etcd_any_signs(sd->etcd, r->kid))
+            r->retired_ms = 0;
+    }
+}
+
+/* Reports to etcd which of the directory's keys the snapshot snap
+ * publishes and which one signs (chosen, or none). */
+static void signerdir_etcd_report(struct signerdir *sd, const struct snapshot *snap, int chosen)
+{
+    const struct keydir *kd = sd->kd;
+    char(*kids)[KEY_KID_LEN + 1] = calloc(kd->count ? kd->count : 1, sizeof(*kids));
+    size_t n = 0;
+
+    if (kids == NULL)
+        return;
+    for (size_t i = 0; i < kd->count; i++)
+        if (keyset_find(snap->keyset, kd->rot[i].kid) != NULL)
+            memcpy(kids[n++], kd->rot[i].kid, sizeof(kids[0]));
+    signer_etcd_report(sd->etcd, (const char(*)[KEY_KID_LEN + 1]) kids, n, chosen >= 0 ? kd->rot[chosen].kid : "");
+    free(kids);
+}
+
 /* The holder's share of a pass: keys/keydir_next decides and writes the
  * directory's next state in one call; this says what it did, gives up
  * the lock when rotation.json could not be written, and schedules the
@@ -184,6 +219,8 @@ static int signerdir_rotate(struct signerdir *sd, const struct keyset *published
 
     for (size_t i = 0; in != NULL && published != NULL && i < kd->count; i++)
         in[i] = keyset_find(published, kd->rot[i].kid) != NULL;
+    if (sd->etcd != NULL && in != NULL)
+        signerdir_etcd_gate(sd, in);
     failed =
         keydir_next(sd->dir, kd, &sd->policy, in, now_ms - sd->ticked_ms, sd->cfg->signing_key_type, now, &next) != 0;
     free(in);
@@ -421,6 +458,8 @@ struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot
     sd->choose_due_ms = due >= 0 ? now_ms + due : 0;
     if (chosen < 0 && local != NULL)
         signerdir_unavailable(sd, local, why, sizeof(why));
+    if (sd->etcd != NULL)
+        signerdir_etcd_report(sd, snap, chosen);
     struct signer_role *roles = signerdir_roles(sd, now);
     const struct signer_params p = {
         .published = snap->keyset,
