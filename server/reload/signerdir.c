@@ -394,6 +394,27 @@ static struct signer_role *signerdir_roles(const struct signerdir *sd, time_t no
     return roles;
 }
 
+/* With etcd, a rotation that cannot happen (etcd down, a set that does
+ * not open) never stops the signing; but a signing key that has signed
+ * for more than twice --rotation-period (by the wall clock: the copy's
+ * ages stand still while nobody rotates) says so loudly, once per key. */
+static void signerdir_warn_overdue(const struct signerdir *sd, time_t now)
+{
+    const struct keydir *kd = sd->kd;
+    int s = rotation_find(kd->rot, kd->count, ROTATION_SIGNING);
+    char why[512];
+
+    if (sd->etcd == NULL || s < 0 || kd->rot[s].activated_at <= 0 ||
+        now - kd->rot[s].activated_at <= 2 * (time_t)sd->cfg->rotation_period)
+        return;
+    signer_etcd_paused(sd->etcd, why, sizeof(why));
+    log_once(LOG_ERROR,
+             "signing keys: ROTATION OVERDUE: signing kid=%s has signed for %lld s, more than --rotation-period "
+             "(%lus) past its rotation; signing goes on. %s%s",
+             kd->rot[s].kid, (long long)(now - kd->rot[s].activated_at), sd->cfg->rotation_period,
+             why[0] ? "Rotation is paused: " : "Is any signer rotating (oidc_signer_lock_held)?", why);
+}
+
 /* The schedule, for /metrics. */
 static void signerdir_update_metrics(const struct signerdir *sd, int chosen, time_t now)
 {
@@ -478,6 +499,7 @@ struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot
     if (st != NULL) {
         signerdir_log_choice(sd, chosen, local, why);
         signerdir_update_metrics(sd, chosen, now);
+        signerdir_warn_overdue(sd, now);
     }
     free(local);
     free(vouched);

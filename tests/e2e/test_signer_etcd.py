@@ -194,6 +194,11 @@ class SignerOnEtcd(X.SignerTestCase):
                     for value in values.values():
                         self.assertNotIn(der[-40:], value)
 
+    def rotation_row(self, srv):
+        """The status page's word on rotation across the signers."""
+        tables = H.html_tables(H.admin_get(srv.admin_port, "/")[2].decode())
+        return H.html_rows(tables, "reload").get("key rotation (etcd)", "")
+
     def kids_now(self, srv):
         return set(H.jwks_kids(srv.get(H.JWKS)[2]))
 
@@ -229,6 +234,8 @@ class SignerOnEtcd(X.SignerTestCase):
                 self.assertEqual(H.metric(m, "oidc_signer_store_reachable"), 0)
                 self.assertEqual(H.metric(m, "oidc_signer_lock_held"), 0, "nobody rotates without etcd")
                 self.assertEqual(H.admin_get(s.admin_port, "/readyz")[0], 200, "signing must not stop")
+                self.assertTrue(H.wait_until(lambda: self.rotation_row(s).startswith("paused: "), 10),
+                                self.rotation_row(s))
             kids = {s.name: self.kids_now(s) for s in servers}
             time.sleep(2 * AHEAD)  # more than a rotation period's worth of the schedule
             for s in servers:
@@ -238,6 +245,9 @@ class SignerOnEtcd(X.SignerTestCase):
             c = self.start_signer("c")
             self.assertIn("rotation paused", c.stderr())
             X.Signer(c.sock).token(X.claims(ISSUER))
+            # an overdue rotation is a loud warning, never a reason to stop
+            self.assertTrue(H.wait_for_log(a, r"ROTATION OVERDUE: .*Rotation is paused", 1, 15), a.stderr()[-3000:])
+            X.Signer(a.sock).token(X.claims(ISSUER))
             # quorum back: rotation resumes with no operator
             for i in (0, 1):
                 cluster.start_member(i)
@@ -246,6 +256,7 @@ class SignerOnEtcd(X.SignerTestCase):
                 self.assertTrue(H.wait_for_log(s, r"etcd answers again; rotation resumes", 1, 30), s.stderr()[-3000:])
             self.wait_one_rotator([a, b, c], 20)
             self.wait_new_kid(a, kids["a"], 20)
+            self.assertTrue(H.wait_until(lambda: self.rotation_row(a) == "running", 10), self.rotation_row(a))
         finally:
             for i in stopped:
                 cluster.start_member(i)
