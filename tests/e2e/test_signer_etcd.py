@@ -20,6 +20,7 @@ whole file. Under Sign load from python3-grpcio:
 Periods as in test_signer_rotation.py (seconds), --etcd-lease-ttl 2s."""
 
 import base64
+import json
 import os
 import re
 import signal
@@ -175,6 +176,15 @@ class SignerOnEtcd(X.SignerTestCase):
         after = {kid for t0, t1, kid in signs if t0 > killed_at + took + 1}
         self.assertTrue(after - {k for t0, t1, k in signs if t1 < killed_at},
                         "a key newer than the kill signed: the schedule continued")
+        # `keys` shows each key's source, and the status page does too
+        live = rest[0]
+        rc, out, err = H.run_once(["keys", "--signing-key-dir", os.path.join(self.tmp, live.name), "--output", "json",
+                                   "--signing-key-type", "ec-p256"] + self.etcd_flags())
+        self.assertEqual(rc, 0, err)
+        rows = json.loads(out)["keys"]
+        self.assertTrue(rows and all(r["key_store"] == "etcd" for r in rows), out)
+        tables = H.html_tables(H.admin_get(live.admin_port, "/")[2].decode())
+        self.assertTrue(any("(etcd)" in cell for row in tables.get("keys", []) for cell in row), tables.get("keys"))
         # nothing under the prefix is a private key in a readable form
         values = cluster.range_prefix(self.prefix)
         self.assertIn(self.prefix + "rotation", values)
