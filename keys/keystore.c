@@ -40,8 +40,8 @@ void keystore_set_free(struct keystore_set *set)
     for (size_t i = 0; i < set->nnodes; i++)
         free(set->nodes[i].published);
     free(set->nodes);
-    for (size_t i = 0; set->pem != NULL && set->kd != NULL && i < set->kd->count; i++)
-        file_free(set->pem[i], set->pem_len[i]);
+    for (size_t i = 0; set->pem != NULL && i < set->npem; i++)
+        seal_free(set->pem[i], set->pem_len[i]);
     free(set->pem);
     free(set->pem_len);
     keydir_free(set->kd);
@@ -157,6 +157,7 @@ static enum etcd_rc keystore_parse(struct keystore *ks, const struct etcd_kvs *k
         snprintf(err, errlen, "out of memory");
         return ETCD_BAD_ANSWER;
     }
+    out->npem = kd->count;
     for (size_t i = 0; i < kd->count; i++) {
         const struct etcd_kv *kv;
         char suffix[64];

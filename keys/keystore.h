@@ -63,6 +63,7 @@ struct keystore_set {
     struct keydir *kd; /* NULL: no key set under the prefix yet */
     char **pem;        /* kd->count opened private keys (PKCS#8 PEM), wiped when freed */
     size_t *pem_len;
+    size_t npem;                 /* entries of pem (kd->count when read): what keystore_set_free wipes */
     int64_t revision;            /* the store's revision of the read */
     int64_t rotation_rev;        /* P rotation's mod revision; 0: none */
     char rotator[128];           /* P rotator's value: who rotates; "" for nobody */
