@@ -50,7 +50,10 @@ struct signer_etcd {
     atomic_int_fast64_t last_read_ms;
     atomic_int reachable;
 
-    /* The reload thread's own. */
+    /* The base of the next write, under write_mu: the reload thread's
+     * (adoptions, the rotator's writes), and the thread's when it uploads
+     * into an emptied prefix. */
+    pthread_mutex_t write_mu;
     struct keydir *known; /* etcd's set as of base_rev: which keys it holds */
     int64_t base_rev;
 };
@@ -167,7 +170,8 @@ static int signer_etcd_adopt(struct signer_etcd *se, const struct keystore_set *
     return 0;
 }
 
-void signer_etcd_adopted(struct signer_etcd *se, const struct keystore_set *set)
+/* signer_etcd_adopted, write_mu held. */
+static void signer_etcd_adopted_locked(struct signer_etcd *se, const struct keystore_set *set)
 {
     keydir_free(se->known);
     se->known = NULL;
@@ -179,6 +183,13 @@ void signer_etcd_adopted(struct signer_etcd *se, const struct keystore_set *set)
         free(text);
     }
     se->base_rev = set->rotation_rev;
+}
+
+void signer_etcd_adopted(struct signer_etcd *se, const struct keystore_set *set)
+{
+    pthread_mutex_lock(&se->write_mu);
+    signer_etcd_adopted_locked(se, set);
+    pthread_mutex_unlock(&se->write_mu);
 }
 
 int signer_etcd_joined(const struct signer_etcd *se)
@@ -200,6 +211,7 @@ struct signer_etcd *signer_etcd_join(const struct config *cfg, char *err, size_t
     }
     se->cfg = cfg;
     pthread_mutex_init(&se->mu, NULL);
+    pthread_mutex_init(&se->write_mu, NULL);
     if (seal_key_read("signing-key-encryption-key-file", cfg->signing_key_encryption_key_file, &se->key, err, errlen) !=
             0 ||
         signer_etcd_configure(se, err, errlen) != 0)
@@ -248,6 +260,7 @@ static int signer_etcd_upload(struct signer_etcd *se, char *err, size_t errlen)
     int written = 0, rc = -1;
     int64_t rev = 0;
 
+    pthread_mutex_lock(&se->write_mu);
     if (keydir_read(dir, &local, err, errlen) != 0)
         goto out;
     if (keystore_write(&se->ks, dir, local, NULL, 0, &written, &rev, err, errlen) != ETCD_OK)
@@ -259,7 +272,7 @@ static int signer_etcd_upload(struct signer_etcd *se, char *err, size_t errlen)
                 se->cfg->etcd_prefix, dir, local->count);
         /* the base of the next write: what was just written */
         struct keystore_set mine = {.kd = local, .rotation_rev = rev};
-        signer_etcd_adopted(se, &mine);
+        signer_etcd_adopted_locked(se, &mine);
         signer_etcd_note_kids(se, local);
         atomic_store(&se->seen_rev, rev);
         rc = 1;
@@ -268,11 +281,12 @@ static int signer_etcd_upload(struct signer_etcd *se, char *err, size_t errlen)
     if (keystore_read(&se->ks, &set, publish_log_warning, NULL, err, errlen) != ETCD_OK || set.kd == NULL)
         goto out;
     if (signer_etcd_adopt(se, &set, 1, err, errlen) == 0) {
-        signer_etcd_adopted(se, &set);
+        signer_etcd_adopted_locked(se, &set);
         atomic_store(&se->seen_rev, set.rotation_rev);
         rc = 0;
     }
 out:
+    pthread_mutex_unlock(&se->write_mu);
     keystore_set_free(&set);
     keydir_free(local);
     return rc;
@@ -596,28 +610,30 @@ int signer_etcd_may_rotate(struct signer_etcd *se, int64_t now_ms)
 int signer_etcd_push(struct signer_etcd *se, const struct keydir *kd)
 {
     char err[1024];
-    int written = 0;
+    int written = 0, rc = -1;
     int64_t rev = 0;
-    enum etcd_rc rc = keystore_write(&se->ks, se->cfg->signing_key_dir, kd, se->known, se->base_rev, &written, &rev,
-                                     err, sizeof(err));
+    enum etcd_rc erc;
 
-    if (rc != ETCD_OK) {
+    pthread_mutex_lock(&se->write_mu);
+    erc = keystore_write(&se->ks, se->cfg->signing_key_dir, kd, se->known, se->base_rev, &written, &rev, err,
+                         sizeof(err));
+    if (erc != ETCD_OK) {
         log_msg(LOG_ERROR, "signing keys: cannot write the rotation to etcd: %s; this signer stops rotating", err);
         atomic_store(&se->holder, 0);
-        return -1;
-    }
-    if (!written) {
+    } else if (!written) {
         log_msg(LOG_WARN, "signing keys: another signer wrote %s%s first; this one stops rotating and follows it",
                 se->cfg->etcd_prefix, KEYSTORE_ROTATION);
         atomic_store(&se->holder, 0);
         atomic_store(&se->seen_rev, -1); /* read and hand over whatever is there */
-        return -1;
+    } else {
+        struct keystore_set mine = {.kd = (struct keydir *)kd, .rotation_rev = rev};
+        signer_etcd_adopted_locked(se, &mine);
+        signer_etcd_note_kids(se, kd);
+        atomic_store(&se->seen_rev, rev);
+        rc = 0;
     }
-    struct keystore_set mine = {.kd = (struct keydir *)kd, .rotation_rev = rev};
-    signer_etcd_adopted(se, &mine);
-    signer_etcd_note_kids(se, kd);
-    atomic_store(&se->seen_rev, rev);
-    return 0;
+    pthread_mutex_unlock(&se->write_mu);
+    return rc;
 }
 
 void signer_etcd_free(struct signer_etcd *se)
@@ -646,5 +662,6 @@ void signer_etcd_free(struct signer_etcd *se)
     etcd_free(se->etcd);
     seal_key_wipe(&se->key);
     pthread_mutex_destroy(&se->mu);
+    pthread_mutex_destroy(&se->write_mu);
     free(se);
 }
