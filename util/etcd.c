@@ -461,8 +461,7 @@ struct etcd_stream {
     size_t len, cap;
     size_t objects;  /* read so far */
     enum etcd_rc rc; /* set when the stream stopped for a reason of its own */
-    char *err;
-    size_t errlen;
+    char why[512];   /* and why (the HTTP client's message of the stop would say only that it stopped) */
 };
 
 /* Hands one object of the stream to the callback. 0 to go on, -1 to stop
@@ -478,7 +477,7 @@ static int etcd_stream_object(struct etcd_stream *s, const char *text, size_t le
     int rc = -1;
 
     if (res == NULL || etcd_revision(res, &rev) != 0 || etcd_int(res, "compact_revision", &compacted) != 0) {
-        snprintf(s->err, s->errlen, "etcd %s/v3/watch: %.200s", etcd_current(s->e),
+        snprintf(s->why, sizeof(s->why), "etcd %s/v3/watch: %.200s", etcd_current(s->e),
                  root != NULL && json_get_str(json_get(root, "error"), "message") != NULL
                      ? json_get_str(json_get(root, "error"), "message")
                      : "an answer that is not a watch's");
@@ -486,13 +485,13 @@ static int etcd_stream_object(struct etcd_stream *s, const char *text, size_t le
         goto out;
     }
     if (compacted != 0) {
-        snprintf(s->err, s->errlen, "etcd %s/v3/watch: revisions up to %" PRId64 " have been compacted",
+        snprintf(s->why, sizeof(s->why), "etcd %s/v3/watch: revisions up to %" PRId64 " have been compacted",
                  etcd_current(s->e), compacted);
         s->rc = ETCD_COMPACTED;
         goto out;
     }
     if (json_get(res, "canceled") != NULL && json_get(res, "canceled")->boolean) {
-        snprintf(s->err, s->errlen, "etcd %s/v3/watch: cancelled by etcd: %.200s", etcd_current(s->e),
+        snprintf(s->why, sizeof(s->why), "etcd %s/v3/watch: cancelled by etcd: %.200s", etcd_current(s->e),
                  json_get_str(res, "cancel_reason") ? json_get_str(res, "cancel_reason") : "");
         s->rc = ETCD_UNREACHABLE;
         goto out;
@@ -507,13 +506,13 @@ static int etcd_stream_object(struct etcd_stream *s, const char *text, size_t le
         const char *type = json_get_str(v, "type");
         ev[i].deleted = type != NULL && strcmp(type, "DELETE") == 0;
         if (etcd_kv_read(json_get(v, "kv"), &ev[i].kv) != 0) {
-            snprintf(s->err, s->errlen, "etcd %s/v3/watch: an event that is not one", etcd_current(s->e));
+            snprintf(s->why, sizeof(s->why), "etcd %s/v3/watch: an event that is not one", etcd_current(s->e));
             s->rc = ETCD_BAD_ANSWER;
             goto out;
         }
     }
     if (s->cb(s->ctx, ev, n, rev) != 0) {
-        snprintf(s->err, s->errlen, "watch stopped");
+        snprintf(s->why, sizeof(s->why), "watch stopped");
         s->rc = ETCD_CANCELLED;
         goto out;
     }
@@ -545,7 +544,7 @@ static int etcd_stream_data(void *ctx, const char *data, size_t len)
             size_t cap = s->cap ? s->cap * 2 : 16384;
             char *p;
             if (cap > ETCD_ANSWER_MAX || (p = realloc(s->line, cap)) == NULL) {
-                snprintf(s->err, s->errlen, "etcd %s/v3/watch: an answer over %d bytes", etcd_current(s->e),
+                snprintf(s->why, sizeof(s->why), "etcd %s/v3/watch: an answer over %d bytes", etcd_current(s->e),
                          ETCD_ANSWER_MAX);
                 s->rc = ETCD_BAD_ANSWER;
                 return -1;
@@ -561,7 +560,7 @@ static int etcd_stream_data(void *ctx, const char *data, size_t len)
 enum etcd_rc etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, long max_ms, etcd_watch_cb cb, void *ctx,
                         char *err, size_t errlen)
 {
-    struct etcd_stream s = {.e = e, .cb = cb, .ctx = ctx, .rc = ETCD_OK, .err = err, .errlen = errlen};
+    struct etcd_stream s = {.e = e, .cb = cb, .ctx = ctx, .rc = ETCD_OK};
     struct jsonw w = {0};
     enum etcd_rc rc;
     char num[32], *body;
@@ -580,9 +579,9 @@ enum etcd_rc etcd_watch(struct etcd *e, const char *prefix, int64_t start_rev, l
     rc = etcd_post(e, "/v3/watch", body, len, NULL, etcd_stream_data, &s, &s.objects, max_ms, err, errlen);
     free(body);
     free(s.line);
-    if (rc == ETCD_CANCELLED && s.rc != ETCD_OK)
+    if ((rc == ETCD_CANCELLED || rc == ETCD_OK) && s.rc != ETCD_OK) {
+        snprintf(err, errlen, "%s", s.why);
         return s.rc;
-    if (rc == ETCD_OK && s.rc != ETCD_OK)
-        return s.rc;
+    }
     return rc;
 }
