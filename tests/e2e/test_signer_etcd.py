@@ -262,6 +262,27 @@ class SignerOnEtcd(EtcdSignerCase):
         self.assertTrue(H.wait_for_log(a, r"kid=%s promoted to signing" % re.escape(next(iter(nxt))), 1, 20),
                         a.stderr()[-3000:])
 
+    def test_a_one_node_signer_becomes_ha_and_another_directory_gives_way(self):
+        """A signer that ran alone (no etcd) uploads its keys when it is
+        started with etcd on an empty prefix: the same key signs, no token
+        breaks. Another node whose directory holds keys of its own takes
+        etcd's set instead and says so."""
+        def alone(name):
+            srv = self.start_server(["--service-account-issuer", ISSUER, "--signing-key-dir",
+                                     os.path.join(self.tmp, name), "--signing-key-type", "ec-p256"])
+            kids = self.kids_now(srv)
+            self.stop_ok(srv)
+            return kids
+        solo_kids = alone("solo")
+        other_kids = alone("other")
+        self.assertNotEqual(solo_kids, other_kids)
+        solo = self.start_signer("solo")
+        self.assertIn("uploaded", solo.stderr())
+        self.assertTrue(solo_kids <= self.kids_now(solo), "the one-node signer's key is still published")
+        other = self.start_signer("other")
+        self.assertRegex(other.stderr(), r"other's keys differ from etcd's .*: taking etcd's set")
+        self.assertEqual(self.kids_now(other), self.kids_now(solo))
+
     def test_a_wrong_encryption_key_refuses_the_start_naming_the_flag(self):
         self.start_signer("a")
         wrong = self.seal_file("wrong.key", os.urandom(32).hex())
