@@ -325,8 +325,8 @@ Test(config, etcd_rules)
 
 Test(config, etcd_value_errors)
 {
-    static const char *const bad_servers[] = {"10.0.0.1:2379", "https://10.0.0.1:2379/v3", "https://a,",
-                                              "unix:///run/etcd.sock", "https://u@h:2379", "https://h:0"};
+    static const char *const bad_servers[] = {"10.0.0.1:2379",         "https://10.0.0.1:2379/v3", "https://a,",
+                                              "unix:///run/etcd.sock", "https://u@h:2379",         "https://h:0"};
     char want[CONFIG_ERR_MAX];
 
     for (size_t i = 0; i < COUNT(bad_servers); i++) {
