@@ -8,6 +8,7 @@
 
 #include "keys/history.h"
 #include "keys/keydir.h"
+#include "keys/keystore.h"
 #include "util/jsonw.h"
 #include "keys/keyset.h"
 #include "util/printable.h"
@@ -27,6 +28,7 @@ struct keys_row {
     char first_seen[CLOCK_RFC3339_SIZE];     /* RFC 3339, or "new" for a key serve has not published yet */
     char retained_until[CLOCK_RFC3339_SIZE]; /* RFC 3339, or "" while the key is in the inputs */
     struct keydir_role role; /* a --signing-key-dir key's role (keydir_role_of); name NULL for other keys */
+    const char *store;       /* with --etcd-servers, a directory key's source: "etcd" or "local copy"; else NULL */
 };
 
 static void keys_fill_row(struct keys_row *row, const struct key *k, const struct history_entry *e, int known_before,
@@ -193,6 +195,8 @@ static int keys_print_json(const struct keys_row *rows, size_t n, const struct k
         keys_json_str_or_null(&w, "retained_until", rows[i].retained_until[0] ? rows[i].retained_until : NULL);
         keys_json_str_or_null(&w, "role", rows[i].role.name);
         keys_json_str_or_null(&w, "role_until", rows[i].role.until[0] ? rows[i].role.until : NULL);
+        if (rows[i].store != NULL)
+            keys_json_str_or_null(&w, "key_store", rows[i].store);
         jsonw_lit(&w, "}");
     }
     jsonw_lit(&w, "]");
@@ -226,6 +230,62 @@ static int keys_was_known(const char *kids, size_t n, const char *kid)
     return 0;
 }
 
+/* With --etcd-servers: etcd's key set (each sealed key opened, as a
+ * signer would), or NULL with a warning on stderr naming why (the keys'
+ * source then reads "local copy"). */
+static struct keydir *keys_etcd_set(const struct config *cfg)
+{
+    const char *servers[ETCD_SERVERS_MAX];
+    struct etcd_config ec = {.servers = servers,
+                             .nservers = cfg->etcd_servers.count,
+                             .ca_file = cfg->etcd_cafile,
+                             .cert_file = cfg->etcd_certfile,
+                             .key_file = cfg->etcd_keyfile};
+    struct keystore_set set = {0};
+    struct seal_key key;
+    struct keystore ks;
+    struct etcd *e = NULL;
+    struct keydir *kd = NULL;
+    char err[1024] = "out of memory";
+
+    for (size_t i = 0; i < cfg->etcd_servers.count && i < ETCD_SERVERS_MAX; i++)
+        servers[i] = cfg->etcd_servers.items[i];
+    if (ec.nservers > ETCD_SERVERS_MAX)
+        ec.nservers = ETCD_SERVERS_MAX;
+    if (seal_key_read("signing-key-encryption-key-file", cfg->signing_key_encryption_key_file, &key, err,
+                      sizeof(err)) == 0 &&
+        (e = etcd_new(&ec)) != NULL) {
+        keystore_init(&ks, e, cfg->etcd_prefix, &key);
+        if (keystore_read(&ks, &set, NULL, NULL, err, sizeof(err)) != ETCD_OK)
+            ; /* err says why */
+        else if (set.kd == NULL)
+            snprintf(err, sizeof(err), "etcd holds no key set under %s yet", cfg->etcd_prefix);
+        else {
+            kd = set.kd;
+            set.kd = NULL;
+        }
+        keystore_set_free(&set);
+        seal_key_wipe(&key);
+    }
+    if (kd == NULL)
+        fprintf(stderr, "oidc-discovery keys: warning: %s\n", err);
+    etcd_free(e);
+    return kd;
+}
+
+/* Adds a directory key's source to its row and its role's text: "etcd"
+ * when etcd's set holds it, "local copy" when only the directory does. */
+static void keys_add_source(struct keys_row *row, const struct keydir *etcd_set, const char *kid)
+{
+    size_t n = strlen(row->role.text);
+
+    if (row->role.name == NULL)
+        return;
+    row->store = etcd_set != NULL && keydir_find(etcd_set, kid) >= 0 ? "etcd" : "local copy";
+    if (n + 16 < sizeof(row->role.text))
+        snprintf(row->role.text + n, sizeof(row->role.text) - n, " (%s)", row->store);
+}
+
 int keys_command(const struct config *cfg)
 {
     char err[1024] = "";
@@ -234,7 +294,7 @@ int keys_command(const struct config *cfg)
     size_t nbefore = h ? h->count : 0;
     char *before = h ? keys_kids_before(h) : NULL;
     struct rotation_policy policy = publish_rotation_policy(cfg);
-    struct keydir *signer = NULL;
+    struct keydir *signer = NULL, *etcd_set = NULL;
     struct snapshot *snap = NULL;
     const struct keyset *ks;
     struct keys_row *rows = NULL;
@@ -248,10 +308,14 @@ int keys_command(const struct config *cfg)
         goto out;
     }
     ks = snap->keyset;
+    if (cfg->etcd_servers.count > 0 && signer != NULL)
+        etcd_set = keys_etcd_set(cfg);
     for (size_t i = 0; i < ks->count; i++) {
         keys_fill_row(&rows[i], &ks->keys[i], history_find(h, ks->keys[i].kid),
                       keys_was_known(before, nbefore, ks->keys[i].kid), cfg->key_retention);
         keydir_role_of(signer, ks->keys[i].kid, &policy, now, &rows[i].role);
+        if (cfg->etcd_servers.count > 0)
+            keys_add_source(&rows[i], etcd_set, ks->keys[i].kid);
     }
     if (cfg->publish_to.count > 0 && (pub = keys_read_published(cfg, snap)) == NULL) {
         fprintf(stderr, "oidc-discovery keys: out of memory\n");
@@ -264,6 +328,7 @@ int keys_command(const struct config *cfg)
     rc = json && keys_print_json(rows, ks->count, pub, cfg->publish_to.count) != 0 ? 2 : 0;
 out:
     keydir_free(signer);
+    keydir_free(etcd_set);
     free(pub);
     free(rows);
     free(before);

@@ -229,6 +229,48 @@ const char *config_check_web_url(const char *url)
     return check_authority(rest, strcspn(rest, "/?#"));
 }
 
+/* An --etcd-servers item: http(s)://host:port, as kube-apiserver's,
+ * with no path (the client adds the API's). Non-zero when s[0..len) is
+ * not one. */
+static int bad_etcd_server(void *ctx, const char *s, size_t len)
+{
+    char url[URL_MAX + 1];
+    const char *rest;
+    size_t n;
+
+    (void)ctx;
+    if (len == 0 || len > URL_MAX)
+        return 1;
+    memcpy(url, s, len);
+    url[len] = '\0';
+    rest = strncmp(url, "https://", 8) == 0 ? url + 8 : strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+    if (rest == NULL || !chars_ok(rest, URL_CHARS))
+        return 1;
+    n = strcspn(rest, "/?#");
+    if (rest[n] != '\0' && strcmp(rest + n, "/") != 0)
+        return 1;
+    return check_authority(rest, n) != NULL;
+}
+
+const char *config_check_etcd_servers(const char *v)
+{
+    return config_each_item(v, bad_etcd_server, NULL)
+               ? "must be etcd client URLs, comma-separated, each https://HOST:PORT (or http://) without a path"
+               : NULL;
+}
+
+const char *config_check_etcd_prefix(const char *v)
+{
+    size_t n = strlen(v);
+
+    if (n < 2 || v[0] != '/' || v[n - 1] != '/' || n > 256)
+        return "must start and end with '/' (like /oidc-discovery/), so that no other prefix overlaps it";
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+            return "must be printable ASCII without spaces";
+    return NULL;
+}
+
 int config_is_unix_listen(const char *s)
 {
     return strncmp(s, UNIX_PREFIX, strlen(UNIX_PREFIX)) == 0;

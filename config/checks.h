@@ -94,6 +94,12 @@ const char *config_check_caller(const char *v);
 /* A comma-separated list of audiences: none empty. */
 const char *config_check_audiences(const char *v);
 
+/* --etcd-servers: comma-separated http(s)://HOST:PORT, no path. */
+const char *config_check_etcd_servers(const char *v);
+
+/* --etcd-prefix: starts and ends with '/', printable ASCII. */
+const char *config_check_etcd_prefix(const char *v);
+
 /* A comma-separated list of Host header values: host or host:port. */
 const char *config_check_hosts(const char *v);
 

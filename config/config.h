@@ -104,6 +104,15 @@ struct config {
     unsigned long signer_idle_timeout;     /* --external-signer-idle-timeout, seconds */
     unsigned long signer_max_buffered;     /* --external-signer-max-buffered-bytes: all connections */
 
+    /* The signers of an HA control plane share their keys through etcd. */
+    struct config_strlist etcd_servers;    /* --etcd-servers, split at commas; empty: no etcd */
+    char *etcd_cafile;                     /* --etcd-cafile, or NULL: the system's CAs */
+    char *etcd_certfile;                   /* --etcd-certfile, or NULL */
+    char *etcd_keyfile;                    /* --etcd-keyfile, or NULL */
+    char *etcd_prefix;                     /* --etcd-prefix: starts and ends with '/' */
+    unsigned long etcd_lease_ttl;          /* --etcd-lease-ttl, seconds */
+    char *signing_key_encryption_key_file; /* --signing-key-encryption-key-file, or NULL */
+
     char *output;     /* keys and doctor --output: "table" (or "text", the same) or "json" */
     char *export_dir; /* export --out */
 

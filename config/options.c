@@ -56,6 +56,7 @@
 #define NEEDS_UPSTREAM NEEDS({"upstream", NULL})
 #define NEEDS_DIR      NEEDS({"signing-key-dir", " DIR (the keys this server signs with)"})
 #define NEEDS_SOCKET   NEEDS({"external-signer-listen", " unix:PATH"})
+#define NEEDS_ETCD     NEEDS({"etcd-servers", " URL[,URL...]"})
 #define NEEDS_REVIEW                                                                                                   \
     {                                                                                                                  \
         "enable-token-review", NULL                                                                                    \
@@ -78,6 +79,8 @@ IGNORING_HTTP(config_check_unix_socket)
 IGNORING_HTTP(config_check_owner)
 IGNORING_HTTP(config_check_web_url)
 IGNORING_HTTP(config_check_caller)
+IGNORING_HTTP(config_check_etcd_servers)
+IGNORING_HTTP(config_check_etcd_prefix)
 
 /* One worker per online CPU, within the row's range. */
 static void online_cpus(const struct config_option *o, char *out, size_t len)
@@ -234,6 +237,40 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_SIGNER,
      .help = "Accept --max-token-lifetime below 10m, which kube-apiserver refuses: for tests and demos",
      NEEDS_DIR},
+    /* The signers of an HA control plane: keys, roles, schedule and the rotation lock in the cluster's etcd */
+    {.name = "etcd-servers", .arg = "URL[,URL...]", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,
+     .check = config_check_etcd_servers_row, .commands = FOR_SERVE | FOR_KEYS, .def_note = ": the key set is this node's alone",
+     SCALAR(etcd_servers), .group = CONFIG_GROUP_SIGNER, .also = "etcd",
+     .help = "etcd members (as kube-apiserver's --etcd-servers) that hold the signing keys, sealed, their roles and "
+             "schedule, and choose the one signer that rotates; --signing-key-dir is this node's copy",
+     NEEDS({"signing-key-dir", " DIR (this node's copy of the keys, to start and sign while etcd is down)"},
+           {"signing-key-encryption-key-file", " FILE (the private keys are sealed before they reach etcd)"})},
+    {.name = "etcd-cafile", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE | FOR_KEYS, .def_text = "the system's", SCALAR(etcd_cafile), .group = CONFIG_GROUP_SIGNER,
+     .help = "CA certificates that etcd's server certificates must chain to (kubeadm: /etc/kubernetes/pki/etcd/ca.crt)",
+     NEEDS_ETCD},
+    {.name = "etcd-certfile", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE | FOR_KEYS, SCALAR(etcd_certfile), .group = CONFIG_GROUP_SIGNER,
+     .help = "Client certificate for etcd (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.crt)",
+     NEEDS({"etcd-servers", " URL[,URL...]"}, {"etcd-keyfile", " PATH"})},
+    {.name = "etcd-keyfile", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE | FOR_KEYS, SCALAR(etcd_keyfile), .group = CONFIG_GROUP_SIGNER,
+     .help = "Private key of --etcd-certfile",
+     NEEDS({"etcd-servers", " URL[,URL...]"}, {"etcd-certfile", " PATH"})},
+    {.name = "etcd-prefix", .arg = "PREFIX", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .check = config_check_etcd_prefix_row, .commands = FOR_SERVE | FOR_KEYS, .def = "/oidc-discovery/", SCALAR(etcd_prefix),
+     .group = CONFIG_GROUP_SIGNER,
+     .help = "Every etcd key this server reads or writes starts with this (give each cluster's signers their own)",
+     NEEDS_ETCD},
+    {.name = "etcd-lease-ttl", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 2,
+     .max = 300, .commands = FOR_SERVE | FOR_KEYS, .def = "15s", SCALAR(etcd_lease_ttl), .group = CONFIG_GROUP_SIGNER,
+     .help = "Lease of the signer that rotates: another takes over this long (and a second) after it stops",
+     NEEDS_ETCD},
+    {.name = "signing-key-encryption-key-file", .arg = "FILE", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE | FOR_KEYS, SCALAR(signing_key_encryption_key_file), .group = CONFIG_GROUP_SIGNER,
+     .help = "Key that seals the private keys in etcd (AES-256-GCM): 64 hex characters, `openssl rand -hex 32`, "
+             "mode 0600, the same file on every control-plane node",
+     NEEDS_ETCD},
     {.name = "external-signer-listen", .arg = "unix:PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
      .check = config_check_unix_socket_row, .commands = CONFIG_FOR_SERVERS,      SCALAR(external_signer_listen), .group = CONFIG_GROUP_SIGNER,
      .help = "Serve kube-apiserver's external signer (gRPC ExternalJWTSigner) on this Unix socket: the path its "

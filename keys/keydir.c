@@ -241,6 +241,14 @@ static void keydir_render(const struct keydir *kd, struct jsonw *w)
     jsonw_lit(w, "\n]}\n");
 }
 
+int keydir_render_text(const struct keydir *kd, char **out, size_t *len)
+{
+    struct jsonw w = {0};
+
+    keydir_render(kd, &w);
+    return jsonw_finish(&w, out, len);
+}
+
 int keydir_save(const char *dir, const struct keydir *kd, char *err, size_t errlen)
 {
     struct jsonw w = {0};
@@ -370,6 +378,30 @@ static int keydir_parse(const char *path, const struct json_value *root, struct 
         }
     }
     return 0;
+}
+
+int keydir_parse_text(const char *name, const char *text, size_t len, struct keydir **out, char *err, size_t errlen)
+{
+    char why[256];
+    struct json_value *root = NULL;
+    struct keydir *kd = keydir_new();
+    int rc = -1;
+
+    *out = NULL;
+    if (kd == NULL)
+        snprintf(err, errlen, "out of memory");
+    else if (len > KEYDIR_MAX_STATE)
+        snprintf(err, errlen, "%s: larger than %d bytes", name, KEYDIR_MAX_STATE);
+    else if ((root = json_parse((const unsigned char *)text, len, why, sizeof(why))) == NULL)
+        snprintf(err, errlen, "%s: %s", name, why);
+    else
+        rc = keydir_parse(name, root, kd, err, errlen);
+    json_free(root);
+    if (rc != 0)
+        keydir_free(kd);
+    else
+        *out = kd;
+    return rc;
 }
 
 int keydir_read(const char *dir, struct keydir **out, char *err, size_t errlen)
@@ -551,6 +583,42 @@ EVP_PKEY *keydir_load_private(const char *dir, const char *kid, char *err, size_
     file_free(pem, len);
     close(dirfd);
     return priv;
+}
+
+char *keydir_key_pem(const char *dir, const char *kid, size_t *len, char *err, size_t errlen)
+{
+    char name[64], path[4200], *pem = NULL;
+    int dirfd = keydir_open(dir, 0, err, errlen);
+
+    if (dirfd < 0)
+        return NULL;
+    keydir_key_name(kid, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (file_read_at(dirfd, name, path, "signing key file", KEYDIR_MAX_KEY_FILE, &pem, len, err, errlen) > 0)
+        snprintf(err, errlen, "signing key file %s is missing, though %s names it", path, KEYDIR_STATE_FILE);
+    close(dirfd);
+    return pem;
+}
+
+int keydir_install_key(const char *dir, const char *kid, const char *pem, size_t len, char *err, size_t errlen)
+{
+    char name[64], computed[KEY_KID_LEN + 1];
+    EVP_PKEY *priv = keyfile_private_from_pem(pem, len);
+    int dirfd = -1, rc = -1;
+
+    if (priv == NULL)
+        snprintf(err, errlen, "kid=%s: no private key in it", kid);
+    else if (key_kid(priv, computed) != 0 || strcmp(computed, kid) != 0)
+        snprintf(err, errlen, "kid=%s: holds another key than kid %s", kid, kid);
+    else if ((dirfd = keydir_open(dir, 0, err, errlen)) >= 0) {
+        keydir_key_name(kid, name, sizeof(name));
+        if ((rc = keyfile_write_pem_at(dirfd, name, priv, 1, 0600)) != 0)
+            snprintf(err, errlen, "%s/%s: cannot write: %s", dir, name, strerror(errno));
+    }
+    if (dirfd >= 0)
+        close(dirfd);
+    EVP_PKEY_free(priv);
+    return rc;
 }
 
 int keydir_add_public(const char *dir, const struct keydir *kd, struct keyset *ks, char *err, size_t errlen)

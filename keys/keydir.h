@@ -74,6 +74,23 @@ int keydir_lock(const char *dir, int *lockfd, char *err, size_t errlen);
  * (*out is empty), -1 with the reason, naming the file, in err. */
 int keydir_read(const char *dir, struct keydir **out, char *err, size_t errlen);
 
+/* rotation.json's text for kd (what keydir_save writes), in a new
+ * buffer (free it); 0, or -1 when out of memory. For a store that keeps
+ * the directory's state elsewhere (etcd). */
+int keydir_render_text(const struct keydir *kd, char **out, size_t *len);
+
+/* Reads rotation.json's text (from elsewhere; name says where, for
+ * messages) into a new *out, as keydir_read does. 0, or -1 with err. */
+int keydir_parse_text(const char *name, const char *text, size_t len, struct keydir **out, char *err, size_t errlen);
+
+/* The bytes of kid's key file as stored (PKCS#8 PEM), to seal for etcd;
+ * free with file_free. NULL with the reason in err. */
+char *keydir_key_pem(const char *dir, const char *kid, size_t *len, char *err, size_t errlen);
+
+/* Writes kid's key file from the PEM text pem (from etcd), checking that
+ * it holds kid's private key. 0, or -1 with the reason in err. */
+int keydir_install_key(const char *dir, const char *kid, const char *pem, size_t len, char *err, size_t errlen);
+
 /* Writes kd to rotation.json. 0, or -1 with the reason in err. */
 int keydir_save(const char *dir, const struct keydir *kd, char *err, size_t errlen);
 

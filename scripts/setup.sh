@@ -15,6 +15,7 @@ packages=(build-essential cmake pkg-config openssl curl
           python3-botocore
           libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev python3-grpcio python3-grpc-tools
           libgrpc-dev
+          etcd-server
           chromium  # the browser tests: CORS from another origin, the status page
           dpkg-dev buildah)
 # dpkg-dev: cpack -G DEB computes the package's dependencies with
@@ -23,6 +24,9 @@ packages=(build-essential cmake pkg-config openssl curl
 # python3-botocore recomputes the S3 signatures in tests/e2e/s3_standin.py.
 # libgrpc-dev: bench/sign_bench, the external signer's load generator (a
 # client on gRPC's C core); python3-grpcio is the tests' client.
+# etcd-server: the signers' shared store (--etcd-servers), a three-member
+# cluster the tests start (tests/e2e/harness_etcd.py talks to its JSON
+# gateway itself, so no etcd-client).
 # Node.js runs the independent relying-party tests (panva/jose) and Azurite
 # (tests/e2e/test_bucket_azure.py); keep an
 # existing installation (it may not come from Debian) and add Debian's

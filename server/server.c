@@ -250,8 +250,9 @@ static void server_wake(struct server *s)
     }
 }
 
-/* mirror_thread's wake callback: a new set from the --upstream waits. */
-static void server_wake_for_upstream(void *s)
+/* The wake callback of mirror_thread (a new set from the --upstream
+ * waits) and of the etcd thread (a new set from etcd waits). */
+static void server_wake_cb(void *s)
 {
     server_wake(s);
 }
@@ -297,7 +298,8 @@ static int server_prepare_reload(struct server *s)
     for (int k = 0; k < CERT_NKINDS; k++)
         cert_init(&s->certs[k], cfg, (enum cert_kind)k);
     server_rewatch(s);
-    if ((s->reload = reload_create(cfg, now, now_ms)) == NULL || cert_load(&s->certs[CERT_PUBLIC], now) != 0 ||
+    if ((s->reload = reload_create(cfg, now, now_ms)) == NULL ||
+        reload_signer_start(s->reload, server_wake_cb, s) != 0 || cert_load(&s->certs[CERT_PUBLIC], now) != 0 ||
         cert_load(&s->certs[CERT_TOKEN_REVIEW], now) != 0)
         return 2;
     schedule_init(&s->schedule, cfg->key_reload_interval, now_ms);
@@ -576,7 +578,7 @@ static int server_start(struct server *s, sigset_t *signals)
     if (server_start_bound(s) != 0 || server_add_sites(s) != 0 || server_open_sites(s) != 0 ||
         server_start_workers(s) != 0)
         return 1;
-    if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_for_upstream, s)) == NULL)
+    if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_cb, s)) == NULL)
         return 1;
     status_publish(reload_status(s->reload));
     for (int k = 0; k < CERT_NKINDS; k++)

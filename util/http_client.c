@@ -57,16 +57,18 @@ struct http_call {
     int head_done;               /* the final response's head has ended: later lines are trailers */
     const char *why;             /* set by a callback that stopped the transfer */
     char why_buf[160];           /* room for a why that needs formatting */
-    const unsigned char *upload; /* the rest of a PUT's body */
+    const unsigned char *upload; /* the rest of a PUT's or POST's body */
     size_t upload_left;
+    void *curl;  /* the easy handle, for a stream's status */
+    int stopped; /* the stream's callback stopped the transfer */
     char *err;
     size_t errlen;
 };
 
-/* "GET" or "PUT", for messages. */
+/* "GET", "PUT" or "POST", for messages. */
 static const char *http_method_name(enum http_method m)
 {
-    return m == HTTP_PUT ? "PUT" : "GET";
+    return m == HTTP_PUT ? "PUT" : m == HTTP_POST ? "POST" : "GET";
 }
 
 static pthread_once_t http_once = PTHREAD_ONCE_INIT;
@@ -197,7 +199,7 @@ static enum http_client_error http_sigv4_fields(struct http_call *c, struct curl
     unsigned char md[32];
     char field[80 + 2 * sizeof(md)], *token;
     enum http_client_error e = HTTP_CLIENT_OK;
-    const void *body = c->req->method == HTTP_PUT ? c->req->body : NULL;
+    const void *body = c->req->method != HTTP_GET ? c->req->body : NULL;
     size_t len = body != NULL ? c->req->body_len : 0;
     int n = snprintf(field, sizeof(field), "x-amz-content-sha256: ");
 
@@ -416,8 +418,17 @@ static size_t http_on_body(char *data, size_t size, size_t nmemb, void *ctx)
     struct http_call *c = ctx;
     struct http_response *res = c->res;
     size_t len = size * nmemb, cap = c->body_cap ? c->body_cap : 4096;
+    long status = 0;
     char *body;
 
+    if (c->req->on_data != NULL && c->curl != NULL &&
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status >= 200 && status < 300) {
+        if (c->req->on_data(c->req->on_data_ctx, data, len) != 0) {
+            c->stopped = 1;
+            return 0;
+        }
+        return len;
+    }
     if (len > c->max_body - res->body_len) {
         snprintf(c->why_buf, sizeof(c->why_buf), "response body exceeds %zu bytes", c->max_body);
         return http_abort(c, c->why_buf);
@@ -541,8 +552,15 @@ static enum http_client_error http_fail_curl(struct http_call *c, CURL *curl, CU
     if (c->why != NULL)
         return http_fail(c, HTTP_CLIENT_ERR_RESPONSE, "%s", c->why);
     switch (rc) {
+    case CURLE_SSL_CERTPROBLEM:
+        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot use the client certificate %s: %s",
+                         c->req->cert_file ? c->req->cert_file : "", detail);
     case CURLE_ABORTED_BY_CALLBACK:
         return http_fail(c, HTTP_CLIENT_ERR_CANCELLED, "cancelled");
+    case CURLE_WRITE_ERROR:
+        if (c->stopped)
+            return http_fail(c, HTTP_CLIENT_ERR_CANCELLED, "stream stopped");
+        return http_fail(c, HTTP_CLIENT_ERR_RESPONSE, "%s", detail);
     case CURLE_OPERATION_TIMEDOUT:
         return http_fail_timeout(c, curl);
     case CURLE_PEER_FAILED_VERIFICATION:
@@ -552,6 +570,12 @@ static enum http_client_error http_fail_curl(struct http_call *c, CURL *curl, CU
                          c->req->ca_file ? c->req->ca_file : "the system store");
     case CURLE_SSL_CONNECT_ERROR:
         return http_fail(c, HTTP_CLIENT_ERR_TLS, "TLS handshake failed: %s", detail);
+    case CURLE_RECV_ERROR:
+        /* TLS 1.3: a server that refuses the client certificate says so
+         * with an alert after the handshake, at the first read */
+        if (c->https && strstr(detail, "alert") != NULL)
+            return http_fail(c, HTTP_CLIENT_ERR_TLS, "TLS: the server refused the connection: %s", detail);
+        return http_fail(c, HTTP_CLIENT_ERR_RESPONSE, "%s", detail);
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
         return http_fail(c, HTTP_CLIENT_ERR_CONNECT, "%s", detail);
@@ -587,7 +611,8 @@ static enum http_client_error http_fail_curl(struct http_call *c, CURL *curl, CU
  * timeouts, TLS and trust, proxies. ca holds the bytes of req->ca_file
  * (libcurl copies them). Returns CURLE_OK or the first option libcurl
  * refused. */
-static CURLcode http_set_policy(CURL *curl, const struct http_request *req, const char *ca, size_t ca_len)
+static CURLcode http_set_policy(CURL *curl, const struct http_request *req, const char *ca, size_t ca_len,
+                                const struct curl_blob *cert, const struct curl_blob *key)
 {
     struct curl_blob ca_blob = {.data = (void *)ca, .len = ca_len, .flags = CURL_BLOB_COPY};
     long total, connect;
@@ -612,6 +637,12 @@ static CURLcode http_set_policy(CURL *curl, const struct http_request *req, cons
         HTTP_SET(CURLOPT_SSL_CTX_FUNCTION, http_on_ssl_ctx);
     if (!req->use_env_proxy)
         HTTP_SET(CURLOPT_PROXY, ""); /* "": no proxy, whatever the environment says */
+    if (cert != NULL) {
+        HTTP_SET(CURLOPT_SSLCERTTYPE, "PEM");
+        HTTP_SET(CURLOPT_SSLCERT_BLOB, cert);
+        HTTP_SET(CURLOPT_SSLKEYTYPE, "PEM");
+        HTTP_SET(CURLOPT_SSLKEY_BLOB, key);
+    }
     return rc;
 }
 
@@ -631,7 +662,11 @@ static CURLcode http_set_exchange(CURL *curl, struct http_call *c, CURLU *u, str
     HTTP_SET(CURLOPT_WRITEFUNCTION, http_on_body);
     HTTP_SET(CURLOPT_WRITEDATA, c);
     HTTP_SET(CURLOPT_ERRORBUFFER, errbuf);
-    if (req->method == HTTP_PUT) {
+    if (req->method == HTTP_POST) {
+        HTTP_SET(CURLOPT_POST, 1L);
+        HTTP_SET(CURLOPT_POSTFIELDS, c->upload != NULL ? (const void *)c->upload : "");
+        HTTP_SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->upload_left);
+    } else if (req->method == HTTP_PUT) {
         HTTP_SET(CURLOPT_UPLOAD, 1L);
         HTTP_SET(CURLOPT_READFUNCTION, http_on_upload);
         HTTP_SET(CURLOPT_READDATA, c);
@@ -668,12 +703,46 @@ static enum http_client_error http_check_sigv4(struct http_call *c)
     return HTTP_CLIENT_OK;
 }
 
+/* Wipes and frees the client certificate's and key's bytes (libcurl
+ * copied them). */
+static void http_free_identity(struct curl_blob *cert, struct curl_blob *key)
+{
+    file_free(cert->data, cert->len);
+    file_free(key->data, key->len);
+    cert->data = key->data = NULL;
+}
+
+/* Reads the client certificate and key files, with file_read, into blobs
+ * libcurl copies (CURL_BLOB_COPY): libcurl would open the paths itself,
+ * and wait forever on a FIFO put there. */
+static enum http_client_error http_client_identity(struct http_call *c, struct curl_blob *cert, struct curl_blob *key)
+{
+    const struct http_request *req = c->req;
+    char why[1024];
+    size_t len = 0;
+
+    if (req->cert_file == NULL && req->key_file == NULL)
+        return HTTP_CLIENT_OK;
+    if (req->cert_file == NULL || req->key_file == NULL)
+        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "a client certificate needs both its file and its key's");
+    if ((cert->data = file_read(req->cert_file, HTTP_CLIENT_CA_MAX, &len, NULL, why, sizeof(why))) == NULL)
+        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot load the client certificate from %s", why);
+    cert->len = len;
+    cert->flags = CURL_BLOB_COPY;
+    if ((key->data = file_read(req->key_file, HTTP_CLIENT_CA_MAX, &len, NULL, why, sizeof(why))) == NULL)
+        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot load the client key from %s", why);
+    key->len = len;
+    key->flags = CURL_BLOB_COPY;
+    return HTTP_CLIENT_OK;
+}
+
 /* Runs the transfer once the request passed its checks. The CA file is
  * read here, with file_read, and handed to libcurl as bytes: libcurl
  * would open the path itself, and wait forever on a FIFO put there. */
 static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct curl_slist *fields)
 {
     char errbuf[CURL_ERROR_SIZE] = "", detail[CURL_ERROR_SIZE + 4], why[1024], *ca = NULL;
+    struct curl_blob cert = {0}, key = {0};
     CURL *curl = NULL;
     enum http_client_error e = HTTP_CLIENT_OK;
     long status = 0;
@@ -683,12 +752,15 @@ static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct
     if (c->req->ca_file != NULL &&
         (ca = file_read(c->req->ca_file, HTTP_CLIENT_CA_MAX, &ca_len, NULL, why, sizeof(why))) == NULL)
         return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot load CA certificates from %s", why);
-    if ((curl = curl_easy_init()) == NULL) {
+    if ((e = http_client_identity(c, &cert, &key)) != HTTP_CLIENT_OK || (curl = curl_easy_init()) == NULL) {
         free(ca);
-        return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot set up libcurl");
+        http_free_identity(&cert, &key);
+        return e != HTTP_CLIENT_OK ? e : http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot set up libcurl");
     }
-    rc = http_set_policy(curl, c->req, ca, ca_len);
+    rc = http_set_policy(curl, c->req, ca, ca_len, cert.data ? &cert : NULL, &key);
     free(ca); /* libcurl keeps its own copy */
+    http_free_identity(&cert, &key);
+    c->curl = curl;
     if (rc != CURLE_OK || (rc = http_set_exchange(curl, c, u, fields, errbuf)) != CURLE_OK) {
         curl_easy_cleanup(curl);
         return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "libcurl refused an option: %s", curl_easy_strerror(rc));
@@ -728,7 +800,7 @@ enum http_client_error http_client_fetch(const struct http_request *req, struct 
     call.max_body = req->max_body == 0             ? HTTP_CLIENT_BODY_MAX
                     : req->max_body < SIZE_MAX / 2 ? req->max_body
                                                    : SIZE_MAX / 2;
-    if (req->method == HTTP_PUT) {
+    if (req->method != HTTP_GET) {
         call.upload = req->body;
         call.upload_left = req->body != NULL ? req->body_len : 0;
     }

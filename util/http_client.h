@@ -54,10 +54,10 @@
 #define HTTP_CLIENT_BEARER_MAX (64 * 1024)
 
 /* A CA file larger than this is refused (a distribution's whole bundle is
- * some 200 KiB). */
+ * some 200 KiB); so is a client certificate or key file. */
 #define HTTP_CLIENT_CA_MAX (4 * 1024 * 1024)
 
-enum http_method { HTTP_GET = 0, HTTP_PUT };
+enum http_method { HTTP_GET = 0, HTTP_PUT, HTTP_POST };
 
 /* Credentials to sign a request with AWS Signature Version 4 (S3 and
  * compatible stores), by libcurl's CURLOPT_AWS_SIGV4. The payload hash is
@@ -80,6 +80,12 @@ struct http_request {
     int allow_http;          /* also accept http:// URLs */
     const char *ca_file;     /* PEM certificates to trust instead of the system store, or NULL */
 
+    /* A client certificate (PEM, the chain after it) and its private key
+     * (PEM, unencrypted) for TLS, both read with file_read at each call
+     * (the key's bytes wiped after), or NULL: none. Both or neither. */
+    const char *cert_file;
+    const char *key_file;
+
     /* Extra header fields, "Name: value" each, NULL-terminated, or NULL
      * (e.g. "Accept: application/json", "If-None-Match: \"abc\"",
      * "Content-Type: application/json" for a PUT). A field with CR, LF or
@@ -95,7 +101,7 @@ struct http_request {
 
     const struct http_sigv4 *sigv4; /* sign the request, or NULL */
 
-    const void *body; /* request body for HTTP_PUT (may be empty); ignored for GET */
+    const void *body; /* request body for HTTP_PUT and HTTP_POST (may be empty); ignored for GET */
     size_t body_len;
 
     size_t max_body; /* response body cap; 0: HTTP_CLIENT_BODY_MAX */
@@ -112,6 +118,16 @@ struct http_request {
      * fails with HTTP_CLIENT_ERR_CANCELLED; a thread being stopped must not
      * wait out a timeout. NULL: never. */
     const atomic_int *cancel;
+
+    /* A response body read as a stream (a watch): when set, the body is
+     * handed to it as it arrives, in pieces of any size, and not kept
+     * (res->body stays empty); it returns 0 to go on, anything else to
+     * stop the transfer, which then fails with HTTP_CLIENT_ERR_CANCELLED.
+     * The whole-transfer timeout still holds: a stream ends with
+     * HTTP_CLIENT_ERR_TIMEOUT at timeout_ms, and the caller reconnects.
+     * Only a 2xx response's body is streamed; another's is kept as usual. */
+    int (*on_data)(void *ctx, const char *data, size_t len);
+    void *on_data_ctx;
 };
 
 /* One header field of a response. */

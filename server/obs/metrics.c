@@ -338,6 +338,16 @@ static void metrics_render_signer(struct strbuf *b)
                   "1 while this process signs with a retired key: it has not published the new one for "
                   "--publish-ahead yet.",
                   (long long)m->signing_fallback);
+    if (atomic_load(&m->store_enabled)) {
+        long long last = (long long)atomic_load(&m->store_last_read), now = (long long)time(NULL);
+        metrics_gauge(b, "oidc_signer_store_reachable",
+                      "1 when the last read of the signing keys in etcd (--etcd-servers) succeeded; 0: rotation "
+                      "is paused, signing goes on.",
+                      (long long)atomic_load(&m->store_reachable));
+        metrics_gauge(b, "oidc_signer_store_last_read_age_seconds",
+                      "Seconds since the last successful read of etcd (-1: never).",
+                      last > 0 ? (now > last ? now - last : 0) : -1);
+    }
     strbuf_printf(b, "# HELP oidc_signer_keys Keys of the signing key directory by role.\n"
                      "# TYPE oidc_signer_keys gauge\n");
     for (int r = 0; r < 3; r++)

@@ -144,6 +144,9 @@ struct metrics_signer {
     atomic_uint_fast64_t keys[3];         /* by role: next, signing, retired (rotation.h) */
     atomic_uint_fast64_t signs[METRICS_NSIGN_RESULTS];
     atomic_uint_fast64_t calls[METRICS_NSIGNER_CALLS];
+    atomic_int_fast64_t store_enabled;   /* --etcd-servers given (server/reload/signer_etcd.c) */
+    atomic_int_fast64_t store_reachable; /* the last read of etcd succeeded */
+    atomic_int_fast64_t store_last_read; /* unix seconds of the last successful read, 0 = never */
 };
 
 extern struct metrics_process metrics_process;

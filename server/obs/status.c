@@ -74,6 +74,7 @@ static void status_free(struct status *st)
     }
     free(st->keys);
     free(st->reload_error);
+    free(st->rotation_paused);
     free(st->issuer);
     free(st->jwks_uri);
     free(st);
@@ -265,7 +266,15 @@ static void status_render_reload(struct strbuf *b, const struct status *st)
         status_text(b, st->reload_error);
         strbuf_puts(b, " (the last good key set stays published)</td></tr>\n");
     }
-    strbuf_printf(b, "<tr><th>failed reloads</th><td>%lu</td></tr>\n</table>\n", st->reload_failures);
+    strbuf_printf(b, "<tr><th>failed reloads</th><td>%lu</td></tr>\n", st->reload_failures);
+    if (st->key_store && st->rotation_paused == NULL) {
+        strbuf_puts(b, "<tr><th>key rotation (etcd)</th><td class=\"ok\">running</td></tr>\n");
+    } else if (st->key_store) {
+        strbuf_puts(b, "<tr><th>key rotation (etcd)</th><td class=\"failed\">paused: ");
+        status_text(b, st->rotation_paused);
+        strbuf_puts(b, " (signing goes on with this node's copy of the keys)</td></tr>\n");
+    }
+    strbuf_puts(b, "</table>\n");
 }
 
 /* --publish-to: each target's last push (push/status.h), read now: the

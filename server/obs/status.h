@@ -53,7 +53,9 @@ struct status {
     time_t reload_at;   /* the last reload pass, wall clock; 0: none yet */
     char *reload_error; /* why it failed, or NULL when it succeeded */
     unsigned long reload_failures;
-    int unavailable; /* the documents answer 503: an --upstream has not answered yet */
+    int unavailable;       /* the documents answer 503: an --upstream has not answered yet */
+    int key_store;         /* the signing keys are kept in etcd (--etcd-servers) */
+    char *rotation_paused; /* with it: why nothing rotates, or NULL when rotation runs */
 };
 
 /* A status for issuer and jwks_uri, with nothing else yet. NULL when out

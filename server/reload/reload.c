@@ -393,6 +393,13 @@ struct status *reload_status(const struct reload *r)
     st->unavailable = r->current->unavailable;
     if (r->last_error[0] != '\0' && (st->reload_error = strdup(r->last_error)) == NULL)
         st->failed = 1;
+    if (r->signer != NULL && cfg->etcd_servers.count > 0) {
+        char paused[512];
+        st->key_store = 1;
+        signerdir_paused(r->signer, paused, sizeof(paused));
+        if (paused[0] != '\0' && (st->rotation_paused = strdup(paused)) == NULL)
+            st->failed = 1;
+    }
     for (size_t i = 0; i < ks->count; i++) {
         const struct key *k = &ks->keys[i];
         const struct history_entry *e = history_find(r->history, k->kid);
@@ -410,6 +417,16 @@ struct status *reload_status(const struct reload *r)
         status_add_key(st, &row);
     }
     return st;
+}
+
+int reload_signer_start(struct reload *r, void (*wake)(void *), void *wake_ctx)
+{
+    char err[1024];
+
+    if (r->signer == NULL || signerdir_start_etcd(r->signer, wake, wake_ctx, err, sizeof(err)) == 0)
+        return 0;
+    log_msg(LOG_ERROR, "--etcd-servers: %s", err);
+    return -1;
 }
 
 struct snapshot *reload_current(const struct reload *r)

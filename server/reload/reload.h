@@ -56,6 +56,11 @@ struct reload;
  * start then. */
 struct reload *reload_create(const struct config *cfg, time_t now, int64_t now_ms);
 
+/* Starts what the signing keys need beside the passes (with
+ * --etcd-servers, the thread that follows etcd), which calls wake(ctx)
+ * when a pass should run. 0, or -1 (logged): the server does not start. */
+int reload_signer_start(struct reload *r, void (*wake)(void *), void *wake_ctx);
+
 /* The snapshot published now; r keeps its reference. */
 struct snapshot *reload_current(const struct reload *r);
 

@@ -12,6 +12,7 @@
 #include "keys/keydir_next.h"
 #include "publish/publish.h"
 #include "server/obs/metrics.h"
+#include "server/reload/signer_etcd.h"
 #include "util/log.h"
 #include "util/clock.h"
 
@@ -40,6 +41,8 @@ struct signerdir {
     size_t nseen;
     struct signer_state *current;
     char chosen[KEY_KID_LEN + 1]; /* the kid this process signed with last, "" for none */
+    struct signer_etcd *etcd;     /* --etcd-servers: the directory is this node's copy of etcd's set */
+    int etcd_rotating;            /* this process rotated at the last pass (etcd's lease, and the lock) */
 };
 
 /* ---- what this process has published ------------------------------------ */
@@ -168,11 +171,46 @@ static void signerdir_log_step(const struct signerdir *sd, const struct keydir_s
     }
 }
 
+/* With etcd, what the rotator counts as published is what every live
+ * signer publishes: a next key ages only while every one reports it (so
+ * it signs only once all have published it for --publish-ahead), and a
+ * retired key's wait starts again while any signs with it (it stays
+ * published --max-token-lifetime after the last signature anywhere). */
+static void signerdir_etcd_gate(struct signerdir *sd, int *in)
+{
+    struct keydir *kd = sd->kd;
+
+    for (size_t i = 0; i < kd->count; i++) {
+        struct rotation_key *r = &kd->rot[i];
+        if (r->role == ROTATION_NEXT && in[i] && !signer_etcd_all_publish(sd->etcd, r->kid))
+            in[i] = 0;
+        else if (r->role == ROTATION_RETIRED && signer_etcd_any_signs(sd->etcd, r->kid))
+            r->retired_ms = 0;
+    }
+}
+
+/* Reports to etcd which of the directory's keys the snapshot snap
+ * publishes and which one signs (chosen, or none). */
+static void signerdir_etcd_report(struct signerdir *sd, const struct snapshot *snap, int chosen)
+{
+    const struct keydir *kd = sd->kd;
+    char(*kids)[KEY_KID_LEN + 1] = calloc(kd->count ? kd->count : 1, sizeof(*kids));
+    size_t n = 0;
+
+    if (kids == NULL)
+        return;
+    for (size_t i = 0; i < kd->count; i++)
+        if (keyset_find(snap->keyset, kd->rot[i].kid) != NULL)
+            memcpy(kids[n++], kd->rot[i].kid, sizeof(kids[0]));
+    signer_etcd_report(sd->etcd, (const char(*)[KEY_KID_LEN + 1]) kids, n, chosen >= 0 ? kd->rot[chosen].kid : "");
+    free(kids);
+}
+
 /* The holder's share of a pass: keys/keydir_next decides and writes the
  * directory's next state in one call; this says what it did, gives up
  * the lock when rotation.json could not be written, and schedules the
  * next pass. */
-static void signerdir_rotate(struct signerdir *sd, const struct keyset *published, time_t now, int64_t now_ms)
+static int signerdir_rotate(struct signerdir *sd, const struct keyset *published, time_t now, int64_t now_ms)
 {
     struct keydir *kd = sd->kd;
     int *in = calloc(kd->count ? kd->count : 1, sizeof(*in)), failed;
@@ -181,6 +219,8 @@ static void signerdir_rotate(struct signerdir *sd, const struct keyset *publishe
 
     for (size_t i = 0; in != NULL && published != NULL && i < kd->count; i++)
         in[i] = keyset_find(published, kd->rot[i].kid) != NULL;
+    if (sd->etcd != NULL && in != NULL)
+        signerdir_etcd_gate(sd, in);
     failed =
         keydir_next(sd->dir, kd, &sd->policy, in, now_ms - sd->ticked_ms, sd->cfg->signing_key_type, now, &next) != 0;
     free(in);
@@ -194,9 +234,10 @@ static void signerdir_rotate(struct signerdir *sd, const struct keyset *publishe
         signerdir_give_up(sd, next.err);
     else if (failed)
         log_msg(LOG_ERROR, "signing keys: cannot make the next key: %s", next.err);
-    if (next.nsteps == 0 && now_ms - sd->saved_ms >= SIGNERDIR_SAVE_MS)
-        signerdir_save(sd, now_ms);
+    if (next.nsteps == 0 && now_ms - sd->saved_ms >= SIGNERDIR_SAVE_MS && signerdir_save(sd, now_ms) == 0)
+        saved = 1;
     sd->rotate_due_ms = failed ? now_ms + SIGNERDIR_RETRY_MS : now_ms + next.due_in_ms;
+    return saved > 0 && !next.save_failed;
 }
 
 /* A process without the lock takes it when it is free (the holder
@@ -232,10 +273,45 @@ static int signerdir_reread(struct signerdir *sd, char *err, size_t errlen)
     return 0;
 }
 
+/* With etcd: writes the newest set the etcd thread read into the
+ * directory, which the pass then reads. 1 when it did, 0 when there was
+ * none, -1 (err). */
+static int signerdir_follow_etcd(struct signerdir *sd, char *err, size_t errlen)
+{
+    struct keystore_set *set = signer_etcd_take(sd->etcd);
+    int rc = 0;
+
+    if (set == NULL)
+        return 0;
+    if (keystore_adopt(set, sd->dir, err, errlen) == 0) {
+        signer_etcd_adopted(sd->etcd, set);
+        rc = 1;
+    } else {
+        rc = -1;
+    }
+    keystore_set_free(set);
+    free(set);
+    return rc;
+}
+
+/* Whether this process rotates at this pass: it holds the directory's
+ * lock and, with etcd, the rotator's lease. One that has just become the
+ * rotator counts the keys' ages from now on, as one that has just taken
+ * the lock does. */
+static int signerdir_rotating(struct signerdir *sd, int64_t now_ms)
+{
+    int rotating = sd->lockfd >= 0 && (sd->etcd == NULL || signer_etcd_may_rotate(sd->etcd, now_ms));
+
+    if (sd->etcd != NULL && rotating && !sd->etcd_rotating)
+        sd->ticked_ms = sd->saved_ms = now_ms;
+    sd->etcd_rotating = rotating;
+    return rotating;
+}
+
 const struct keydir *signerdir_prepare(struct signerdir *sd, const struct keyset *published, time_t now, int64_t now_ms,
                                        char *err, size_t errlen)
 {
-    int held = sd->lockfd >= 0;
+    int held = sd->lockfd >= 0, adopted = 0;
 
     /* A key file or the directory opened to group or others since the
      * last pass fails this one before anything is read or rotated: the
@@ -243,17 +319,21 @@ const struct keydir *signerdir_prepare(struct signerdir *sd, const struct keyset
      * names the file. */
     if (keydir_check_modes(sd->dir, err, errlen) != 0)
         return NULL;
+    if (sd->etcd != NULL && (adopted = signerdir_follow_etcd(sd, err, errlen)) < 0)
+        return NULL;
     /* Every process but the holder reads the directory; so does one that
-     * has just become the holder. */
+     * has just become the holder, and one that has just taken etcd's set. */
     if (!held && (signerdir_try_lock(sd, now_ms, err, errlen) < 0 || signerdir_reread(sd, err, errlen) != 0))
         return NULL;
-    if (sd->lockfd >= 0)
-        signerdir_rotate(sd, published, now, now_ms);
+    if (held && adopted && signerdir_reread(sd, err, errlen) != 0)
+        return NULL;
+    if (signerdir_rotating(sd, now_ms) && signerdir_rotate(sd, published, now, now_ms) && sd->etcd != NULL)
+        signer_etcd_push(sd->etcd, sd->kd);
     if (signerdir_track(sd, -1) != 0) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    atomic_store(&metrics_signer.lock_held, sd->lockfd >= 0);
+    atomic_store(&metrics_signer.lock_held, sd->etcd ? sd->etcd_rotating : sd->lockfd >= 0);
     return sd->kd;
 }
 
@@ -312,6 +392,27 @@ static struct signer_role *signerdir_roles(const struct signerdir *sd, time_t no
         roles[i].until = rotation_until(r, &sd->policy, now);
     }
     return roles;
+}
+
+/* With etcd, a rotation that cannot happen (etcd down, a set that does
+ * not open) never stops the signing; but a signing key that has signed
+ * for more than twice --rotation-period (by the wall clock: the copy's
+ * ages stand still while nobody rotates) says so loudly, once per key. */
+static void signerdir_warn_overdue(const struct signerdir *sd, time_t now)
+{
+    const struct keydir *kd = sd->kd;
+    int s = rotation_find(kd->rot, kd->count, ROTATION_SIGNING);
+    char why[512];
+
+    if (sd->etcd == NULL || s < 0 || kd->rot[s].activated_at <= 0 ||
+        now - kd->rot[s].activated_at <= 2 * (time_t)sd->cfg->rotation_period)
+        return;
+    signer_etcd_paused(sd->etcd, why, sizeof(why));
+    log_once(LOG_ERROR,
+             "signing keys: ROTATION OVERDUE: signing kid=%s has signed for %lld s, more than --rotation-period "
+             "(%lus) past its rotation; signing goes on. %s%s",
+             kd->rot[s].kid, (long long)(now - kd->rot[s].activated_at), sd->cfg->rotation_period,
+             why[0] ? "Rotation is paused: " : "Is any signer rotating (oidc_signer_lock_held)?", why);
 }
 
 /* The schedule, for /metrics. */
@@ -378,6 +479,8 @@ struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot
     sd->choose_due_ms = due >= 0 ? now_ms + due : 0;
     if (chosen < 0 && local != NULL)
         signerdir_unavailable(sd, local, why, sizeof(why));
+    if (sd->etcd != NULL)
+        signerdir_etcd_report(sd, snap, chosen);
     struct signer_role *roles = signerdir_roles(sd, now);
     const struct signer_params p = {
         .published = snap->keyset,
@@ -396,6 +499,7 @@ struct signer_state *signerdir_state(struct signerdir *sd, const struct snapshot
     if (st != NULL) {
         signerdir_log_choice(sd, chosen, local, why);
         signerdir_update_metrics(sd, chosen, now);
+        signerdir_warn_overdue(sd, now);
     }
     free(local);
     free(vouched);
@@ -418,12 +522,32 @@ struct signer_state *signerdir_current(const struct signerdir *sd)
 
 void signerdir_role(const struct signerdir *sd, const char *kid, time_t now, struct keydir_role *out)
 {
+    size_t n;
+
     keydir_role_of(sd->kd, kid, &sd->policy, now, out);
+    if (sd->etcd != NULL && out->name != NULL && (n = strlen(out->text)) + 16 < sizeof(out->text))
+        snprintf(out->text + n, sizeof(out->text) - n, " (%s)", signer_etcd_source(sd->etcd, kid));
+}
+
+void signerdir_paused(const struct signerdir *sd, char *why, size_t len)
+{
+    if (sd->etcd != NULL)
+        signer_etcd_paused(sd->etcd, why, len);
+    else if (len > 0)
+        why[0] = '\0';
+}
+
+int signerdir_start_etcd(struct signerdir *sd, void (*wake)(void *), void *wake_ctx, char *err, size_t errlen)
+{
+    return sd->etcd != NULL ? signer_etcd_start(sd->etcd, wake, wake_ctx, err, errlen) : 0;
 }
 
 int64_t signerdir_due(const struct signerdir *sd)
 {
-    int64_t a = sd->lockfd >= 0 ? sd->rotate_due_ms : 0, b = sd->choose_due_ms;
+    if (sd->etcd != NULL && signer_etcd_pending(sd->etcd))
+        return 1; /* a set from etcd waits: now */
+    int64_t a = sd->etcd_rotating || (sd->etcd == NULL && sd->lockfd >= 0) ? sd->rotate_due_ms : 0,
+            b = sd->choose_due_ms;
 
     return a == 0 ? b : b == 0 ? a : a < b ? a : b;
 }
@@ -529,6 +653,7 @@ struct signerdir *signerdir_create(const struct config *cfg, int others_publishe
                                    char *err, size_t errlen)
 {
     struct signerdir *sd = calloc(1, sizeof(*sd));
+    char why[512];
     int fd, rc = -1;
 
     if (sd == NULL) {
@@ -540,12 +665,24 @@ struct signerdir *signerdir_create(const struct config *cfg, int others_publishe
     sd->policy = publish_rotation_policy(cfg);
     sd->lockfd = -1;
     sd->ticked_ms = sd->saved_ms = now_ms;
+    if (cfg->etcd_servers.count > 0 && (sd->etcd = signer_etcd_join(cfg, err, errlen)) == NULL) {
+        signerdir_free(sd);
+        return NULL;
+    }
     if ((fd = keydir_open(sd->dir, 1, err, errlen)) >= 0 && signerdir_check_apart(cfg, err, errlen) == 0 &&
         keydir_check_modes(sd->dir, err, errlen) == 0) {
         rc = keydir_lock(sd->dir, &sd->lockfd, err, errlen) < 0 ? -1 : keydir_read(sd->dir, &sd->kd, err, errlen);
     }
     if (fd >= 0)
         close(fd);
+    if (rc == 1 && sd->etcd != NULL && !signer_etcd_joined(sd->etcd)) {
+        signer_etcd_paused(sd->etcd, why, sizeof(why));
+        snprintf(err, errlen,
+                 "%s holds no keys, and etcd could not be read (%s): a key made now would be this node's alone, "
+                 "and the other signers' tokens would not verify here. Start it once etcd answers",
+                 sd->dir, why);
+        rc = -1;
+    }
     if (rc == 1 && sd->lockfd >= 0)
         rc = signerdir_first_key(sd, others_published, now, now_ms, err, errlen);
     else if (rc == 1)
@@ -564,6 +701,8 @@ struct signerdir *signerdir_create(const struct config *cfg, int others_publishe
                 "signing keys: another process holds %s/%s and rotates the keys; this one publishes and "
                 "signs with what %s says",
                 sd->dir, KEYDIR_LOCK_FILE, KEYDIR_STATE_FILE);
+    if (sd->etcd != NULL)
+        atomic_store(&metrics_signer.lock_held, 0);
     return sd;
 }
 
@@ -572,20 +711,23 @@ void signerdir_save_at_exit(struct signerdir *sd, const struct keyset *published
     struct keydir *kd = sd->kd;
     int *in;
 
-    if (sd->lockfd < 0 || (in = calloc(kd->count ? kd->count : 1, sizeof(*in))) == NULL)
+    if (sd->lockfd < 0 || (sd->etcd != NULL && !signer_etcd_may_rotate(sd->etcd, now_ms)) ||
+        (in = calloc(kd->count ? kd->count : 1, sizeof(*in))) == NULL)
         return;
     for (size_t i = 0; published != NULL && i < kd->count; i++)
         in[i] = keyset_find(published, kd->rot[i].kid) != NULL;
     rotation_tick(kd->rot, kd->count, in, now_ms - sd->ticked_ms, &sd->policy, now);
     sd->ticked_ms = now_ms;
     free(in);
-    signerdir_save(sd, now_ms);
+    if (signerdir_save(sd, now_ms) == 0 && sd->etcd != NULL)
+        signer_etcd_push(sd->etcd, sd->kd);
 }
 
 void signerdir_free(struct signerdir *sd)
 {
     if (sd == NULL)
         return;
+    signer_etcd_free(sd->etcd);
     signerdir_release_lock(sd);
     for (size_t i = 0; i < sd->nseen; i++)
         EVP_PKEY_free(sd->seen[i].priv);

@@ -73,6 +73,16 @@ struct signer_state *signerdir_current(const struct signerdir *sd);
  * "signing", "retired until ..."), as of the last pass at now. */
 void signerdir_role(const struct signerdir *sd, const char *kid, time_t now, struct keydir_role *out);
 
+/* Why the rotation across the signers of etcd is paused ("" when it is
+ * not, or without --etcd-servers). */
+void signerdir_paused(const struct signerdir *sd, char *why, size_t len);
+
+/* With --etcd-servers: uploads the directory when etcd held no set, and
+ * starts the thread that follows etcd (server/reload/signer_etcd.h),
+ * which calls wake(wake_ctx) when a pass should take a new set. 0, or -1
+ * with err; 0 at once without etcd. */
+int signerdir_start_etcd(struct signerdir *sd, void (*wake)(void *), void *wake_ctx, char *err, size_t errlen);
+
 /* The monotonic ms of the next pass the directory needs (a key due to be
  * generated, promoted, dropped, or to become this process's signing key),
  * or 0 for none. */

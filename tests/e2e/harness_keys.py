@@ -348,9 +348,11 @@ def make_ca(dirpath, name="ca"):
     return crt, key
 
 
-def make_server_cert(dirpath, ca, san, name="server"):
+def make_server_cert(dirpath, ca, san, name="server", usage="serverAuth"):
     """A server certificate signed by ca (cert, key) for the subjectAltName
-    san (e.g. "IP:127.0.0.1" or "DNS:other.example"): (cert path, key path)."""
+    san (e.g. "IP:127.0.0.1" or "DNS:other.example"), with the
+    extendedKeyUsage usage ("serverAuth,clientAuth" for an etcd member,
+    whose gateway dials its own gRPC port with it): (cert path, key path)."""
     key = os.path.join(dirpath, name + ".key")
     csr = os.path.join(dirpath, name + ".csr")
     crt = os.path.join(dirpath, name + ".crt")
@@ -359,7 +361,7 @@ def make_server_cert(dirpath, ca, san, name="server"):
             "-keyout", key, "-out", csr, "-subj", "/CN=oidc-e2e %s" % name)
     with open(ext, "w") as f:
         f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-                "extendedKeyUsage=serverAuth\n" % san)
+                "extendedKeyUsage=%s\n" % (san, usage))
     openssl("x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial",
             "-out", crt, "-days", "1", "-extfile", ext)
     return crt, key

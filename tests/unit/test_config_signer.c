@@ -278,3 +278,68 @@ Test(config, upstream_refusals)
           "https://a:1", NULL);
     fails("--upstream is only valid for the serve command", "dev", "--upstream", "https://a:1", NULL);
 }
+
+#define ETCD_ARGS                                                                                                      \
+    SIGNER_ARGS, "--etcd-servers", "https://10.0.0.1:2379,https://10.0.0.2:2379", "--signing-key-encryption-key-file", \
+        "/etc/oidc/seal.key"
+
+Test(config, etcd_defaults_and_every_flag)
+{
+    ok(SIGNER_ARGS, NULL);
+    cr_assert_eq(cfg.etcd_servers.count, 0);
+    cr_assert_str_eq(cfg.etcd_prefix, "/oidc-discovery/");
+    cr_assert_eq(cfg.etcd_lease_ttl, 15);
+    ok(ETCD_ARGS, "--etcd-servers", "http://127.0.0.1:2379/", "--etcd-cafile", "/pki/etcd/ca.crt", "--etcd-certfile",
+       "/pki/c.crt", "--etcd-keyfile", "/pki/c.key", "--etcd-prefix", "/registry/oidc/", "--etcd-lease-ttl", "3s",
+       NULL);
+    cr_assert_eq(cfg.etcd_servers.count, 3);
+    cr_assert_str_eq(cfg.etcd_servers.items[1], "https://10.0.0.2:2379");
+    cr_assert_str_eq(cfg.etcd_servers.items[2], "http://127.0.0.1:2379/");
+    cr_assert_str_eq(cfg.etcd_cafile, "/pki/etcd/ca.crt");
+    cr_assert_str_eq(cfg.etcd_certfile, "/pki/c.crt");
+    cr_assert_str_eq(cfg.etcd_keyfile, "/pki/c.key");
+    cr_assert_str_eq(cfg.etcd_prefix, "/registry/oidc/");
+    cr_assert_eq(cfg.etcd_lease_ttl, 3);
+    cr_assert_str_eq(cfg.signing_key_encryption_key_file, "/etc/oidc/seal.key");
+}
+
+/* etcd keeps the keys only with a local copy and the key that seals
+ * them; its other flags only with etcd. */
+Test(config, etcd_rules)
+{
+    fails("--etcd-servers needs --signing-key-encryption-key-file FILE (the private keys are sealed before they "
+          "reach etcd)",
+          SIGNER_ARGS, "--etcd-servers", "https://10.0.0.1:2379", NULL);
+    fails("--etcd-servers needs --signing-key-dir DIR (this node's copy of the keys, to start and sign while etcd is "
+          "down)",
+          "--service-account-issuer", "https://a.example", "--service-account-key-file", "/k.pub", "--etcd-servers",
+          "https://10.0.0.1:2379", "--signing-key-encryption-key-file", "/k", NULL);
+    flag_fails("--signing-key-encryption-key-file needs --etcd-servers URL[,URL...]",
+               "--signing-key-encryption-key-file", "/k");
+    flag_fails("--etcd-prefix needs --etcd-servers URL[,URL...]", "--etcd-prefix", "/x/");
+    flag_fails("--etcd-cafile needs --etcd-servers URL[,URL...]", "--etcd-cafile", "/ca");
+    flag_fails("--etcd-lease-ttl needs --etcd-servers URL[,URL...]", "--etcd-lease-ttl", "5s");
+    fails("--etcd-certfile needs --etcd-keyfile PATH", ETCD_ARGS, "--etcd-certfile", "/c.crt", NULL);
+    fails("--etcd-keyfile needs --etcd-certfile PATH", ETCD_ARGS, "--etcd-keyfile", "/c.key", NULL);
+}
+
+Test(config, etcd_value_errors)
+{
+    static const char *const bad_servers[] = {"10.0.0.1:2379",         "https://10.0.0.1:2379/v3", "https://a,",
+                                              "unix:///run/etcd.sock", "https://u@h:2379",         "https://h:0"};
+    char want[CONFIG_ERR_MAX];
+
+    for (size_t i = 0; i < COUNT(bad_servers); i++) {
+        snprintf(want, sizeof(want),
+                 "--etcd-servers \"%s\": must be etcd client URLs, comma-separated, each https://HOST:PORT (or "
+                 "http://) without a path",
+                 bad_servers[i]);
+        fails(want, ETCD_ARGS, "--etcd-servers", bad_servers[i], NULL);
+    }
+    fails("--etcd-prefix \"/oidc\": must start and end with '/' (like /oidc-discovery/), so that no other prefix "
+          "overlaps it",
+          ETCD_ARGS, "--etcd-prefix", "/oidc", NULL);
+    fails("--etcd-prefix \"/a b/\": must be printable ASCII without spaces", ETCD_ARGS, "--etcd-prefix", "/a b/", NULL);
+    fails("--etcd-lease-ttl \"1s\": must be a duration between 2s and 5m (like 90s, 15m, 24h, 7d or plain seconds)",
+          ETCD_ARGS, "--etcd-lease-ttl", "1s", NULL);
+}

@@ -20,6 +20,7 @@
 
 #include "keys/keydir.h"
 #include "keys/keydir_next.h"
+#include "util/file.h"
 
 #define T0 1800000000L
 
@@ -430,5 +431,45 @@ Test(keydir, next_discards_a_next_key_that_cannot_sign)
     cr_expect_eq(next.steps[1].action, ROTATION_GENERATE);
     cr_expect_str_neq(next.steps[1].kid, lost);
     cr_expect_eq(kd->rot[0].role, ROTATION_SIGNING, "the signing key goes on signing");
+    keydir_free(kd);
+}
+
+/* What etcd keeps of a directory (keys/keystore.c): rotation.json's text
+ * round-trips through keydir_render_text and keydir_parse_text, a key's
+ * PEM comes out as stored, and goes into another directory only as the
+ * key of its kid. */
+Test(keydir, the_state_and_keys_travel_as_text)
+{
+    struct keydir *kd = keydir_new(), *back = NULL;
+    char other[64], *text = NULL, *pem;
+    size_t len = 0, plen = 0;
+    int i = keydir_generate(dir, kd, "ec-p256", ROTATION_SIGNING, 1, T0, err, sizeof(err));
+    int j = keydir_generate(dir, kd, "ec-p256", ROTATION_NEXT, 0, T0, err, sizeof(err));
+
+    cr_assert(i >= 0 && j >= 0, "%s", err);
+    kd->rot[j].published_ms = 4321;
+    cr_assert_eq(keydir_render_text(kd, &text, &len), 0);
+    cr_assert_eq(keydir_parse_text("etcd /p/rotation", text, len, &back, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(back->count, 2);
+    cr_expect_eq(memcmp(&back->rot[j], &kd->rot[j], sizeof(kd->rot[j])), 0);
+    keydir_free(back);
+    cr_expect_eq(keydir_parse_text("etcd /p/rotation", "{\"version\":1", 12, &back, err, sizeof(err)), -1);
+    cr_expect_not_null(strstr(err, "etcd /p/rotation"), "%s", err);
+    free(text);
+
+    pem = keydir_key_pem(dir, kd->rot[i].kid, &plen, err, sizeof(err));
+    cr_assert_not_null(pem, "%s", err);
+    tmpdir_make(other, "keydir-other");
+    cr_expect_eq(keydir_install_key(other, kd->rot[i].kid, pem, plen, err, sizeof(err)), 0, "%s", err);
+    EVP_PKEY *priv = keydir_load_private(other, kd->rot[i].kid, err, sizeof(err));
+    cr_expect_not_null(priv, "%s", err);
+    EVP_PKEY_free(priv);
+    cr_expect_eq(keydir_install_key(other, kd->rot[j].kid, pem, plen, err, sizeof(err)), -1, "another kid's key");
+    cr_expect_not_null(strstr(err, "another key"), "%s", err);
+    cr_expect_eq(keydir_install_key(other, kd->rot[j].kid, "not a key", 9, err, sizeof(err)), -1);
+    cr_expect_null(keydir_key_pem(dir, "nokid", &plen, err, sizeof(err)));
+    file_free(pem, strlen(pem));
+    tmpdir_remove(other);
+    keydir_free(back);
     keydir_free(kd);
 }
