@@ -50,7 +50,7 @@ run_suite() {
 # suites'), and writes the stage's result like run_suite.
 run_fuzz() {
     local log=$logs/fuzz.log
-    jobs=1 fuzz/run.sh "$fuzz_seconds" >"$log" 2>&1
+    jobs=1 OIDC_FUZZ_WORK=$logs/fuzz-work fuzz/run.sh "$fuzz_seconds" >"$log" 2>&1
     local rc=$? bad
     bad=$(sed -n 's/^\(fuzz_[a-z0-9_]*\) .* FAILED.*/fuzz: \1/p' "$log")
     [ "$rc" -eq 0 ] || [ -n "$bad" ] || bad="fuzz: run.sh"
