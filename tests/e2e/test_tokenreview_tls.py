@@ -477,10 +477,17 @@ class SessionLifetime(TLSReviewBase):
                                            subject=[("O", "example"), ("CN", "vault")],
                                            not_after=time.time() + lifetime)
             clients = [self.client(cert, v) for v in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2)]
-            sessions = [(ctx, self.session(ctx)) for ctx in clients]
-            kept = self.connect(clients[0])
-            self.addCleanup(kept.close)
-            self.assertEqual(self.review_on(kept)[0], 201)
+            try:
+                sessions = [(ctx, self.session(ctx)) for ctx in clients]
+                kept = self.connect(clients[0])
+                self.addCleanup(kept.close)
+                self.assertEqual(self.review_on(kept)[0], 201)
+            except AssertionError:
+                # refused because the certificate expired meanwhile: too
+                # slow a machine for this lifetime, not a failure
+                if time.time() < cert[2] - 1:
+                    raise
+                continue
             if time.time() < cert[2] - 1:
                 return sessions, kept, cert[2]
             kept.close()
