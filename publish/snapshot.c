@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jose/verifier.h"
+#include "publish/routes.h"
 #include "util/b64url.h"
 
 /* 18 bytes of SHA-256 (144 bits) make a collision-free ETag in practice and
@@ -94,6 +95,7 @@ void snapshot_release(struct snapshot *s)
 {
     if (s == NULL || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
+    routes_free(s->routes);
     verifier_free(s->verifier);
     keyset_free(s->keyset);
     free(s->discovery.body.bytes);

@@ -35,6 +35,7 @@ struct snapshot_params {
 };
 
 struct verifier; /* jose/verifier.h */
+struct routes;   /* publish/routes.h */
 
 struct snapshot {
     struct keyset *keyset;
@@ -54,6 +55,11 @@ struct snapshot {
     int unavailable;
     char retry_after[24];
     size_t retry_after_len;
+
+    /* A fleet's (--issuers-dir): the table that routes each request to
+     * its issuer's snapshot (routes.h); the documents above are empty
+     * then. NULL for one issuer. */
+    struct routes *routes;
 };
 
 /* Renders both documents for ks. Takes ownership of ks (freed on failure).

@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fleet.c: the issuers of --issuers-dir, their reloaders and the routing
+ * snapshot (see fleet.h).
+ */
+#include "server/reload/fleet.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config/file.h"
+#include "publish/routes.h"
+#include "server/reload/reload.h"
+#include "util/file.h"
+#include "util/log.h"
+
+#define FLEET_SUFFIX   ".json"
+#define FLEET_NAME_MAX 200
+
+/* One file of the directory, served or not. */
+struct fleet_issuer {
+    char name[FLEET_NAME_MAX + 1];
+    char path[PATH_MAX];
+    char *seen; /* the bytes last read, or NULL */
+    size_t seen_len;
+    /* What it serves: the config parsed from the file as it was when
+     * last accepted, its reloader, its route and the snapshot the current
+     * table holds. reload is NULL when it serves nothing. */
+    struct config *cfg;
+    struct reload *reload;
+    char key[ROUTES_KEY_MAX];
+    struct snapshot *routed;
+    char *problem; /* why the file's bytes are refused now, or NULL */
+    /* A pass's candidate: the new config, not yet accepted. */
+    struct config *next;
+    char next_key[ROUTES_KEY_MAX];
+    int removed;
+};
+
+struct fleet {
+    const struct config *cfg;
+    struct fleet_issuer **issuers; /* sorted by name */
+    size_t count;
+    struct snapshot *current;
+};
+
+/* Frees a config of the heap. */
+static void fleet_config_free(struct config *c)
+{
+    if (c != NULL)
+        config_free(c);
+    free(c);
+}
+
+static void fleet_issuer_free(struct fleet_issuer *is)
+{
+    if (is == NULL)
+        return;
+    reload_free(is->reload);
+    fleet_config_free(is->cfg);
+    fleet_config_free(is->next);
+    free(is->seen);
+    free(is->problem);
+    free(is);
+}
+
+/* Whether name (without .json) can name an issuer: it becomes a directory
+ * under --state-dir and a word of the log and the status page. */
+static int fleet_name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len > FLEET_NAME_MAX || name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+              c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
+static int fleet_by_name(const void *a, const void *b)
+{
+    return strcmp((*(struct fleet_issuer *const *)a)->name, (*(struct fleet_issuer *const *)b)->name);
+}
+
+/* The issuer called name in f (sorted), or NULL. */
+static struct fleet_issuer *fleet_find(const struct fleet *f, const char *name)
+{
+    struct fleet_issuer key, *k = &key, **hit;
+
+    snprintf(key.name, sizeof(key.name), "%s", name);
+    hit = f->count ? bsearch(&k, f->issuers, f->count, sizeof(*f->issuers), fleet_by_name) : NULL;
+    return hit ? *hit : NULL;
+}
+
+/* Records why is's file is refused; logged when the reason is new. */
+static void fleet_refuse(struct fleet_issuer *is, const char *why)
+{
+    if (is->problem == NULL || strcmp(is->problem, why) != 0)
+        log_msg(LOG_ERROR, "issuer file %s refused%s: %s", is->path,
+                is->reload ? " (its last good state keeps serving)" : "", why);
+    free(is->problem);
+    is->problem = strdup(why);
+    fleet_config_free(is->next);
+    is->next = NULL;
+}
+
+/* Reads is's file; when its bytes changed (or it was refused: a refusal
+ * for a clash may not hold any more), parses them into is->next. */
+static void fleet_read(const struct fleet *f, struct fleet_issuer *is)
+{
+    char err[CONFIG_ERR_MAX + PATH_MAX];
+    size_t len = 0;
+    char *text = file_read(is->path, CONFIG_FILE_MAX, &len, NULL, err, sizeof(err));
+
+    if (text == NULL) {
+        fleet_refuse(is, err);
+        return;
+    }
+    if (is->seen != NULL && is->seen_len == len && memcmp(is->seen, text, len) == 0 && is->problem == NULL) {
+        file_free(text, len);
+        return;
+    }
+    free(is->seen);
+    is->seen = malloc(len + 1);
+    is->seen_len = is->seen ? len : 0;
+    if (is->seen)
+        memcpy(is->seen, text, len);
+    file_free(text, len);
+    if ((is->next = calloc(1, sizeof(*is->next))) == NULL) {
+        fleet_refuse(is, "out of memory");
+        return;
+    }
+    if (config_issuer_parse(f->cfg, is->path, is->name, is->next, err, sizeof(err)) != 0) {
+        fleet_refuse(is, err);
+        return;
+    }
+    if (routes_key(is->next->issuers.items[0], is->next_key) != 0)
+        fleet_refuse(is, "the issuer URL has no host, or is too long");
+}
+
+/* The directory's issuer files, each in the old issuer of its name or a
+ * new one; the old ones whose file went are marked removed. Returns the
+ * new list (sorted), or NULL when the directory cannot be read. */
+static struct fleet_issuer **fleet_scan(struct fleet *f, size_t *count)
+{
+    DIR *d = opendir(f->cfg->issuers_dir);
+    struct fleet_issuer **list = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+
+    if (d == NULL) {
+        log_msg(LOG_ERROR, "--issuers-dir %s: %s", f->cfg->issuers_dir, strerror(errno));
+        return NULL;
+    }
+    for (size_t i = 0; i < f->count; i++)
+        f->issuers[i]->removed = 1;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name), slen = strlen(FLEET_SUFFIX);
+        struct fleet_issuer *is;
+        char name[FLEET_NAME_MAX + 1];
+        if (len <= slen || strcmp(e->d_name + len - slen, FLEET_SUFFIX) != 0 || !fleet_name_ok(e->d_name, len - slen))
+            continue;
+        if (n == cap) {
+            struct fleet_issuer **grown = realloc(list, (cap ? cap * 2 : 64) * sizeof(*list));
+            if (grown == NULL)
+                break; /* out of memory: the files not listed are taken as gone, until the next pass */
+            list = grown;
+            cap = cap ? cap * 2 : 64;
+        }
+        snprintf(name, sizeof(name), "%.*s", (int)(len - slen), e->d_name);
+        if ((is = fleet_find(f, name)) == NULL && (is = calloc(1, sizeof(*is))) != NULL) {
+            snprintf(is->name, sizeof(is->name), "%s", name);
+            snprintf(is->path, sizeof(is->path), "%s/%s", f->cfg->issuers_dir, e->d_name);
+        }
+        if (is != NULL) {
+            is->removed = 0;
+            list[n++] = is;
+        }
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(list, n, sizeof(*list), fleet_by_name);
+    *count = n;
+    return list != NULL ? list : calloc(1, sizeof(*list));
+}
+
+/* One claim on a route key, for finding clashes. */
+struct fleet_claim {
+    const char *key;
+    struct fleet_issuer *is;
+    int served; /* 1: what is serves now; 0: its candidate */
+};
+
+static int fleet_by_key(const void *a, const void *b)
+{
+    const struct fleet_claim *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+
+    return c != 0 ? c : y->served - x->served; /* the one serving first */
+}
+
+/* Refuses every candidate whose issuer URL another file serves, naming
+ * both, and every candidate whose URL another candidate claims when no one
+ * serves it (all of them, naming two). */
+static void fleet_refuse_clashes(struct fleet_issuer **list, size_t n)
+{
+    struct fleet_claim *claims = calloc(2 * n + 1, sizeof(*claims));
+    char why[2 * PATH_MAX + 128];
+    size_t m = 0;
+
+    if (claims == NULL)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (list[i]->reload != NULL && list[i]->next == NULL)
+            claims[m++] = (struct fleet_claim){list[i]->key, list[i], 1};
+        if (list[i]->next != NULL)
+            claims[m++] = (struct fleet_claim){list[i]->next_key, list[i], 0};
+    }
+    qsort(claims, m, sizeof(*claims), fleet_by_key);
+    for (size_t i = 0, j; i < m; i = j) {
+        for (j = i + 1; j < m && strcmp(claims[j].key, claims[i].key) == 0;)
+            j++;
+        for (size_t k = i; j - i > 1 && k < j; k++) {
+            const struct fleet_claim *other = &claims[k == i ? i + 1 : i];
+            if (claims[k].served)
+                continue;
+            snprintf(why, sizeof(why), "its issuer URL %s is that of issuer file %s, %s",
+                     claims[k].is->next->issuers.items[0], other->is->path,
+                     other->served ? "which serves it" : "which claims it too");
+            fleet_refuse(claims[k].is, why);
+        }
+    }
+    free(claims);
+}
+
+/* Serves is's candidate: a reloader of its own, whose first pass reads
+ * its keys. When they cannot be read, the file is refused (the reason is
+ * logged by the reloader) and what is served stays. */
+static void fleet_accept(struct fleet_issuer *is, time_t now, int64_t now_ms)
+{
+    struct reload *r = reload_create(is->next, now, now_ms);
+
+    if (r == NULL) {
+        fleet_refuse(is, "no key set to publish (the reason is logged above)");
+        return;
+    }
+    log_msg(LOG_INFO, "issuer %s %s: %s from %s", is->name, is->reload ? "changed" : "added",
+            is->next->issuers.items[0], is->path);
+    reload_free(is->reload);
+    fleet_config_free(is->cfg);
+    is->reload = r;
+    is->cfg = is->next;
+    is->next = NULL;
+    memcpy(is->key, is->next_key, sizeof(is->key));
+    free(is->problem);
+    is->problem = NULL;
+}
+
+/* A routing snapshot of every served issuer's current snapshot. */
+static struct snapshot *fleet_build(struct fleet *f, time_t now)
+{
+    struct routes_entry *entries = calloc(f->count + 1, sizeof(*entries));
+    struct snapshot *snap;
+    size_t n = 0;
+
+    if (entries == NULL)
+        return NULL;
+    for (size_t i = 0; i < f->count; i++) {
+        struct fleet_issuer *is = f->issuers[i];
+        if (is->reload != NULL)
+            entries[n++] = (struct routes_entry){is->cfg->issuers.items[0], reload_current(is->reload)};
+    }
+    snap = routes_build(entries, n, now);
+    free(entries);
+    return snap;
+}
+
+struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
+{
+    size_t n = 0;
+    struct fleet_issuer **list = fleet_scan(f, &n);
+    struct snapshot *snap;
+    int changed = f->current == NULL;
+
+    if (list == NULL)
+        return NULL; /* logged; everything stays */
+    for (size_t i = 0; i < f->count; i++) {
+        if (!f->issuers[i]->removed)
+            continue;
+        log_msg(LOG_INFO, "issuer %s removed: %s is gone", f->issuers[i]->name, f->issuers[i]->path);
+        changed |= f->issuers[i]->reload != NULL;
+        fleet_issuer_free(f->issuers[i]);
+    }
+    free(f->issuers);
+    f->issuers = list;
+    f->count = n;
+    for (size_t i = 0; i < n; i++)
+        fleet_read(f, list[i]);
+    fleet_refuse_clashes(list, n);
+    for (size_t i = 0; i < n; i++) {
+        struct fleet_issuer *is = list[i];
+        if (is->next != NULL)
+            fleet_accept(is, now, now_ms);
+        else if (is->reload != NULL)
+            reload_pass(is->reload, now, now_ms);
+        changed |= is->reload != NULL && reload_current(is->reload) != is->routed;
+    }
+    if (!changed || (snap = fleet_build(f, now)) == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        list[i]->routed = list[i]->reload ? reload_current(list[i]->reload) : NULL;
+    snapshot_release(f->current);
+    f->current = snap;
+    log_msg(LOG_INFO, "serving %zu issuer(s) of %s", routes_count(snap->routes), f->cfg->issuers_dir);
+    return snap;
+}
+
+struct fleet *fleet_create(const struct config *cfg, time_t now, int64_t now_ms)
+{
+    struct fleet *f = calloc(1, sizeof(*f));
+
+    if (f == NULL) {
+        log_msg(LOG_ERROR, "out of memory");
+        return NULL;
+    }
+    f->cfg = cfg;
+    if (cfg->state_dir != NULL && mkdir(cfg->state_dir, 0700) != 0 && errno != EEXIST)
+        log_msg(LOG_ERROR, "--state-dir %s: cannot create: %s", cfg->state_dir, strerror(errno));
+    fleet_pass(f, now, now_ms);
+    if (f->current == NULL) {
+        fleet_free(f);
+        return NULL;
+    }
+    return f;
+}
+
+struct snapshot *fleet_current(const struct fleet *f)
+{
+    return f->current;
+}
+
+void fleet_deadlines(const struct fleet *f, int64_t *confirm_at, time_t *wall_at)
+{
+    *confirm_at = 0;
+    *wall_at = 0;
+    for (size_t i = 0; i < f->count; i++) {
+        int64_t c;
+        time_t w;
+        if (f->issuers[i]->reload == NULL)
+            continue;
+        reload_deadlines(f->issuers[i]->reload, &c, &w);
+        if (c != 0 && (*confirm_at == 0 || c < *confirm_at))
+            *confirm_at = c;
+        if (w != 0 && (*wall_at == 0 || w < *wall_at))
+            *wall_at = w;
+    }
+}
+
+struct status *fleet_status(const struct fleet *f)
+{
+    char what[PATH_MAX + 64];
+    size_t served = 0, refused = 0;
+    struct status *st;
+
+    for (size_t i = 0; i < f->count; i++) {
+        served += f->issuers[i]->reload != NULL;
+        refused += f->issuers[i]->problem != NULL;
+    }
+    snprintf(what, sizeof(what), "%zu issuers of %s", served, f->cfg->issuers_dir);
+    if ((st = status_new(what, "")) == NULL)
+        return NULL;
+    st->published_at = f->current->loaded_at;
+    st->reload_at = f->current->loaded_at;
+    st->reload_failures = refused;
+    for (size_t i = 0; i < f->count && st->reload_error == NULL; i++)
+        if (f->issuers[i]->problem != NULL &&
+            asprintf(&st->reload_error, "issuer file %s: %s", f->issuers[i]->path, f->issuers[i]->problem) < 0) {
+            st->reload_error = NULL;
+            st->failed = 1;
+        }
+    return st;
+}
+
+size_t fleet_watch_paths(const struct fleet *f, char ***paths)
+{
+    size_t n = 1;
+
+    for (size_t i = 0; i < f->count; i++)
+        n += f->issuers[i]->cfg ? f->issuers[i]->cfg->key_files.count : 0;
+    if ((*paths = calloc(n, sizeof(**paths))) == NULL)
+        return 0;
+    n = 0;
+    (*paths)[n++] = f->cfg->issuers_dir;
+    for (size_t i = 0; i < f->count; i++)
+        for (size_t k = 0; f->issuers[i]->cfg && k < f->issuers[i]->cfg->key_files.count; k++)
+            (*paths)[n++] = f->issuers[i]->cfg->key_files.items[k];
+    return n;
+}
+
+void fleet_save_at_exit(struct fleet *f, time_t now, int64_t now_ms)
+{
+    for (size_t i = 0; i < f->count; i++)
+        if (f->issuers[i]->reload != NULL)
+            reload_save_at_exit(f->issuers[i]->reload, now, now_ms);
+}
+
+void fleet_free(struct fleet *f)
+{
+    if (f == NULL)
+        return;
+    for (size_t i = 0; i < f->count; i++)
+        fleet_issuer_free(f->issuers[i]);
+    free(f->issuers);
+    snapshot_release(f->current);
+    free(f);
+}
