@@ -6,6 +6,7 @@
 #include "server/reload/fleet.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "config/file.h"
 #include "publish/routes.h"
+#include "server/obs/metrics.h"
 #include "server/reload/reload.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -47,6 +49,8 @@ struct fleet {
     struct fleet_issuer **issuers; /* sorted by name */
     size_t count;
     struct snapshot *current;
+    time_t last_pass;
+    unsigned long refusals; /* logged since start */
 };
 
 /* Frees a config of the heap. */
@@ -100,11 +104,14 @@ static struct fleet_issuer *fleet_find(const struct fleet *f, const char *name)
 }
 
 /* Records why is's file is refused; logged when the reason is new. */
-static void fleet_refuse(struct fleet_issuer *is, const char *why)
+static void fleet_refuse(struct fleet *f, struct fleet_issuer *is, const char *why)
 {
-    if (is->problem == NULL || strcmp(is->problem, why) != 0)
+    if (is->problem == NULL || strcmp(is->problem, why) != 0) {
+        f->refusals++;
+        atomic_fetch_add(&metrics_process.fleet_refusals, 1);
         log_msg(LOG_ERROR, "issuer file %s refused%s: %s", is->path,
                 is->reload ? " (its last good state keeps serving)" : "", why);
+    }
     free(is->problem);
     is->problem = strdup(why);
     fleet_config_free(is->next);
@@ -113,14 +120,14 @@ static void fleet_refuse(struct fleet_issuer *is, const char *why)
 
 /* Reads is's file; when its bytes changed (or it was refused: a refusal
  * for a clash may not hold any more), parses them into is->next. */
-static void fleet_read(const struct fleet *f, struct fleet_issuer *is)
+static void fleet_read(struct fleet *f, struct fleet_issuer *is)
 {
     char err[CONFIG_ERR_MAX + PATH_MAX];
     size_t len = 0;
     char *text = file_read(is->path, CONFIG_FILE_MAX, &len, NULL, err, sizeof(err));
 
     if (text == NULL) {
-        fleet_refuse(is, err);
+        fleet_refuse(f, is, err);
         return;
     }
     if (is->seen != NULL && is->seen_len == len && memcmp(is->seen, text, len) == 0 && is->problem == NULL) {
@@ -134,15 +141,15 @@ static void fleet_read(const struct fleet *f, struct fleet_issuer *is)
         memcpy(is->seen, text, len);
     file_free(text, len);
     if ((is->next = calloc(1, sizeof(*is->next))) == NULL) {
-        fleet_refuse(is, "out of memory");
+        fleet_refuse(f, is, "out of memory");
         return;
     }
     if (config_issuer_parse(f->cfg, is->path, is->name, is->next, err, sizeof(err)) != 0) {
-        fleet_refuse(is, err);
+        fleet_refuse(f, is, err);
         return;
     }
     if (routes_key(is->next->issuers.items[0], is->next_key) != 0)
-        fleet_refuse(is, "the issuer URL has no host, or is too long");
+        fleet_refuse(f, is, "the issuer URL has no host, or is too long");
 }
 
 /* The directory's issuer files, each in the old issuer of its name or a
@@ -209,7 +216,7 @@ static int fleet_by_key(const void *a, const void *b)
 /* Refuses every candidate whose issuer URL another file serves, naming
  * both, and every candidate whose URL another candidate claims when no one
  * serves it (all of them, naming two). */
-static void fleet_refuse_clashes(struct fleet_issuer **list, size_t n)
+static void fleet_refuse_clashes(struct fleet *f, struct fleet_issuer **list, size_t n)
 {
     struct fleet_claim *claims = calloc(2 * n + 1, sizeof(*claims));
     char why[2 * PATH_MAX + 128];
@@ -234,7 +241,7 @@ static void fleet_refuse_clashes(struct fleet_issuer **list, size_t n)
             snprintf(why, sizeof(why), "its issuer URL %s is that of issuer file %s, %s",
                      claims[k].is->next->issuers.items[0], other->is->path,
                      other->served ? "which serves it" : "which claims it too");
-            fleet_refuse(claims[k].is, why);
+            fleet_refuse(f, claims[k].is, why);
         }
     }
     free(claims);
@@ -243,12 +250,12 @@ static void fleet_refuse_clashes(struct fleet_issuer **list, size_t n)
 /* Serves is's candidate: a reloader of its own, whose first pass reads
  * its keys. When they cannot be read, the file is refused (the reason is
  * logged by the reloader) and what is served stays. */
-static void fleet_accept(struct fleet_issuer *is, time_t now, int64_t now_ms)
+static void fleet_accept(struct fleet *f, struct fleet_issuer *is, time_t now, int64_t now_ms)
 {
     struct reload *r = reload_create(is->next, now, now_ms);
 
     if (r == NULL) {
-        fleet_refuse(is, "no key set to publish (the reason is logged above)");
+        fleet_refuse(f, is, "no key set to publish (the reason is logged above)");
         return;
     }
     log_msg(LOG_INFO, "issuer %s %s: %s from %s", is->name, is->reload ? "changed" : "added",
@@ -289,6 +296,7 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
     struct snapshot *snap;
     int changed = f->current == NULL;
 
+    f->last_pass = now;
     if (list == NULL)
         return NULL; /* logged; everything stays */
     for (size_t i = 0; i < f->count; i++) {
@@ -303,11 +311,11 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
     f->count = n;
     for (size_t i = 0; i < n; i++)
         fleet_read(f, list[i]);
-    fleet_refuse_clashes(list, n);
+    fleet_refuse_clashes(f, list, n);
     for (size_t i = 0; i < n; i++) {
         struct fleet_issuer *is = list[i];
         if (is->next != NULL)
-            fleet_accept(is, now, now_ms);
+            fleet_accept(f, is, now, now_ms);
         else if (is->reload != NULL)
             reload_pass(is->reload, now, now_ms);
         changed |= is->reload != NULL && reload_current(is->reload) != is->routed;
@@ -373,18 +381,35 @@ struct status *fleet_status(const struct fleet *f)
         served += f->issuers[i]->reload != NULL;
         refused += f->issuers[i]->problem != NULL;
     }
-    snprintf(what, sizeof(what), "%zu issuers of %s", served, f->cfg->issuers_dir);
-    if ((st = status_new(what, "")) == NULL)
+    atomic_store(&metrics_process.fleet_enabled, 1);
+    atomic_store(&metrics_process.fleet_issuers, served);
+    atomic_store(&metrics_process.fleet_files_refused, refused);
+    snprintf(what, sizeof(what), "a fleet: %zu issuers of %s served, %zu files refused", served, f->cfg->issuers_dir,
+             refused);
+    if ((st = status_new(what, "-")) == NULL)
         return NULL;
+    st->fleet = 1;
     st->published_at = f->current->loaded_at;
-    st->reload_at = f->current->loaded_at;
-    st->reload_failures = refused;
+    st->reload_at = f->last_pass;
+    st->reload_failures = f->refusals;
     for (size_t i = 0; i < f->count && st->reload_error == NULL; i++)
         if (f->issuers[i]->problem != NULL &&
             asprintf(&st->reload_error, "issuer file %s: %s", f->issuers[i]->path, f->issuers[i]->problem) < 0) {
             st->reload_error = NULL;
             st->failed = 1;
         }
+    for (size_t i = 0; i < f->count; i++) {
+        const struct fleet_issuer *is = f->issuers[i];
+        const struct snapshot *snap = is->reload ? reload_current(is->reload) : NULL;
+        struct status_issuer row = {.name = is->name, .file = is->path, .problem = is->problem};
+        if (snap != NULL) {
+            row.issuer = is->cfg->issuers.items[0];
+            row.jwks_etag = snap->jwks.etag;
+            row.nkeys = snap->keyset->count;
+            row.published_at = snap->loaded_at;
+        }
+        status_add_issuer(st, &row);
+    }
     return st;
 }
 

@@ -11,15 +11,25 @@ b. panva/jose and PyJWT, fetching each issuer's JWKS through the fleet
    server, verify that issuer's tokens and refuse another issuer's;
 c. at start, a broken file, a file with a key that is not per issuer and
    two files claiming one issuer URL are refused, each logged with its
-   file's name (both names for the clash), and the others are served.
+   file's name (both names for the clash), and the others are served;
+d. live, under load on two untouched issuers (each request on a kept-alive
+   connection, counted): a file added, changed, broken (its last good
+   state keeps serving; /readyz?verbose, /metrics and the status page name
+   it), fixed, a file claiming a served issuer's URL (refused naming the
+   file that serves it) and a file removed, each awaited until served;
+   not one request of the untouched issuers fails, changes its ETag or
+   loses its connection.
 
 One fleet server and three one-issuer servers are shared by the cases.
 """
 
+import http.client
 import json
 import os
+import re
 import shutil
 import tempfile
+import threading
 import unittest
 
 import oidc_harness as H
@@ -186,6 +196,98 @@ class Fleet(unittest.TestCase):
         self.assertIn("issuer file %s refused: its issuer URL http://LOCALHOST:8443/dup/ is that of issuer file %s, "
                       "which claims it too" % (b, a), log)
         self.assertIn("serving 3 issuer(s) of %s" % self.dir, log)
+
+
+    # d -----------------------------------------------------------------
+    def load(self, name, stop, counts):
+        """Requests issuer name's JWKS on one kept-alive connection until
+        stop is set; counts requests and failures (an error, another status
+        or ETag than the first, a connection lost)."""
+        issuer, prefix = ISSUERS[name]
+        host = "localhost" if "localhost" in issuer else "127.0.0.1"
+        c = http.client.HTTPConnection("127.0.0.1", self.fleet.port, timeout=H.SOCK_TIMEOUT)
+        first = None
+        while not stop.is_set():
+            try:
+                status, headers, _ = H.do_request(c, "GET", prefix + H.JWKS, {"Host": host})
+                etag = headers.get("etag", [None])[0]
+                first = first or etag
+                ok = status == 200 and etag == first
+            except (OSError, http.client.HTTPException) as e:
+                ok = False
+                counts[name + " error"] = repr(e)
+                c.close()
+                c = http.client.HTTPConnection("127.0.0.1", self.fleet.port, timeout=H.SOCK_TIMEOUT)
+            counts[name] = counts.get(name, 0) + 1
+            counts[name + " failed"] = counts.get(name + " failed", 0) + (not ok)
+        c.close()
+
+    def served(self, prefix, want_status=200, max_age=None):
+        """Waits until localhost's prefix JWKS answers want_status (and
+        that max-age); True when it did."""
+        def check():
+            status, headers, _ = self.fleet_request("GET", "localhost", prefix + H.JWKS)
+            return status == want_status and (max_age is None or
+                                              headers["cache-control"] == ["public, max-age=%d" % max_age])
+        return H.wait_until(check, 5)
+
+    def admin(self, path):
+        return H.admin_get(self.fleet.admin_port, path)
+
+    def metric(self, name):
+        return H.metric(H.scrape_metrics(self.fleet.admin_port), name)
+
+    def test_d_live_under_load(self):
+        stop, counts = threading.Event(), {}
+        threads = [threading.Thread(target=self.load, args=(n, stop, counts)) for n in ("one", "root")]
+        path = {n: os.path.join(self.dir, n + ".json") for n in ("new", "two", "thief")}
+        two = {"service-account-issuer": ISSUERS["two"][0], "service-account-key-file": self.keys["two"][0].pub,
+               "jwks-content-type": "application/json"}
+        for t in threads:
+            t.start()
+        try:
+            refused = self.metric("oidc_fleet_issuer_files_refused")
+            # added
+            write_json(path["new"], {"service-account-issuer": "http://localhost/c/new"})
+            self.assertTrue(self.served("/c/new"), self.fleet.stderr())
+            # changed
+            write_json(path["two"], dict(two, **{"max-age": "2m"}))
+            self.assertTrue(self.served("/c/2", max_age=120), self.fleet.stderr())
+            # broken: the last good state serves
+            H.atomic_write(path["two"], b'{"service-account-issuer": "http://localhost/c/2/", "max-age": 1.5}')
+            pattern = "issuer file %s refused \\(its last good state keeps serving\\): config file" % re.escape(
+                path["two"])
+            self.assertEqual(H.wait_for_log(self.fleet, pattern, timeout=5), 1, self.fleet.stderr())
+            self.assertTrue(self.served("/c/2", max_age=120))
+            status, _, body = self.admin("/readyz?verbose")
+            self.assertEqual(status, 200, body)
+            self.assertIn(b"\ntwo refused (the last good state serves): config file %s: key \"max-age\"" %
+                          path["two"].encode(), body)
+            self.assertIn(b"\none ok http://localhost/c/1\n", body)
+            self.assertEqual(self.metric("oidc_fleet_issuer_files_refused"), refused + 1)
+            _, _, page = self.admin("/")
+            self.assertIn(b"<td class=\"name\">two</td>", page)
+            self.assertIn(b"refused (the last good state serves): config file", page)
+            # fixed
+            write_json(path["two"], two)
+            self.assertTrue(self.served("/c/2", max_age=3600), self.fleet.stderr())
+            self.assertEqual(self.metric("oidc_fleet_issuer_files_refused"), refused)
+            # a served issuer's URL claimed by another file
+            write_json(path["thief"], {"service-account-issuer": "http://localhost/c/1/"})
+            pattern = "issuer file %s refused: its issuer URL http://localhost/c/1/ is that of issuer file %s, " \
+                      "which serves it" % (re.escape(path["thief"]), re.escape(os.path.join(self.dir, "one.json")))
+            self.assertEqual(H.wait_for_log(self.fleet, pattern, timeout=5), 1, self.fleet.stderr())
+            os.unlink(path["thief"])
+            # removed
+            os.unlink(path["new"])
+            self.assertTrue(self.served("/c/new", want_status=404), self.fleet.stderr())
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        for name in ("one", "root"):
+            self.assertGreater(counts.get(name, 0), 0)
+            self.assertEqual(counts.get(name + " failed"), 0, counts)
 
 
 if __name__ == "__main__":
