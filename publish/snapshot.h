@@ -32,6 +32,11 @@ struct snapshot_params {
     const char *jwks_uri;
     const char *jwks_content_type;
     unsigned long max_age;
+    /* No keys prepared for verifying tokens (the verifier stays NULL):
+     * nothing will verify with them (no TokenReview API), and preparing
+     * them costs OpenSSL a context and a copy of each key, which a fleet
+     * of thousands of issuers would pay in start-up time and memory. */
+    int without_verifier;
 };
 
 struct verifier; /* jose/verifier.h */
@@ -39,7 +44,7 @@ struct routes;   /* publish/routes.h */
 
 struct snapshot {
     struct keyset *keyset;
-    struct verifier *verifier; /* keyset prepared for verifying tokens (TokenReview) */
+    struct verifier *verifier; /* keyset prepared for verifying tokens (TokenReview), or NULL (without_verifier) */
     struct snapshot_doc discovery;
     struct snapshot_doc jwks;
     char cache_control[48]; /* "public, max-age=N" */

@@ -149,25 +149,16 @@ static struct status *server_status(const struct server *s)
 }
 
 /* Re-creates every watch before the files are read, so a path that
- * appeared, vanished or now points elsewhere is watched correctly. */
+ * appeared, vanished or now points elsewhere is watched correctly. A
+ * fleet's issuer and key files are watched through their directories. */
 static void server_rewatch(struct server *s)
 {
     const struct config *cfg = s->cfg;
-    char **fleet = NULL;
-    size_t nfleet = s->fleet ? fleet_watch_paths(s->fleet, &fleet) : 0;
-    char **paths = calloc(cfg->key_files.count + nfleet + 2 + 3 * CERT_NKINDS, sizeof(*paths));
-    size_t n = cfg->key_files.count;
+    char *paths[cfg->key_files.count + 3 + 3 * CERT_NKINDS], **dirs = NULL;
+    size_t n = cfg->key_files.count, ndirs = s->fleet ? fleet_watch_dirs(s->fleet, &dirs) : 0;
 
-    if (paths == NULL) {
-        free(fleet);
-        return; /* out of memory: the watches stay as they are, the periodic pass still runs */
-    }
     if (n > 0) /* none with only an --upstream or --signing-key-dir: items is NULL then */
         memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
-    if (nfleet > 0)
-        memcpy(paths + n, fleet, nfleet * sizeof(paths[0]));
-    n += nfleet;
-    free(fleet);
     if (s->fleet == NULL && cfg->issuers_dir != NULL) /* before the first pass */
         paths[n++] = cfg->issuers_dir;
     if (cfg->signing_key_file != NULL)
@@ -177,7 +168,10 @@ static void server_rewatch(struct server *s)
     for (int k = 0; k < CERT_NKINDS; k++)
         n += cert_watch_paths(&s->certs[k], paths + n);
     watch_reset(s->watch, paths, n);
-    free(paths);
+    watch_add_dirs(s->watch, dirs, ndirs);
+    for (size_t i = 0; i < ndirs; i++)
+        free(dirs[i]);
+    free(dirs);
     if (watch_fd(s->watch) < 0 && !s->warned_no_inotify) {
         log_msg(LOG_WARN, "inotify unavailable (%s); keys are re-read every %lus and on SIGHUP", strerror(errno),
                 cfg->key_reload_interval);
@@ -238,6 +232,8 @@ static void server_take_wakeups(struct server *s, int watch_ready)
     if (atomic_exchange(&s->hup, 0)) {
         log_msg(LOG_INFO, "SIGHUP: reloading keys");
         schedule_requested(&s->schedule, clock_now_ms());
+        if (s->fleet != NULL)
+            fleet_force(s->fleet);
         if (s->mirror != NULL)
             mirror_thread_hurry(s->mirror);
     }

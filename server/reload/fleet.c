@@ -26,8 +26,8 @@
 
 /* One file of the directory, served or not. */
 struct fleet_issuer {
-    char name[FLEET_NAME_MAX + 1];
-    char path[PATH_MAX];
+    char *name;
+    char *path;
     char *seen; /* the bytes last read, or NULL */
     size_t seen_len;
     /* What it serves: the config parsed from the file as it was when
@@ -35,12 +35,17 @@ struct fleet_issuer {
      * table holds. reload is NULL when it serves nothing. */
     struct config *cfg;
     struct reload *reload;
-    char key[ROUTES_KEY_MAX];
+    char *key; /* its route (routes_key), with reload */
     struct snapshot *routed;
     char *problem; /* why the file's bytes are refused now, or NULL */
+    /* When a pass must run its reloader: what the file and the key files
+     * looked like (fleet_stat_sig) when last read, and the next periodic
+     * pass (--key-reload-interval). */
+    uint64_t file_sig, keys_sig;
+    int64_t due_ms;
     /* A pass's candidate: the new config, not yet accepted. */
     struct config *next;
-    char next_key[ROUTES_KEY_MAX];
+    char *next_key;
     int removed;
 };
 
@@ -51,7 +56,68 @@ struct fleet {
     struct snapshot *current;
     time_t last_pass;
     unsigned long refusals; /* logged since start */
+    int force;              /* the next pass runs every reloader (SIGHUP) */
 };
+
+/* FNV-1a over what stat says of path (0 stands for a directory: its
+ * files may change without it): a file replaced, rewritten, touched or
+ * gone changes it. */
+static uint64_t fleet_stat_sig(const char *path, uint64_t h)
+{
+    struct stat st;
+    long long v[7] = {0};
+
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return 0;
+        v[0] = (long long)st.st_dev, v[1] = (long long)st.st_ino, v[2] = (long long)st.st_size;
+        v[3] = (long long)st.st_mtim.tv_sec, v[4] = st.st_mtim.tv_nsec;
+        v[5] = (long long)st.st_ctim.tv_sec, v[6] = st.st_ctim.tv_nsec;
+    } else {
+        v[0] = -errno;
+    }
+    for (size_t i = 0; i < sizeof(v); i++)
+        h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The signature of every key file of cfg, or 0 when one is a directory
+ * (its reloader then runs on every pass). */
+static uint64_t fleet_keys_sig(const struct config *cfg)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    for (size_t i = 0; i < cfg->key_files.count && h != 0; i++)
+        h = fleet_stat_sig(cfg->key_files.items[i], h);
+    return h;
+}
+
+/* Whether a pass at now must run is's reloader: asked for, its key files
+ * changed (or are a directory), its periodic pass or a deadline of its
+ * inputs (a held removal, a retained key's expiry) is due. */
+static int fleet_due(const struct fleet *f, const struct fleet_issuer *is, uint64_t keys_sig, time_t now,
+                     int64_t now_ms)
+{
+    int64_t confirm_at;
+    time_t wall_at;
+
+    if (f->force || keys_sig == 0 || keys_sig != is->keys_sig || now_ms >= is->due_ms)
+        return 1;
+    reload_deadlines(is->reload, &confirm_at, &wall_at);
+    return (confirm_at != 0 && confirm_at <= now_ms) || (wall_at != 0 && wall_at <= now);
+}
+
+/* Records that is's reloader ran at now_ms on key files of keys_sig. */
+static void fleet_ran(struct fleet_issuer *is, uint64_t keys_sig, int64_t now_ms)
+{
+    is->keys_sig = keys_sig;
+    is->due_ms = now_ms + (int64_t)is->cfg->key_reload_interval * 1000;
+}
+
+void fleet_force(struct fleet *f)
+{
+    f->force = 1;
+}
 
 /* Frees a config of the heap. */
 static void fleet_config_free(struct config *c)
@@ -70,6 +136,10 @@ static void fleet_issuer_free(struct fleet_issuer *is)
     fleet_config_free(is->next);
     free(is->seen);
     free(is->problem);
+    free(is->name);
+    free(is->path);
+    free(is->key);
+    free(is->next_key);
     free(is);
 }
 
@@ -96,9 +166,8 @@ static int fleet_by_name(const void *a, const void *b)
 /* The issuer called name in f (sorted), or NULL. */
 static struct fleet_issuer *fleet_find(const struct fleet *f, const char *name)
 {
-    struct fleet_issuer key, *k = &key, **hit;
+    struct fleet_issuer key = {.name = (char *)name}, *k = &key, **hit;
 
-    snprintf(key.name, sizeof(key.name), "%s", name);
     hit = f->count ? bsearch(&k, f->issuers, f->count, sizeof(*f->issuers), fleet_by_name) : NULL;
     return hit ? *hit : NULL;
 }
@@ -122,11 +191,15 @@ static void fleet_refuse(struct fleet *f, struct fleet_issuer *is, const char *w
  * for a clash may not hold any more), parses them into is->next. */
 static void fleet_read(struct fleet *f, struct fleet_issuer *is)
 {
-    char err[CONFIG_ERR_MAX + PATH_MAX];
+    char err[CONFIG_ERR_MAX + PATH_MAX], key[ROUTES_KEY_MAX];
     size_t len = 0;
-    char *text = file_read(is->path, CONFIG_FILE_MAX, &len, NULL, err, sizeof(err));
+    uint64_t sig = fleet_stat_sig(is->path, 14695981039346656037ull);
+    char *text;
 
-    if (text == NULL) {
+    if (sig == is->file_sig && is->problem == NULL)
+        return; /* not touched since it was read */
+    is->file_sig = sig;
+    if ((text = file_read(is->path, CONFIG_FILE_MAX, &len, NULL, err, sizeof(err))) == NULL) {
         fleet_refuse(f, is, err);
         return;
     }
@@ -148,8 +221,10 @@ static void fleet_read(struct fleet *f, struct fleet_issuer *is)
         fleet_refuse(f, is, err);
         return;
     }
-    if (routes_key(is->next->issuers.items[0], is->next_key) != 0)
+    if (routes_key(is->next->issuers.items[0], key) != 0)
         fleet_refuse(f, is, "the issuer URL has no host, or is too long");
+    else if (free(is->next_key), (is->next_key = strdup(key)) == NULL)
+        fleet_refuse(f, is, "out of memory");
 }
 
 /* The directory's issuer files, each in the old issuer of its name or a
@@ -182,9 +257,11 @@ static struct fleet_issuer **fleet_scan(struct fleet *f, size_t *count)
             cap = cap ? cap * 2 : 64;
         }
         snprintf(name, sizeof(name), "%.*s", (int)(len - slen), e->d_name);
-        if ((is = fleet_find(f, name)) == NULL && (is = calloc(1, sizeof(*is))) != NULL) {
-            snprintf(is->name, sizeof(is->name), "%s", name);
-            snprintf(is->path, sizeof(is->path), "%s/%s", f->cfg->issuers_dir, e->d_name);
+        if ((is = fleet_find(f, name)) == NULL && (is = calloc(1, sizeof(*is))) != NULL &&
+            ((is->name = strdup(name)) == NULL || asprintf(&is->path, "%s/%s", f->cfg->issuers_dir, e->d_name) < 0)) {
+            is->path = NULL;
+            fleet_issuer_free(is);
+            is = NULL;
         }
         if (is != NULL) {
             is->removed = 0;
@@ -250,13 +327,13 @@ static void fleet_refuse_clashes(struct fleet *f, struct fleet_issuer **list, si
 /* Serves is's candidate: a reloader of its own, whose first pass reads
  * its keys. When they cannot be read, the file is refused (the reason is
  * logged by the reloader) and what is served stays. */
-static void fleet_accept(struct fleet *f, struct fleet_issuer *is, time_t now, int64_t now_ms)
+static int fleet_accept(struct fleet *f, struct fleet_issuer *is, time_t now, int64_t now_ms)
 {
     struct reload *r = reload_create(is->next, now, now_ms);
 
     if (r == NULL) {
         fleet_refuse(f, is, "no key set to publish (the reason is logged above)");
-        return;
+        return -1;
     }
     log_msg(LOG_INFO, "issuer %s %s: %s from %s", is->name, is->reload ? "changed" : "added",
             is->next->issuers.items[0], is->path);
@@ -265,9 +342,12 @@ static void fleet_accept(struct fleet *f, struct fleet_issuer *is, time_t now, i
     is->reload = r;
     is->cfg = is->next;
     is->next = NULL;
-    memcpy(is->key, is->next_key, sizeof(is->key));
+    free(is->key);
+    is->key = is->next_key;
+    is->next_key = NULL;
     free(is->problem);
     is->problem = NULL;
+    return 0;
 }
 
 /* A routing snapshot of every served issuer's current snapshot. */
@@ -314,12 +394,16 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
     fleet_refuse_clashes(f, list, n);
     for (size_t i = 0; i < n; i++) {
         struct fleet_issuer *is = list[i];
-        if (is->next != NULL)
-            fleet_accept(f, is, now, now_ms);
-        else if (is->reload != NULL)
+        uint64_t keys_sig = is->next ? fleet_keys_sig(is->next) : is->reload ? fleet_keys_sig(is->cfg) : 0;
+        if (is->next != NULL && fleet_accept(f, is, now, now_ms) == 0) {
+            fleet_ran(is, keys_sig, now_ms);
+        } else if (is->reload != NULL && fleet_due(f, is, keys_sig, now, now_ms)) {
             reload_pass(is->reload, now, now_ms);
+            fleet_ran(is, keys_sig, now_ms);
+        }
         changed |= is->reload != NULL && reload_current(is->reload) != is->routed;
     }
+    f->force = 0;
     if (!changed || (snap = fleet_build(f, now)) == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++)
@@ -413,20 +497,46 @@ struct status *fleet_status(const struct fleet *f)
     return st;
 }
 
-size_t fleet_watch_paths(const struct fleet *f, char ***paths)
+/* The directory of path (its dirname), allocated; NULL out of memory. */
+static char *fleet_dir_of(const char *path)
 {
-    size_t n = 1;
+    const char *slash = strrchr(path, '/');
+
+    if (slash == NULL)
+        return strdup(".");
+    return strndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+static int fleet_by_string(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t fleet_watch_dirs(const struct fleet *f, char ***dirs)
+{
+    size_t n = 1, m = 0;
 
     for (size_t i = 0; i < f->count; i++)
         n += f->issuers[i]->cfg ? f->issuers[i]->cfg->key_files.count : 0;
-    if ((*paths = calloc(n, sizeof(**paths))) == NULL)
+    if ((*dirs = calloc(n, sizeof(**dirs))) == NULL || ((*dirs)[m++] = strdup(f->cfg->issuers_dir)) == NULL) {
+        free(*dirs);
+        *dirs = NULL;
         return 0;
-    n = 0;
-    (*paths)[n++] = f->cfg->issuers_dir;
+    }
     for (size_t i = 0; i < f->count; i++)
         for (size_t k = 0; f->issuers[i]->cfg && k < f->issuers[i]->cfg->key_files.count; k++)
-            (*paths)[n++] = f->issuers[i]->cfg->key_files.items[k];
-    return n;
+            if (((*dirs)[m] = fleet_dir_of(f->issuers[i]->cfg->key_files.items[k])) != NULL)
+                m++;
+    qsort(*dirs, m, sizeof(**dirs), fleet_by_string);
+    n = m;
+    m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m > 0 && strcmp((*dirs)[m - 1], (*dirs)[i]) == 0)
+            free((*dirs)[i]);
+        else
+            (*dirs)[m++] = (*dirs)[i];
+    }
+    return m;
 }
 
 void fleet_save_at_exit(struct fleet *f, time_t now, int64_t now_ms)

@@ -51,6 +51,11 @@ struct snapshot *fleet_current(const struct fleet *f);
  * the caller hands it on), else NULL. */
 struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms);
 
+/* The next pass runs every issuer's reloader (SIGHUP); otherwise a pass
+ * runs those whose key files changed (by what stat says of them), whose
+ * --key-reload-interval came, or whose inputs set a deadline now due. */
+void fleet_force(struct fleet *f);
+
 /* The earliest deadlines of every issuer's reloader (reload_deadlines). */
 void fleet_deadlines(const struct fleet *f, int64_t *confirm_at, time_t *wall_at);
 
@@ -58,11 +63,11 @@ void fleet_deadlines(const struct fleet *f, int64_t *confirm_at, time_t *wall_at
  * and which files are refused and why. NULL when out of memory. */
 struct status *fleet_status(const struct fleet *f);
 
-/* The paths a pass reads, for the watch: the directory and every served
- * issuer's key files. *paths is allocated (free it), its strings are f's,
- * valid until the next pass. Returns how many, or 0 with *paths NULL
- * when out of memory. */
-size_t fleet_watch_paths(const struct fleet *f, char ***paths);
+/* The directories a pass reads, for the watch (watch_add_dirs): the
+ * issuers directory and that of every key file of a served issuer, each
+ * once. *dirs and its strings are allocated (free both). Returns how
+ * many, or 0 with *dirs NULL when out of memory. */
+size_t fleet_watch_dirs(const struct fleet *f, char ***dirs);
 
 /* At exit: every issuer's reload_save_at_exit. */
 void fleet_save_at_exit(struct fleet *f, time_t now, int64_t now_ms);

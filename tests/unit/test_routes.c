@@ -19,7 +19,7 @@ TestSuite(routes, .fini = leak_check);
 /* A snapshot of no keys for issuer, standing for that issuer's. */
 static struct snapshot *issuer_snapshot(const char *issuer)
 {
-    const struct snapshot_params params = {issuer, "https://x/jwks", "application/json", 60};
+    const struct snapshot_params params = {issuer, "https://x/jwks", "application/json", 60, 1};
     struct snapshot *s = snapshot_build(&params, keyset_new(), 0);
 
     cr_assert_not_null(s);
