@@ -14,8 +14,9 @@ the same server serving one issuer of that fleet:
   document being served (p50, p99 over CHANGES changes), and every other
   issuer's ETags the same afterwards.
 
-Prints markdown rows (bench/report.py's table form) on standard output and
-the details on standard error. Usage: bench/fleet.py [--issuers N]
+Prints a markdown section for docs/BENCHMARKS.md on standard output (its
+table, then the run's log; bench/report.py takes it with --fleet) and the
+same log on standard error as it goes. Usage: bench/fleet.py [--issuers N]
 [--rounds R] [--duration S] [--changes C]. Needs wrk, taskset and python3's
 cryptography; everything is local (127.0.0.1).
 """
@@ -44,8 +45,33 @@ DISCOVERY = "/.well-known/openid-configuration"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+LOG = []
+
+
 def log(*a):
-    print("[%s]" % time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+    line = " ".join(str(x) for x in a)
+    LOG.append(line)
+    print("[%s]" % time.strftime("%H:%M:%S"), line, file=sys.stderr, flush=True)
+
+
+def section(rows, log_lines, n):
+    """The section of docs/BENCHMARKS.md: what was measured, the table, the
+    run's log."""
+    out = ["## A fleet on one endpoint (`bench/fleet.py`)", "",
+           "`serve --issuers-dir` with %s issuer files (two P-256 keys each, each issuer's keys in a directory "
+           "of its own, one host and a path per issuer) side by side with the same binary serving one issuer of "
+           "that fleet (`--issuers-dir` with that one file): both pinned to one core with one worker thread, "
+           "wrk (one thread, 32 connections, a Lua script picking a path per request: among 2,000 issuers at "
+           "random for the fleet, the one issuer for the peer) on the other, rounds alternating the two; "
+           "requests per server CPU-second are the best round of each. RSS is read once both have started; the "
+           "allowance is the peer's RSS plus the bytes of every issuer's two documents plus 4 KiB per issuer. "
+           "Start-up is exec to the last issuer's JWKS answering 200. A change is one issuer file renamed into "
+           "the directory with another max-age, timed until that max-age is served; afterwards every other "
+           "issuer's two documents are fetched again and compared (ETag and length)." % format(n, ","), "",
+           "| target | ours | peer | ratio | goal | |", "|---|---|---|---|---|---|"]
+    out += rows
+    out += ["", "```"] + log_lines + ["```", ""]
+    return "\n".join(out)
 
 
 def pub_pem():
@@ -230,8 +256,8 @@ def main():
             ("fleet: the other issuers' documents changed by those %d changes" % len(lat), "%d" % changed,
              "of %s" % format(len(after), ","), "", "0", changed == 0),
         ]
-        for name, a, b, r, goal, ok in rows:
-            print("| %s | %s | %s | %s | %s | %s |" % (name, a, b, r, goal, "met" if ok else "**missed**"))
+        print(section(["| %s | %s | %s | %s | %s | %s |" % (name, a, b, r, goal, "met" if ok else "**missed**")
+                       for name, a, b, r, goal, ok in rows], LOG, n))
     finally:
         for s in servers:
             s.stop()

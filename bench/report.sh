@@ -5,7 +5,8 @@
 # (bench/http_bench.py), the verification benchmark against openssl speed
 # (bench/verify.sh), the cost of tokens without kid (bench/kidless.sh;
 # set BASE_BIN to an older build to compare) and the external signer against
-# openssl speed (bench/signer.sh), and renders them. About 11 minutes on 2
+# openssl speed (bench/signer.sh), a fleet of 10,000 issuers against one
+# (bench/fleet.py), and renders them. About 11 minutes on 2
 # cores; needs nginx-light, wrk, nghttp2-client and
 # gnuplot-nox, which it installs when missing (Debian). Extra arguments go
 # to bench/http_bench.py.
@@ -28,7 +29,8 @@ python3 bench/http_bench.py --json "$work/http.json" "$@"
 bench/verify.sh 2 >"$work/verify.txt"
 bench/kidless.sh 3 >"$work/kidless.txt"
 bench/signer.sh 3 >"$work/signer.txt"
+python3 bench/fleet.py >"$work/fleet.md"
 python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" --kidless "$work/kidless.txt" \
-    --signer "$work/signer.txt" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
+    --signer "$work/signer.txt" --fleet "$work/fleet.md" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
 gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"
