@@ -6,6 +6,8 @@
 #include "server/reload/fleet.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <errno.h>
 #include <limits.h>
@@ -46,6 +48,7 @@ struct fleet_issuer {
     /* A pass's candidate: the new config, not yet accepted. */
     struct config *next;
     char *next_key;
+    struct reload *made; /* next's reloader (fleet_make), or NULL: its keys cannot be read */
     int removed;
 };
 
@@ -132,6 +135,7 @@ static void fleet_issuer_free(struct fleet_issuer *is)
     if (is == NULL)
         return;
     reload_free(is->reload);
+    reload_free(is->made);
     fleet_config_free(is->cfg);
     fleet_config_free(is->next);
     free(is->seen);
@@ -324,13 +328,67 @@ static void fleet_refuse_clashes(struct fleet *f, struct fleet_issuer **list, si
     free(claims);
 }
 
-/* Serves is's candidate: a reloader of its own, whose first pass reads
- * its keys. When they cannot be read, the file is refused (the reason is
- * logged by the reloader) and what is served stays. */
-static int fleet_accept(struct fleet *f, struct fleet_issuer *is, time_t now, int64_t now_ms)
-{
-    struct reload *r = reload_create(is->next, now, now_ms);
+/* Candidates make their reloaders (whose first pass reads their keys) on
+ * this thread and, when there are many (a start, a volume of many files
+ * swapped), on helper threads too, one per CPU: each reads only its own
+ * issuer's files, and reading thousands of keys is OpenSSL's decoding and
+ * encoding, which parallelises. */
+struct fleet_make {
+    struct fleet_issuer **cands;
+    size_t n;
+    atomic_size_t next;
+    time_t now;
+    int64_t now_ms;
+};
 
+static void *fleet_make_some(void *arg)
+{
+    struct fleet_make *m = arg;
+    size_t i;
+
+    while ((i = atomic_fetch_add(&m->next, 1)) < m->n)
+        m->cands[i]->made = reload_create(m->cands[i]->next, m->now, m->now_ms);
+    return NULL;
+}
+
+#define FLEET_PARALLEL_MIN 64 /* candidates worth a helper thread */
+#define FLEET_HELPERS_MAX  7
+
+static void fleet_make(struct fleet_issuer **list, size_t n, time_t now, int64_t now_ms)
+{
+    struct fleet_make m = {.cands = calloc(n + 1, sizeof(*list)), .now = now, .now_ms = now_ms};
+    pthread_t helpers[FLEET_HELPERS_MAX];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nhelpers = 0, want;
+
+    for (size_t i = 0; m.cands != NULL && i < n; i++)
+        if (list[i]->next != NULL)
+            m.cands[m.n++] = list[i];
+    if (m.cands == NULL) { /* out of memory: one at a time */
+        for (size_t i = 0; i < n; i++)
+            if (list[i]->next != NULL)
+                list[i]->made = reload_create(list[i]->next, now, now_ms);
+        return;
+    }
+    atomic_init(&m.next, 0);
+    want = m.n >= FLEET_PARALLEL_MIN && cpus > 1 ? (size_t)cpus - 1 : 0;
+    for (; nhelpers < want && nhelpers < FLEET_HELPERS_MAX; nhelpers++)
+        if (pthread_create(&helpers[nhelpers], NULL, fleet_make_some, &m) != 0)
+            break; /* fewer helpers: this thread does the rest */
+    fleet_make_some(&m);
+    for (size_t i = 0; i < nhelpers; i++)
+        pthread_join(helpers[i], NULL);
+    free(m.cands);
+}
+
+/* Serves is's candidate with the reloader fleet_make made for it. When
+ * its keys could not be read, the file is refused (the reason is logged by
+ * the reloader) and what is served stays. */
+static int fleet_accept(struct fleet *f, struct fleet_issuer *is)
+{
+    struct reload *r = is->made;
+
+    is->made = NULL;
     if (r == NULL) {
         fleet_refuse(f, is, "no key set to publish (the reason is logged above)");
         return -1;
@@ -392,10 +450,11 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
     for (size_t i = 0; i < n; i++)
         fleet_read(f, list[i]);
     fleet_refuse_clashes(f, list, n);
+    fleet_make(list, n, now, now_ms);
     for (size_t i = 0; i < n; i++) {
         struct fleet_issuer *is = list[i];
         uint64_t keys_sig = is->next ? fleet_keys_sig(is->next) : is->reload ? fleet_keys_sig(is->cfg) : 0;
-        if (is->next != NULL && fleet_accept(f, is, now, now_ms) == 0) {
+        if (is->next != NULL && fleet_accept(f, is) == 0) {
             fleet_ran(is, keys_sig, now_ms);
         } else if (is->reload != NULL && fleet_due(f, is, keys_sig, now, now_ms)) {
             reload_pass(is->reload, now, now_ms);

@@ -18,7 +18,8 @@ d. live, under load on two untouched issuers (each request on a kept-alive
    it), fixed, a file claiming a served issuer's URL (refused naming the
    file that serves it) and a file removed, each awaited until served;
    not one request of the untouched issuers fails, changes its ETag or
-   loses its connection.
+   loses its connection;
+e. 150 files at start (read on every CPU at once) are all served.
 
 One fleet server and three one-issuer servers are shared by the cases.
 """
@@ -291,6 +292,24 @@ class Fleet(unittest.TestCase):
         for name in ("one", "root"):
             self.assertGreater(counts.get(name, 0), 0)
             self.assertEqual(counts.get(name + " failed"), 0, counts)
+
+
+    # e -----------------------------------------------------------------
+    def test_e_many_issuers_read_in_parallel(self):
+        # enough files that the start reads them on every CPU at once
+        many = os.path.join(self.tmp, "many")
+        os.mkdir(many)
+        for i in range(150):
+            write_json(os.path.join(many, "c%d.json" % i), {"service-account-issuer": "http://localhost/id/%d" % i})
+        server = self._server(["--issuers-dir", many, "--allow-insecure-issuer", "--service-account-key-file",
+                               self.keys["one"][0].pub])
+        jwks = self.single["one"].get(H.JWKS)[2]
+        for i in range(150):
+            status, _, body = server.request("GET", "/id/%d%s" % (i, H.DISCOVERY), {"Host": "localhost"})
+            self.assertEqual(status, 200)
+            self.assertEqual(json.loads(body)["issuer"], "http://localhost/id/%d" % i)
+            self.assertEqual(server.request("GET", "/id/%d%s" % (i, H.JWKS), {"Host": "localhost"})[2], jwks)
+        self.assertIn("serving 150 issuer(s) of %s" % many, server.stderr())
 
 
 if __name__ == "__main__":
