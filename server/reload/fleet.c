@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <stdatomic.h>
 #include <errno.h>
@@ -358,7 +359,8 @@ static void fleet_make(struct fleet_issuer **list, size_t n, time_t now, int64_t
 {
     struct fleet_make m = {.cands = calloc(n + 1, sizeof(*list)), .now = now, .now_ms = now_ms};
     pthread_t helpers[FLEET_HELPERS_MAX];
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1; /* those it may run on */
     size_t nhelpers = 0, want;
 
     for (size_t i = 0; m.cands != NULL && i < n; i++)
