@@ -61,14 +61,19 @@ def section(rows, log_lines, n):
     out = ["## A fleet on one endpoint (`bench/fleet.py`)", "",
            "`serve --issuers-dir` with %s issuer files (two P-256 keys each, each issuer's keys in a directory "
            "of its own, one host and a path per issuer) side by side with the same binary serving one issuer of "
-           "that fleet (`--issuers-dir` with that one file): both pinned to one core with one worker thread, "
-           "wrk (one thread, 32 connections, a Lua script picking a path per request: among 2,000 issuers at "
+           "that fleet (`--issuers-dir` with that one file), each started on every CPU and then pinned to one core "
+           "with one worker thread, wrk (one thread, 32 connections, a Lua script picking a path per request: among 2,000 issuers at "
            "random for the fleet, the one issuer for the peer) on the other, rounds alternating the two; "
            "requests per server CPU-second are the best round of each. RSS is read once both have started; the "
            "allowance is the peer's RSS plus the bytes of every issuer's two documents plus 4 KiB per issuer. "
            "Start-up is exec to the last issuer's JWKS answering 200. A change is one issuer file renamed into "
            "the directory with another max-age, timed until that max-age is served; afterwards every other "
-           "issuer's two documents are fetched again and compared (ETag and length)." % format(n, ","), "",
+           "issuer's two documents are fetched again and compared (ETag and length). Where it goes, from profiles "
+           "of this code (not of this run): start-up is mostly OpenSSL 3 reading each key (a decode, and two "
+           "`i2d_PUBKEY`, each of which builds an encoder context: the kid and the public-only copy); memory is "
+           "mostly each key's kid buffer (`KEY_KID_MAX`, 1 KiB, in the published set, the removal guard's set and "
+           "the retention history) and OpenSSL's key objects (about 2 KiB a key); a change is a pass that stats "
+           "every issuer file and key file and rebuilds the status page's table." % format(n, ","), "",
            "| target | ours | peer | ratio | goal | |", "|---|---|---|---|---|---|"]
     out += rows
     out += ["", "```"] + log_lines + ["```", ""]
