@@ -20,6 +20,7 @@
 #include "config/file.h"
 #include "publish/routes.h"
 #include "server/obs/metrics.h"
+#include "server/reload/health.h"
 #include "server/reload/reload.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -40,7 +41,8 @@ struct fleet_issuer {
     struct reload *reload;
     char *key; /* its route (routes_key), with reload */
     struct snapshot *routed;
-    char *problem; /* why the file's bytes are refused now, or NULL */
+    char *problem;      /* why the file's bytes are refused now, or NULL */
+    char *keys_problem; /* why its key files could not be read at the last pass, or NULL */
     /* When a pass must run its reloader: what the file and the key files
      * looked like (fleet_stat_sig) when last read, and the next periodic
      * pass (--key-reload-interval). */
@@ -141,6 +143,7 @@ static void fleet_issuer_free(struct fleet_issuer *is)
     fleet_config_free(is->next);
     free(is->seen);
     free(is->problem);
+    free(is->keys_problem);
     free(is->name);
     free(is->path);
     free(is->key);
@@ -410,6 +413,24 @@ static int fleet_accept(struct fleet *f, struct fleet_issuer *is)
     return 0;
 }
 
+/* Records what is's reloader said of its key files at its last pass:
+ * logged with the issuer's name when it changes. A failure keeps the
+ * issuer's last good set serving and is that issuer's alone: it is shown
+ * on its row (status page, /readyz?verbose, a count in /metrics), never in
+ * the process's readiness. */
+static void fleet_keys_result(struct fleet_issuer *is)
+{
+    const char *err = reload_error(is->reload);
+
+    if (err != NULL && (is->keys_problem == NULL || strcmp(is->keys_problem, err) != 0))
+        log_msg(LOG_ERROR, "issuer %s (%s): its keys cannot be read, its last good set keeps serving: %s", is->name,
+                is->path, err);
+    else if (err == NULL && is->keys_problem != NULL)
+        log_msg(LOG_INFO, "issuer %s (%s): its keys are read again", is->name, is->path);
+    free(is->keys_problem);
+    is->keys_problem = err != NULL ? strdup(err) : NULL;
+}
+
 /* A routing snapshot of every served issuer's current snapshot. */
 static struct snapshot *fleet_build(struct fleet *f, time_t now)
 {
@@ -458,13 +479,18 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
         uint64_t keys_sig = is->next ? fleet_keys_sig(is->next) : is->reload ? fleet_keys_sig(is->cfg) : 0;
         if (is->next != NULL && fleet_accept(f, is) == 0) {
             fleet_ran(is, keys_sig, now_ms);
+            fleet_keys_result(is);
         } else if (is->reload != NULL && fleet_due(f, is, keys_sig, now, now_ms)) {
             reload_pass(is->reload, now, now_ms);
             fleet_ran(is, keys_sig, now_ms);
+            fleet_keys_result(is);
         }
         changed |= is->reload != NULL && reload_current(is->reload) != is->routed;
     }
     f->force = 0;
+    /* the reloaders report to the process's health; an issuer's keys are
+     * its own (fleet_keys_result) */
+    health_reload_result(METRICS_SOURCE_KEYS, 1, now);
     if (!changed || (snap = fleet_build(f, now)) == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++)
@@ -524,7 +550,7 @@ struct status *fleet_status(const struct fleet *f)
 
     for (size_t i = 0; i < f->count; i++) {
         served += f->issuers[i]->reload != NULL;
-        refused += f->issuers[i]->problem != NULL;
+        refused += f->issuers[i]->problem != NULL || f->issuers[i]->keys_problem != NULL;
     }
     atomic_store(&metrics_process.fleet_enabled, 1);
     atomic_store(&metrics_process.fleet_issuers, served);
@@ -546,7 +572,12 @@ struct status *fleet_status(const struct fleet *f)
     for (size_t i = 0; i < f->count; i++) {
         const struct fleet_issuer *is = f->issuers[i];
         const struct snapshot *snap = is->reload ? reload_current(is->reload) : NULL;
+        char keys[CONFIG_ERR_MAX + 64];
         struct status_issuer row = {.name = is->name, .file = is->path, .problem = is->problem};
+        if (row.problem == NULL && is->keys_problem != NULL) {
+            snprintf(keys, sizeof(keys), "its keys cannot be read: %s", is->keys_problem);
+            row.problem = keys;
+        }
         if (snap != NULL) {
             row.issuer = is->cfg->issuers.items[0];
             row.jwks_etag = snap->jwks.etag;

@@ -418,6 +418,11 @@ struct status *reload_status(const struct reload *r)
     return st;
 }
 
+const char *reload_error(const struct reload *r)
+{
+    return r->last_error;
+}
+
 struct snapshot *reload_current(const struct reload *r)
 {
     return r->current;

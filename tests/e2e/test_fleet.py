@@ -15,7 +15,8 @@ c. at start, a broken file, a file with a key that is not per issuer and
 d. live, under load on two untouched issuers (each request on a kept-alive
    connection, counted): a file added, changed, broken (its last good
    state keeps serving; /readyz?verbose, /metrics and the status page name
-   it), fixed, a file claiming a served issuer's URL (refused naming the
+   it), fixed, a key file broken (its issuer's last good set serves; the
+   server stays ready) and mended, a file claiming a served issuer's URL (refused naming the
    file that serves it) and a file removed, each awaited until served;
    not one request of the untouched issuers fails, changes its ETag or
    loses its connection;
@@ -282,6 +283,26 @@ class Fleet(unittest.TestCase):
                       "which serves it" % (re.escape(path["thief"]), re.escape(os.path.join(self.dir, "one.json")))
             self.assertEqual(H.wait_for_log(self.fleet, pattern, timeout=5), 1, self.fleet.stderr())
             os.unlink(path["thief"])
+            # an issuer whose key file breaks keeps its last good set, and only it is reported
+            kf_key = os.path.join(self.tmp, "kf.pub")
+            shutil.copy(self.keys["root"][1].pub, kf_key)
+            write_json(os.path.join(self.dir, "kf.json"),
+                       {"service-account-issuer": "http://localhost/kf", "service-account-key-file": kf_key})
+            self.assertTrue(self.served("/kf"), self.fleet.stderr())
+            etag = self.fleet_request("GET", "localhost", "/kf" + H.JWKS)[1]["etag"]
+            H.atomic_write(kf_key, b"-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----\n")
+            pattern = "issuer kf \\(%s\\): its keys cannot be read, its last good set keeps serving: " % re.escape(
+                os.path.join(self.dir, "kf.json"))
+            self.assertEqual(H.wait_for_log(self.fleet, pattern, timeout=5), 1, self.fleet.stderr())
+            status, headers, _ = self.fleet_request("GET", "localhost", "/kf" + H.JWKS)
+            self.assertEqual((status, headers["etag"]), (200, etag))
+            status, _, body = self.admin("/readyz?verbose")
+            self.assertEqual(status, 200, body)
+            self.assertIn(b"\nkf refused (the last good state serves): its keys cannot be read: ", body)
+            shutil.copy(self.keys["root"][1].pub, kf_key)
+            self.assertEqual(H.wait_for_log(self.fleet, "issuer kf .*: its keys are read again", timeout=5), 1,
+                             self.fleet.stderr())
+            os.unlink(os.path.join(self.dir, "kf.json"))
             # removed
             os.unlink(path["new"])
             self.assertTrue(self.served("/c/new", want_status=404), self.fleet.stderr())
