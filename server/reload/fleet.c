@@ -32,7 +32,8 @@
 struct fleet_issuer {
     char *name;
     char *path;
-    char *seen; /* the bytes last read, or NULL */
+    char *log_prefix; /* "issuer NAME: ", before its reloader's log lines */
+    char *seen;       /* the bytes last read, or NULL */
     size_t seen_len;
     /* What it serves: the config parsed from the file as it was when
      * last accepted, its reloader, its route and the snapshot the current
@@ -146,9 +147,29 @@ static void fleet_issuer_free(struct fleet_issuer *is)
     free(is->keys_problem);
     free(is->name);
     free(is->path);
+    free(is->log_prefix);
     free(is->key);
     free(is->next_key);
     free(is);
+}
+
+/* A new issuer for the file called file (name.json) of dir, or NULL when
+ * out of memory. */
+static struct fleet_issuer *fleet_issuer_new(const char *dir, const char *file, const char *name)
+{
+    struct fleet_issuer *is = calloc(1, sizeof(*is));
+
+    if (is == NULL)
+        return NULL;
+    if (asprintf(&is->path, "%s/%s", dir, file) < 0)
+        is->path = NULL;
+    if (asprintf(&is->log_prefix, "issuer %s: ", name) < 0)
+        is->log_prefix = NULL;
+    if ((is->name = strdup(name)) == NULL || is->path == NULL || is->log_prefix == NULL) {
+        fleet_issuer_free(is);
+        return NULL;
+    }
+    return is;
 }
 
 /* Whether name (without .json) can name an issuer: it becomes a directory
@@ -265,12 +286,8 @@ static struct fleet_issuer **fleet_scan(struct fleet *f, size_t *count)
             cap = cap ? cap * 2 : 64;
         }
         snprintf(name, sizeof(name), "%.*s", (int)(len - slen), e->d_name);
-        if ((is = fleet_find(f, name)) == NULL && (is = calloc(1, sizeof(*is))) != NULL &&
-            ((is->name = strdup(name)) == NULL || asprintf(&is->path, "%s/%s", f->cfg->issuers_dir, e->d_name) < 0)) {
-            is->path = NULL;
-            fleet_issuer_free(is);
-            is = NULL;
-        }
+        if ((is = fleet_find(f, name)) == NULL)
+            is = fleet_issuer_new(f->cfg->issuers_dir, e->d_name, name);
         if (is != NULL) {
             is->removed = 0;
             list[n++] = is;
@@ -350,8 +367,11 @@ static void *fleet_make_some(void *arg)
     struct fleet_make *m = arg;
     size_t i;
 
-    while ((i = atomic_fetch_add(&m->next, 1)) < m->n)
+    while ((i = atomic_fetch_add(&m->next, 1)) < m->n) {
+        log_thread_prefix(m->cands[i]->log_prefix);
         m->cands[i]->made = reload_create(m->cands[i]->next, m->now, m->now_ms);
+    }
+    log_thread_prefix(NULL);
     return NULL;
 }
 
@@ -370,9 +390,11 @@ static void fleet_make(struct fleet_issuer **list, size_t n, time_t now, int64_t
         if (list[i]->next != NULL)
             m.cands[m.n++] = list[i];
     if (m.cands == NULL) { /* out of memory: one at a time */
-        for (size_t i = 0; i < n; i++)
-            if (list[i]->next != NULL)
-                list[i]->made = reload_create(list[i]->next, now, now_ms);
+        for (size_t i = 0; i < n; i++) {
+            log_thread_prefix(list[i]->log_prefix);
+            list[i]->made = list[i]->next != NULL ? reload_create(list[i]->next, now, now_ms) : NULL;
+        }
+        log_thread_prefix(NULL);
         return;
     }
     atomic_init(&m.next, 0);
@@ -481,7 +503,9 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
             fleet_ran(is, keys_sig, now_ms);
             fleet_keys_result(is);
         } else if (is->reload != NULL && fleet_due(f, is, keys_sig, now, now_ms)) {
+            log_thread_prefix(is->log_prefix);
             reload_pass(is->reload, now, now_ms);
+            log_thread_prefix(NULL);
             fleet_ran(is, keys_sig, now_ms);
             fleet_keys_result(is);
         }
@@ -634,8 +658,11 @@ size_t fleet_watch_dirs(const struct fleet *f, char ***dirs)
 void fleet_save_at_exit(struct fleet *f, time_t now, int64_t now_ms)
 {
     for (size_t i = 0; i < f->count; i++)
-        if (f->issuers[i]->reload != NULL)
+        if (f->issuers[i]->reload != NULL) {
+            log_thread_prefix(f->issuers[i]->log_prefix);
             reload_save_at_exit(f->issuers[i]->reload, now, now_ms);
+            log_thread_prefix(NULL);
+        }
 }
 
 void fleet_free(struct fleet *f)
