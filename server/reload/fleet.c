@@ -62,8 +62,9 @@ struct fleet {
     size_t count;
     struct snapshot *current;
     time_t last_pass;
-    unsigned long refusals; /* logged since start */
-    int force;              /* the next pass runs every reloader (SIGHUP) */
+    unsigned long refusals;   /* logged since start */
+    int force;                /* the next pass runs every reloader (SIGHUP) */
+    unsigned long generation; /* routing tables published since start */
 };
 
 /* FNV-1a over what stat says of path (0 stands for a directory: its
@@ -521,6 +522,7 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
         list[i]->routed = list[i]->reload ? reload_current(list[i]->reload) : NULL;
     snapshot_release(f->current);
     f->current = snap;
+    f->generation++;
     log_msg(LOG_INFO, "serving %zu issuer(s) of %s", routes_count(snap->routes), f->cfg->issuers_dir);
     return snap;
 }
@@ -566,6 +568,25 @@ void fleet_deadlines(const struct fleet *f, int64_t *confirm_at, time_t *wall_at
     }
 }
 
+/* The key gauges of /metrics for the whole fleet, after its reloaders
+ * each wrote their own: the keys every issuer publishes (and of those, the
+ * ones retention keeps), and the routing tables published since start as
+ * the generation. */
+static void fleet_gauges(const struct fleet *f)
+{
+    size_t keys = 0, retained = 0;
+
+    for (size_t i = 0; i < f->count; i++) {
+        if (f->issuers[i]->reload == NULL)
+            continue;
+        keys += reload_current(f->issuers[i]->reload)->keyset->count;
+        retained += reload_retained(f->issuers[i]->reload);
+    }
+    atomic_store(&metrics_process.keys_published, keys);
+    atomic_store(&metrics_process.keyset_generation, f->generation);
+    atomic_store(&metrics_process.keys_retained, retained);
+}
+
 struct status *fleet_status(const struct fleet *f)
 {
     char what[PATH_MAX + 64];
@@ -576,6 +597,7 @@ struct status *fleet_status(const struct fleet *f)
         served += f->issuers[i]->reload != NULL;
         refused += f->issuers[i]->problem != NULL || f->issuers[i]->keys_problem != NULL;
     }
+    fleet_gauges(f);
     atomic_store(&metrics_process.fleet_enabled, 1);
     atomic_store(&metrics_process.fleet_issuers, served);
     atomic_store(&metrics_process.fleet_files_refused, refused);

@@ -246,13 +246,20 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
     return publish_snapshot(cfg, ks, now);
 }
 
-/* Publishes the gauges of the current set for /metrics. */
-static void reload_update_gauges(struct reload *r)
+size_t reload_retained(const struct reload *r)
 {
     size_t retained = 0;
 
     for (size_t i = 0; i < r->history->count; i++)
         retained += !r->history->entries[i].present;
+    return retained;
+}
+
+/* Publishes the gauges of the current set for /metrics. */
+static void reload_update_gauges(struct reload *r)
+{
+    size_t retained = reload_retained(r);
+
     atomic_store(&metrics_process.keyset_generation, r->generation);
     atomic_store(&metrics_process.keys_published, r->current ? r->current->keyset->count : 0);
     atomic_store(&metrics_process.keys_retained, retained);

@@ -201,6 +201,8 @@ class Fleet(unittest.TestCase):
         self.assertIn("issuer file %s refused: its issuer URL http://LOCALHOST:8443/dup/ is that of issuer file %s, "
                       "which claims it too" % (b, a), log)
         self.assertIn("serving 3 issuer(s) of %s" % self.dir, log)
+        # the key gauges are the fleet's: every issuer's keys (1 + 1 + 2)
+        self.assertEqual(self.metric("oidc_keys_published"), 4)
         # each issuer's reloader names its issuer
         self.assertIn("issuer one: published key set generation 1: 1 keys", log)
         self.assertIn("issuer root: published key set generation 1: 2 keys", log)
