@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Renders docs/BENCHMARKS.md from the figures of bench/http_bench.py (JSON)
-and the outputs of bench/verify.sh, bench/kidless.sh, bench/signer.sh and bench/bound.py,
+and the outputs of bench/verify.sh, bench/kidless.sh, bench/signer.sh, bench/bound.py and bench/fleet.py,
 and writes the data file the plot (bench/connections.gp) reads. Run by
 bench/report.sh; not by hand."""
 import argparse
@@ -48,12 +48,13 @@ def number(cell):
 
 
 class Report:
-    def __init__(self, figures, verify_text, kidless_text, signer_text, bound_text):
+    def __init__(self, figures, verify_text, kidless_text, signer_text, bound_text, fleet_text=""):
         self.f = figures
         self.verify_text = verify_text
         self.kidless_text = kidless_text
         self.signer_text = signer_text
         self.bound_text = bound_text
+        self.fleet_text = fleet_text  # bench/fleet.py's section, as it wrote it
         self.verify = verify_rows(verify_text)
         self.signer = verify_rows(signer_text, "\n== external signer")
         self.bound = verify_rows(bound_text, "\n== TokenReview with")
@@ -305,6 +306,9 @@ class Report:
         self.kidless()
         self.bound_section()
         self.signer_section()
+        if self.fleet_text:
+            self.out(self.fleet_text.rstrip())
+            self.out()
         self.machine_and_commands()
         return "\n".join(self.lines) + "\n"
 
@@ -335,6 +339,7 @@ def main():
     ap.add_argument("--kidless", required=True)
     ap.add_argument("--signer", required=True)
     ap.add_argument("--bound", required=True)
+    ap.add_argument("--fleet", help="bench/fleet.py's output: the fleet's section")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot-data", required=True)
     args = ap.parse_args()
@@ -349,7 +354,11 @@ def main():
     with open(args.bound) as f:
         bound_text = portable(f.read())
     with open(args.out, "w") as f:
-        f.write(Report(figures, verify_text, kidless_text, signer_text, bound_text).render())
+        fleet_text = ""
+        if args.fleet:
+            with open(args.fleet) as g:
+                fleet_text = portable(g.read())
+        f.write(Report(figures, verify_text, kidless_text, signer_text, bound_text, fleet_text).render())
     write_plot_data(figures, args.plot_data)
 
 

@@ -79,6 +79,10 @@ static void main_log_serving(const struct config *cfg)
         log_msg(LOG_WARN, "--token-review-insecure-http: the TokenReview API is served over plain HTTP, so callers' "
                           "bearer tokens and the tokens they review cross the network in clear; for development "
                           "only");
+    if (cfg->issuers_dir != NULL) {
+        log_msg(LOG_INFO, "issuers: one per file of %s", cfg->issuers_dir);
+        return;
+    }
     log_msg(LOG_INFO, "issuer %s", cfg->issuers.items[0]);
     log_msg(LOG_INFO, "jwks_uri %s", cfg->jwks_uri);
 }

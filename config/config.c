@@ -495,11 +495,18 @@ unsigned long parser_seconds_of(struct parser *p, const char *name)
     return config_option_number(o, parser_setting_value(parser_setting_of(p, o)));
 }
 
-/* Refuses to run a command without what it needs, in the rows' order. */
+/* Refuses to run a command without what it needs, in the rows' order. A
+ * fleet's issuers are in its files (config_issuer_parse requires each
+ * file's). */
 static int check_required(struct parser *p)
 {
+    const struct config_option *issuer = config_option("service-account-issuer");
+    int fleet = parser_is_set(p, "issuers-dir");
+
     for (size_t i = 0; i < config_option_count; i++) {
         const struct config_option *o = &config_options[i];
+        if (o == issuer && fleet)
+            continue;
         if ((o->required & CMD(p->cmd)) && parser_setting_of(p, o)->values.count == 0)
             return fail(p, "--%s is required%s", o->name, o->why_required);
     }
@@ -614,6 +621,63 @@ static int convert(struct parser *p)
     return 0;
 }
 
+/* What an --issuers-dir file starts from: the command, the settings of
+ * the command line and the --config file before any default, and the rows
+ * the command line gave (for the rules about flags given). */
+struct config_sources {
+    enum config_command cmd;
+    struct setting *settings; /* one per row; origins point at config_path */
+    const struct config_option **given;
+    size_t given_count;
+    char *config_path;
+};
+
+void config_sources_free(struct config_sources *src)
+{
+    for (size_t i = 0; src && src->settings && i < config_option_count; i++)
+        config_strlist_free(&src->settings[i].values);
+    if (src) {
+        free(src->settings);
+        free(src->given);
+        free(src->config_path);
+    }
+    free(src);
+}
+
+/* Copies the values of one setting into to (empty), with origin. */
+static int setting_copy(struct setting *to, const struct setting *from, const char *origin)
+{
+    to->origin = from->origin ? origin : NULL;
+    for (size_t j = 0; j < from->values.count; j++)
+        if (config_strlist_append(&to->values, from->values.items[j], strlen(from->values.items[j])) < 0)
+            return -1;
+    return 0;
+}
+
+/* With --issuers-dir, keeps what each issuer file starts from (the merged
+ * sources, before the defaults, which depend on the file's values). */
+static int save_sources(struct parser *p)
+{
+    struct config_sources *src;
+    int rc = 0;
+
+    if (!(config_option("issuers-dir")->commands & CMD(p->cmd)) || !parser_is_set(p, "issuers-dir"))
+        return 0;
+    if (!(src = calloc(1, sizeof *src)) || !(src->settings = calloc(config_option_count, sizeof *src->settings)) ||
+        !(src->given = calloc(p->flag_count + 1, sizeof *src->given)) ||
+        (p->config_path && !(src->config_path = strdup(p->config_path)))) {
+        config_sources_free(src);
+        return fail(p, "out of memory");
+    }
+    src->cmd = p->cmd;
+    for (size_t i = 0; rc == 0 && i < config_option_count; i++)
+        rc = setting_copy(&src->settings[i], &p->settings[i], src->config_path);
+    for (size_t i = 0; i < p->flag_count; i++)
+        src->given[src->given_count++] = target(p->flags[i].o);
+    p->cfg.sources = src;
+    return rc < 0 ? fail(p, "out of memory") : 0;
+}
+
 /* Frees what the parser still owns, including a config not handed out. */
 static void parser_free(struct parser *p)
 {
@@ -642,6 +706,8 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
     checked = p.cmd != CONFIG_CMD_HELP && p.cmd != CONFIG_CMD_VERSION;
     if (rc == 0 && checked)
         rc = merge_sources(&p);
+    if (rc == 0 && checked)
+        rc = save_sources(&p);
     if (rc == 0)
         rc = put_defaults(&p);
     if (rc == 0 && checked)
@@ -655,4 +721,85 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
     }
     parser_free(&p);
     return rc;
+}
+
+/* Takes a value from an issuer file (file.c calls it). */
+static int put_from_issuer(void *ctx, const struct config_option *o, const char *value)
+{
+    struct parser *p = ctx;
+
+    return parser_setting_put(p, o, p->config_path, value);
+}
+
+/* Starts p from the fleet's sources, without --issuers-dir itself: an
+ * issuer's config is a one-issuer server's. */
+static int start_from(struct parser *p, const struct config_sources *src)
+{
+    const struct config_option *dir = config_option("issuers-dir");
+
+    p->cmd = src->cmd;
+    if (!(p->settings = calloc(config_option_count, sizeof *p->settings)) ||
+        !(p->flags = calloc(src->given_count + 1, sizeof *p->flags)))
+        return fail(p, "out of memory");
+    for (size_t i = 0; i < config_option_count; i++)
+        if (&config_options[i] != dir && setting_copy(&p->settings[i], &src->settings[i], src->config_path) < 0)
+            return fail(p, "out of memory");
+    for (size_t i = 0; i < src->given_count; i++)
+        if (src->given[i] != dir)
+            p->flags[p->flag_count++] = (struct flag){src->given[i], NULL};
+    return 0;
+}
+
+/* An issuer's state directory: NAME inside the fleet's --state-dir. */
+static int issuer_state_dir(struct parser *p, const char *name)
+{
+    char *dir = p->cfg.state_dir, *sub = NULL;
+
+    if (dir == NULL)
+        return 0;
+    if (asprintf(&sub, "%s/%s", dir, name) < 0)
+        return fail(p, "out of memory");
+    free(dir);
+    p->cfg.state_dir = sub;
+    return 0;
+}
+
+/* Makes a message of a rule between settings (which names flags) name
+ * the issuer file too, since the operator has many; returns -1. */
+static int name_the_file(const char *path, char *err, size_t errlen)
+{
+    char *why;
+
+    if (strstr(err, path) != NULL || (why = strdup(err)) == NULL)
+        return -1;
+    parser_say(err, errlen, "issuer file %s: %s", path, why);
+    free(why);
+    return -1;
+}
+
+int config_issuer_parse(const struct config *fleet, const char *path, const char *name, struct config *out, char *err,
+                        size_t errlen)
+{
+    struct parser p = {.err = err, .errlen = errlen, .config_path = path};
+    int rc = fleet->sources ? start_from(&p, fleet->sources) : fail(&p, "no --issuers-dir");
+
+    memset(out, 0, sizeof *out);
+    if (rc == 0)
+        rc = config_file_read_issuer(path, put_from_issuer, &p, err, errlen);
+    if (rc == 0 && parser_named(&p, "service-account-issuer")->origin != path)
+        rc = config_file_key_error(err, errlen, path, "service-account-issuer", "is required (the issuer's URL)");
+    if (rc == 0)
+        rc = put_defaults(&p);
+    if (rc == 0)
+        rc = validate(&p);
+    if (rc == 0)
+        rc = convert(&p);
+    if (rc == 0)
+        rc = issuer_state_dir(&p, name);
+    if (rc == 0) {
+        *out = p.cfg;
+        memset(&p.cfg, 0, sizeof p.cfg);
+    }
+    parser_free(&p);
+    return rc < 0 ? name_the_file(path, err, errlen) : rc;
 }

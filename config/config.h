@@ -61,6 +61,8 @@ enum config_command {
 /* The flags' values. Which flag fills which field, with its default and
  * range, is in the option table (config/options.c); durations are in
  * seconds. A field of a flag the command does not take holds its default. */
+struct config_sources; /* config.c's: the settings an --issuers-dir file starts from */
+
 struct config {
     struct config_strlist issuers;   /* --service-account-issuer; the first is published */
     char *jwks_uri;                  /* --service-account-jwks-uri, or derived from the first issuer */
@@ -72,6 +74,11 @@ struct config {
     char *jwks_content_type;   /* --jwks-content-type */
     int cors;                  /* --cors / --no-cors */
     int allow_insecure_issuer; /* --allow-insecure-issuer */
+
+    /* A fleet (serve --issuers-dir): one JSON file per issuer, each read
+     * by config_issuer_parse into a config of its own. */
+    char *issuers_dir;              /* --issuers-dir, or NULL: the issuer of --service-account-issuer */
+    struct config_sources *sources; /* with --issuers-dir: what each issuer file overrides */
 
     /* Mirroring an API server (serve --upstream): a key source of its own. */
     char *upstream;                          /* --upstream: its base URL ("in-cluster" resolved), or NULL */
@@ -207,6 +214,17 @@ struct config {
  * free) and writes a one-line message into err. For CONFIG_CMD_HELP and
  * CONFIG_CMD_VERSION *out holds defaults only and is not validated. */
 int config_parse(int argc, char **argv, enum config_command *cmd, struct config *out, char *err, size_t errlen);
+
+/* The config of one issuer of a fleet: the file at path (NAME.json in
+ * fleet's --issuers-dir) holds that issuer's keys, which override fleet's
+ * command line and --config file, the defaults of every issuer; a key of
+ * the file that is not a per-issuer one is an error naming the file and
+ * the key, and so is a file without "service-account-issuer". With
+ * --state-dir, the issuer's state is kept in its subdirectory NAME. The
+ * result is validated as config_parse's is. Returns 0, or -1 with *out
+ * empty and a one-line message in err. */
+int config_issuer_parse(const struct config *fleet, const char *path, const char *name, struct config *out, char *err,
+                        size_t errlen);
 
 /* The help text of topic (see help_topic), written from the option table;
  * the caller frees it. NULL when out of memory. */

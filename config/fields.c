@@ -155,5 +155,6 @@ void config_free(struct config *cfg)
             free_listens(*AT(cfg, o, struct config_listen *), *COUNT_AT(cfg, o));
     }
     config_strlist_free(&cfg->warnings);
+    config_sources_free(cfg->sources);
     memset(cfg, 0, sizeof *cfg);
 }

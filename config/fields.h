@@ -27,4 +27,8 @@ int config_field_of(const struct config_option *o);
  * memory (what was stored is still freed by config_free). */
 int config_field_store(struct config *cfg, const struct config_option *o, struct config_strlist *values);
 
+/* Frees what config_parse keeps for --issuers-dir (config.c); safe on
+ * NULL. */
+void config_sources_free(struct config_sources *src);
+
 #endif

@@ -22,6 +22,7 @@ struct config_read {
     const char *path;
     config_file_put_fn *put;
     void *ctx;
+    unsigned keys; /* the row flag of the file's keys: CONFIG_FILE_KEY or CONFIG_ISSUER */
     char *err;
     size_t errlen;
 };
@@ -140,7 +141,11 @@ static int put_members(struct config_read *r, const struct json_value *root)
 {
     for (const struct json_value *m = root->child; m != NULL; m = m->next) {
         const struct config_option *o = config_option_named(m->name, strlen(m->name));
-        if (o == NULL || !(o->flags & CONFIG_FILE_KEY))
+        if (o != NULL && !(o->flags & r->keys) && (o->flags & CONFIG_FILE_KEY) && r->keys == CONFIG_ISSUER)
+            return config_file_key_error(r->err, r->errlen, r->path, o->name,
+                                         "is not a per-issuer setting: give it on the command line or in --config, "
+                                         "for every issuer");
+        if (o == NULL || !(o->flags & r->keys))
             return unknown_key(r, m->name);
         if (put_member(r, o, m) < 0)
             return -1;
@@ -148,9 +153,10 @@ static int put_members(struct config_read *r, const struct json_value *root)
     return 0;
 }
 
-int config_file_read(const char *path, config_file_put_fn *put, void *ctx, char *err, size_t errlen)
+/* Reads the file at path, whose keys are the rows marked keys. */
+static int read_file(const char *path, unsigned keys, config_file_put_fn *put, void *ctx, char *err, size_t errlen)
 {
-    struct config_read r = {.path = path, .put = put, .ctx = ctx, .err = err, .errlen = errlen};
+    struct config_read r = {.path = path, .put = put, .ctx = ctx, .keys = keys, .err = err, .errlen = errlen};
     struct json_value *root = NULL;
     char why[256];
     size_t len = 0, stop = 0;
@@ -158,7 +164,7 @@ int config_file_read(const char *path, config_file_put_fn *put, void *ctx, char 
     int rc = -1;
 
     if (text == NULL)
-        snprintf(err, errlen, "--config %s", why);
+        snprintf(err, errlen, "%s %s", keys == CONFIG_ISSUER ? "issuer file" : "--config", why);
     else if ((root = json_parse_at((const unsigned char *)text, len, &stop, why, sizeof(why))) == NULL)
         invalid_json(&r, text, stop, why);
     else
@@ -166,4 +172,14 @@ int config_file_read(const char *path, config_file_put_fn *put, void *ctx, char 
     json_free(root);
     file_free(text, len);
     return rc;
+}
+
+int config_file_read(const char *path, config_file_put_fn *put, void *ctx, char *err, size_t errlen)
+{
+    return read_file(path, CONFIG_FILE_KEY, put, ctx, err, errlen);
+}
+
+int config_file_read_issuer(const char *path, config_file_put_fn *put, void *ctx, char *err, size_t errlen)
+{
+    return read_file(path, CONFIG_ISSUER, put, ctx, err, errlen);
 }

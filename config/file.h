@@ -27,6 +27,11 @@ typedef int config_file_put_fn(void *ctx, const struct config_option *o, const c
  * can, the key. */
 int config_file_read(const char *path, config_file_put_fn *put, void *ctx, char *err, size_t errlen);
 
+/* The same for a file of --issuers-dir: its keys are the rows marked
+ * CONFIG_ISSUER, and another row's key is refused as one that is not
+ * per issuer. */
+int config_file_read_issuer(const char *path, config_file_put_fn *put, void *ctx, char *err, size_t errlen);
+
 /* Writes "config file PATH: key "NAME": PROBLEM" into err; returns -1. */
 int config_file_key_error(char *err, size_t errlen, const char *path, const char *name, const char *problem);
 

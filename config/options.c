@@ -101,16 +101,16 @@ static const char *const socket_modes[] = {"0600", "0660", NULL};
 /* clang-format off */
 const struct config_option config_options[] = {
     /* Published documents */
-    {.name = "service-account-issuer", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+    {.name = "service-account-issuer", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
      .required = FOR_SERVE | FOR_EXPORT | FOR_PUBLISH, .why_required = " (at least one)",
      .dev_text = "http:// and the first --listen address", SCALAR(issuers), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Issuer, https: the iss of the tokens; repeatable, the first is published"},
-    {.name = "service-account-jwks-uri", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+    {.name = "service-account-jwks-uri", .arg = "URL", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .check = config_check_url, .commands = CONFIG_FOR_DOCUMENTS, .def_text = "ISSUER/openid/v1/jwks",
      SCALAR(jwks_uri), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "jwks_uri to publish, https"},
-    {.name = "service-account-key-file", .arg = "PATH", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+    {.name = "service-account-key-file", .arg = "PATH", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .commands = CONFIG_FOR_DOCUMENTS | FOR_VERIFY,
      .def_text = "none; required without --signing-key-dir (serve: or --upstream; verify: without --discovery-url)",
      .help_for =
@@ -124,6 +124,18 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_DOCUMENTS,
      .help = "PEM file of public or private keys, a JWKS file (its kids are kept), or a directory of them (never a "
              "PKI directory or a CA); repeatable"},
+
+    {.name = "issuers-dir", .arg = "DIR", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+     .commands = FOR_SERVE, .def_note = ": one issuer, --service-account-issuer", SCALAR(issuers_dir),
+     .group = CONFIG_GROUP_DOCUMENTS, .also = "fleet issuers",
+     .help = "Serve a fleet: one issuer per NAME.json file in DIR, keyed by the per-issuer flags "
+             "(service-account-issuer, service-account-key-file, service-account-jwks-uri, max-age, "
+             "jwks-content-type, key-retention, api-audiences; those given here are every issuer's defaults), "
+             "answered by the issuer whose URL's host and path prefix the request's; files are followed live "
+             "(docs/fleet.md)",
+     EXCLUDES({"service-account-issuer", ": each file of --issuers-dir names its issuer"},
+              {"signing-key-dir signing-key-file upstream path-prefix enable-token-review publish-to",
+               ": not per issuer yet (docs/fleet.md)"})},
 
     /* Mirroring an API server: a key source of its own (serve only) */
     {.name = "upstream", .arg = "URL|in-cluster", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
@@ -158,11 +170,11 @@ const struct config_option config_options[] = {
      .help = "/readyz answers 503 once the last good answer of --upstream is older than this (the documents "
              "keep being served)",
      NEEDS_UPSTREAM},
-    {.name = "max-age", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+    {.name = "max-age", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .max = 365 * CONFIG_DAY, .commands = CONFIG_FOR_DOCUMENTS, .def = "1h", SCALAR(max_age),
      .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Cache-Control max-age of both documents"},
-    {.name = "jwks-content-type", .arg = "TYPE", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+    {.name = "jwks-content-type", .arg = "TYPE", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .check = config_check_media_type_row, .commands = CONFIG_FOR_DOCUMENTS, .def = "application/jwk-set+json",
      SCALAR(jwks_content_type), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Content-Type of the JWKS"},
@@ -182,7 +194,7 @@ const struct config_option config_options[] = {
      .min = 1, .max = CONFIG_DAY, .commands = CONFIG_FOR_SERVING, .def = "60s", SCALAR(key_reload_interval),
      .group = CONFIG_GROUP_ROTATION,
      .help = "How often to re-read the key files"},
-    {.name = "key-retention", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+    {.name = "key-retention", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .max = 3650 * CONFIG_DAY, .commands = CONFIG_FOR_DOCUMENTS, .def = "0", .def_note = ": off; needs --state-dir",
      SCALAR(key_retention), .group = CONFIG_GROUP_ROTATION,
      .help = "Keep publishing a key this long after its file drops it"},
@@ -398,7 +410,7 @@ const struct config_option config_options[] = {
              "more from it are closed at once"},
 
     /* Token verification */
-    {.name = "api-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY,
+    {.name = "api-audiences", .arg = "LIST", .kind = CONFIG_KIND_COMMAS, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .check = config_check_audiences_row, .commands = CONFIG_FOR_SERVING | FOR_VERIFY, .def_text = "the issuers",
      SCALAR(api_audiences), .group = CONFIG_GROUP_REVIEW,
      .help = "Audiences a token must have one of, comma-separated; repeatable, the lists are joined in order"},

@@ -51,6 +51,7 @@ enum config_kind {
 #define CONFIG_NONE_OK  0x04u /* a listen flag that takes "none" (alone): no listener */
 #define CONFIG_NEGATES  0x08u /* a switch that sets the switch with the same field to false */
 #define CONFIG_LOWER    0x10u /* comma list items are lowercased (host names) */
+#define CONFIG_ISSUER   0x20u /* also a key of an --issuers-dir file: each issuer may set its own */
 
 /* The sections of the help, in the order `help all` prints them. */
 enum config_group {

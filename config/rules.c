@@ -288,6 +288,8 @@ static int check_signer(struct parser *p)
 {
     int serve = p->cmd == CONFIG_CMD_SERVE;
 
+    if (parser_is_set(p, "issuers-dir"))
+        return 0; /* each issuer file's keys are checked with it (config_issuer_parse) */
     if (p->cmd != CONFIG_CMD_DEV && !parser_is_set(p, "service-account-key-file") &&
         !parser_is_set(p, "signing-key-dir") && !(serve && parser_is_set(p, "upstream")))
         return fail(p, "--service-account-key-file is required (at least one) unless %s is given",

@@ -47,11 +47,13 @@ void history_free(struct history *h)
     free(h);
 }
 
-/* Appends a zeroed entry and returns it, or NULL on out of memory. */
+/* Appends a zeroed entry and returns it, or NULL on out of memory. An
+ * entry is over a kilobyte and a fleet keeps a history per issuer: the
+ * array grows from two entries (a key and its successor), not eight. */
 static struct history_entry *history_push(struct history *h)
 {
     if (h->count == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 8;
+        size_t cap = h->cap ? h->cap * 2 : 2;
         struct history_entry *entries = realloc(h->entries, cap * sizeof(*entries));
         if (entries == NULL)
             return NULL;

@@ -41,10 +41,13 @@ __attribute__((format(printf, 2, 3))) static void keyset_warn(struct keyset_load
     l->warn(l->warn_ctx, msg);
 }
 
+/* A key is over a kilobyte (its kid may be a JWKS's long one), and a
+ * fleet holds two key sets per issuer (the published one and the removal
+ * guard's): the array grows from one key, not four. */
 static int keyset_append(struct keyset *ks, struct key *k)
 {
     if (ks->count == ks->cap) {
-        size_t cap = ks->cap ? ks->cap * 2 : 4;
+        size_t cap = ks->cap ? ks->cap * 2 : 1;
         struct key *keys = realloc(ks->keys, cap * sizeof(*keys));
         if (keys == NULL)
             return -1;

@@ -134,6 +134,7 @@ static struct snapshot_params publish_params(const struct config *cfg)
         .jwks_uri = cfg->jwks_uri ? cfg->jwks_uri : "",
         .jwks_content_type = cfg->jwks_content_type,
         .max_age = cfg->max_age,
+        .without_verifier = !cfg->enable_token_review,
     };
 
     return params;

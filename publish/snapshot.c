@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jose/verifier.h"
+#include "publish/routes.h"
 #include "util/b64url.h"
 
 /* 18 bytes of SHA-256 (144 bits) make a collision-free ETag in practice and
@@ -47,7 +48,8 @@ struct snapshot *snapshot_build(const struct snapshot_params *params, struct key
     s->loaded_at = loaded_at;
     if ((s->jwks_content_type = strdup(params->jwks_content_type)) == NULL ||
         render_discovery(params->issuer, params->jwks_uri, ks, &s->discovery.body) != 0 ||
-        render_jwks(ks, &s->jwks.body) != 0 || (s->verifier = verifier_new(ks)) == NULL) {
+        render_jwks(ks, &s->jwks.body) != 0 ||
+        (!params->without_verifier && (s->verifier = verifier_new(ks)) == NULL)) {
         snapshot_release(s);
         return NULL;
     }
@@ -94,6 +96,7 @@ void snapshot_release(struct snapshot *s)
 {
     if (s == NULL || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
         return;
+    routes_free(s->routes);
     verifier_free(s->verifier);
     keyset_free(s->keyset);
     free(s->discovery.body.bytes);

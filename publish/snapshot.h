@@ -32,13 +32,19 @@ struct snapshot_params {
     const char *jwks_uri;
     const char *jwks_content_type;
     unsigned long max_age;
+    /* No keys prepared for verifying tokens (the verifier stays NULL):
+     * nothing will verify with them (no TokenReview API), and preparing
+     * them costs OpenSSL a context and a copy of each key, which a fleet
+     * of thousands of issuers would pay in start-up time and memory. */
+    int without_verifier;
 };
 
 struct verifier; /* jose/verifier.h */
+struct routes;   /* publish/routes.h */
 
 struct snapshot {
     struct keyset *keyset;
-    struct verifier *verifier; /* keyset prepared for verifying tokens (TokenReview) */
+    struct verifier *verifier; /* keyset prepared for verifying tokens (TokenReview), or NULL (without_verifier) */
     struct snapshot_doc discovery;
     struct snapshot_doc jwks;
     char cache_control[48]; /* "public, max-age=N" */
@@ -54,6 +60,11 @@ struct snapshot {
     int unavailable;
     char retry_after[24];
     size_t retry_after_len;
+
+    /* A fleet's (--issuers-dir): the table that routes each request to
+     * its issuer's snapshot (routes.h); the documents above are empty
+     * then. NULL for one issuer. */
+    struct routes *routes;
 };
 
 /* Renders both documents for ks. Takes ownership of ks (freed on failure).

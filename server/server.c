@@ -24,6 +24,7 @@
 #include "server/obs/accesslog.h"
 #include "server/obs/status.h"
 #include "server/tls/cert.h"
+#include "server/reload/fleet.h"
 #include "server/reload/health.h"
 #include "server/reload/reload.h"
 #include "server/reload/schedule.h"
@@ -82,8 +83,10 @@ struct server {
     struct worker **workers;
     size_t nworkers;
     struct connbudget *budgets[METRICS_NLISTENERS]; /* each listener's, shared by its workers */
-    /* What the reload thread works with. */
+    /* What the reload thread works with: one issuer's reloader, or with
+     * --issuers-dir the fleet's. */
     struct reload *reload;
+    struct fleet *fleet;
     struct cert certs[CERT_NKINDS];
     struct watch *watch;
     struct mirror_thread *mirror; /* reads --upstream, or NULL */
@@ -134,16 +137,32 @@ static void server_publish_signer(struct server *s, struct signer_state *st)
         signer_slot_set(&s->signer_slot, st);
 }
 
+/* The snapshot the workers serve now: the issuer's, or the fleet's
+ * routing one. */
+static struct snapshot *server_current(const struct server *s)
+{
+    return s->fleet ? fleet_current(s->fleet) : reload_current(s->reload);
+}
+
+/* What the status page shows after a pass. */
+static struct status *server_status(const struct server *s)
+{
+    return s->fleet ? fleet_status(s->fleet) : reload_status(s->reload);
+}
+
 /* Re-creates every watch before the files are read, so a path that
- * appeared, vanished or now points elsewhere is watched correctly. */
+ * appeared, vanished or now points elsewhere is watched correctly. A
+ * fleet's issuer and key files are watched through their directories. */
 static void server_rewatch(struct server *s)
 {
     const struct config *cfg = s->cfg;
-    char *paths[cfg->key_files.count + 2 + 3 * CERT_NKINDS];
-    size_t n = cfg->key_files.count;
+    char *paths[cfg->key_files.count + 3 + 3 * CERT_NKINDS], **dirs = NULL;
+    size_t n = cfg->key_files.count, ndirs = s->fleet ? fleet_watch_dirs(s->fleet, &dirs) : 0;
 
     if (n > 0) /* none with only an --upstream or --signing-key-dir: items is NULL then */
         memcpy(paths, cfg->key_files.items, n * sizeof(paths[0]));
+    if (s->fleet == NULL && cfg->issuers_dir != NULL) /* before the first pass */
+        paths[n++] = cfg->issuers_dir;
     if (cfg->signing_key_file != NULL)
         paths[n++] = cfg->signing_key_file;
     if (cfg->signing_key_dir != NULL)
@@ -151,6 +170,10 @@ static void server_rewatch(struct server *s)
     for (int k = 0; k < CERT_NKINDS; k++)
         n += cert_watch_paths(&s->certs[k], paths + n);
     watch_reset(s->watch, paths, n);
+    watch_add_dirs(s->watch, dirs, ndirs);
+    for (size_t i = 0; i < ndirs; i++)
+        free(dirs[i]);
+    free(dirs);
     if (watch_fd(s->watch) < 0 && !s->warned_no_inotify) {
         log_msg(LOG_WARN, "inotify unavailable (%s); keys are re-read every %lus and on SIGHUP", strerror(errno),
                 cfg->key_reload_interval);
@@ -169,14 +192,18 @@ static void server_reload_pass(struct server *s)
 
     schedule_ran(&s->schedule, now_ms);
     server_rewatch(s);
-    snap = reload_pass(s->reload, now, now_ms);
+    snap = s->fleet ? fleet_pass(s->fleet, now, now_ms) : reload_pass(s->reload, now, now_ms);
     for (int k = 0; k < CERT_NKINDS; k++)
         tls[k] = cert_reload(&s->certs[k], now);
     server_publish(s, snap, tls);
+    if (s->fleet != NULL) {
+        status_publish(server_status(s));
+        return; /* no signer, no publisher: config/ refuses them with --issuers-dir */
+    }
     server_publish_signer(s, reload_signer_changed(s->reload));
     if (snap != NULL)
         push_publisher_offer(s->publisher, snap);
-    status_publish(reload_status(s->reload));
+    status_publish(server_status(s));
 }
 
 /* Milliseconds until the next pass is due. */
@@ -185,7 +212,10 @@ static int server_reload_timeout(const struct server *s)
     int64_t now = clock_now_ms(), confirm_at, next;
     time_t wall_at;
 
-    reload_deadlines(s->reload, &confirm_at, &wall_at);
+    if (s->fleet != NULL)
+        fleet_deadlines(s->fleet, &confirm_at, &wall_at);
+    else
+        reload_deadlines(s->reload, &confirm_at, &wall_at);
     next = schedule_next(&s->schedule, confirm_at, wall_at, now, time(NULL));
     return next <= now ? 0 : next - now > SERVER_HEARTBEAT_MS ? SERVER_HEARTBEAT_MS : (int)(next - now);
 }
@@ -204,6 +234,8 @@ static void server_take_wakeups(struct server *s, int watch_ready)
     if (atomic_exchange(&s->hup, 0)) {
         log_msg(LOG_INFO, "SIGHUP: reloading keys");
         schedule_requested(&s->schedule, clock_now_ms());
+        if (s->fleet != NULL)
+            fleet_force(s->fleet);
         if (s->mirror != NULL)
             mirror_thread_hurry(s->mirror);
     }
@@ -234,7 +266,9 @@ static void *server_reload_main(void *arg)
         if (!atomic_load(&s->stop) && server_reload_timeout(s) == 0)
             server_reload_pass(s);
     }
-    if (atomic_load(&s->stop))
+    if (atomic_load(&s->stop) && s->fleet != NULL)
+        fleet_save_at_exit(s->fleet, time(NULL), clock_now_ms());
+    else if (atomic_load(&s->stop))
         reload_save_at_exit(s->reload, time(NULL), clock_now_ms());
     return NULL;
 }
@@ -298,9 +332,11 @@ static int server_prepare_reload(struct server *s)
     for (int k = 0; k < CERT_NKINDS; k++)
         cert_init(&s->certs[k], cfg, (enum cert_kind)k);
     server_rewatch(s);
-    if ((s->reload = reload_create(cfg, now, now_ms)) == NULL ||
-        reload_signer_start(s->reload, server_wake_cb, s) != 0 || cert_load(&s->certs[CERT_PUBLIC], now) != 0 ||
-        cert_load(&s->certs[CERT_TOKEN_REVIEW], now) != 0)
+    if (cfg->issuers_dir != NULL && (s->fleet = fleet_create(cfg, now, now_ms)) == NULL)
+        return 2;
+    if ((s->fleet == NULL && ((s->reload = reload_create(cfg, now, now_ms)) == NULL ||
+                              reload_signer_start(s->reload, server_wake_cb, s) != 0)) ||
+        cert_load(&s->certs[CERT_PUBLIC], now) != 0 || cert_load(&s->certs[CERT_TOKEN_REVIEW], now) != 0)
         return 2;
     schedule_init(&s->schedule, cfg->key_reload_interval, now_ms);
     return 0;
@@ -580,11 +616,12 @@ static int server_start(struct server *s, sigset_t *signals)
         return 1;
     if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_cb, s)) == NULL)
         return 1;
-    status_publish(reload_status(s->reload));
+    status_publish(server_status(s));
     for (int k = 0; k < CERT_NKINDS; k++)
         tls[k] = s->certs[k].ctx;
-    server_publish(s, reload_current(s->reload), tls);
-    server_publish_signer(s, reload_signer_current(s->reload));
+    server_publish(s, server_current(s), tls);
+    if (s->reload != NULL)
+        server_publish_signer(s, reload_signer_current(s->reload));
     health_reload_alive(clock_now_ms(), 1);
     if ((errno = pthread_create(&s->thread, NULL, server_reload_main, s)) != 0) {
         log_msg(LOG_ERROR, "cannot start the key reload thread: %s", strerror(errno));
@@ -619,6 +656,7 @@ static void server_free(struct server *s)
     extsigner_grpc_stop(s->extsigner);
     signer_slot_destroy(&s->signer_slot);
     reload_free(s->reload);
+    fleet_free(s->fleet);
     for (int k = 0; k < CERT_NKINDS; k++)
         cert_clear(&s->certs[k]);
     watch_free(s->watch);

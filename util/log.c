@@ -58,10 +58,23 @@ static size_t log_utf8_trim(const char *s, size_t len)
     return len - (lead - 1) < need ? lead - 1 : len;
 }
 
-/* Formats the message into msg (LOG_MSG_MAX bytes) and returns its length. */
+static __thread const char *log_prefix; /* log_thread_prefix's */
+
+void log_thread_prefix(const char *prefix)
+{
+    log_prefix = prefix;
+}
+
+/* Formats the message into msg (LOG_MSG_MAX bytes), after this thread's
+ * prefix, and returns its length. */
 static size_t log_format(char *msg, const char *fmt, va_list ap)
 {
-    int n = vsnprintf(msg, LOG_MSG_MAX, fmt, ap);
+    int p = log_prefix != NULL ? snprintf(msg, LOG_MSG_MAX / 2, "%s", log_prefix) : 0;
+    int n;
+
+    p = p < 0 ? 0 : p >= LOG_MSG_MAX / 2 ? LOG_MSG_MAX / 2 - 1 : p;
+    n = vsnprintf(msg + p, LOG_MSG_MAX - (size_t)p, fmt, ap);
+    n = n < 0 ? n : n + p;
 
     if (n < 0) {
         msg[0] = '\0';

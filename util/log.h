@@ -23,4 +23,9 @@ void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(p
  * findings that every reload would repeat (a key file's permissions). */
 void log_once(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Puts prefix (kept by the caller; NULL for none) before every message
+ * this thread logs from now on: a fleet's reloaders are the one-issuer
+ * code, and their lines say which issuer they are about this way. */
+void log_thread_prefix(const char *prefix);
+
 #endif

@@ -11,6 +11,7 @@
 #include "server/obs/status.h"
 #include "util/paths.h"
 #include "util/clock.h"
+#include "util/strbuf.h"
 
 static h2o_generator_t admin_generator = {NULL, NULL};
 
@@ -42,11 +43,56 @@ static int admin_health(h2o_req_t *req, int ok, const char *state, const char *w
                       n < sizeof(body) ? n : sizeof(body) - 1);
 }
 
+/* ?verbose on /readyz: one line per issuer of a fleet after the
+ * verdict, "NAME ok ISSUER" or "NAME refused: WHY" (a refused file does
+ * not make the server unready: the other issuers are served). */
+static int admin_readyz_verbose(h2o_req_t *req, int ok, const char *why)
+{
+    struct status *st = status_acquire();
+    struct strbuf b = {0};
+    size_t len = 0;
+    char *body;
+    int rc;
+
+    strbuf_printf(&b, ok ? "ok\n" : "not ready: %s\n", why);
+    for (size_t i = 0; st != NULL && i < st->nissuers; i++) {
+        const struct status_issuer *is = &st->issuers[i];
+        if (is->problem == NULL)
+            strbuf_printf(&b, "%s ok %s\n", is->name, is->issuer);
+        else
+            strbuf_printf(&b, "%s refused%s: %s\n", is->name, is->issuer ? " (the last good state serves)" : "",
+                          is->problem);
+    }
+    status_release(st);
+    if ((body = strbuf_finish(&b, &len)) == NULL)
+        return admin_send(req, 500, "Internal Server Error", "text/plain; charset=utf-8",
+                          H2O_STRLIT("out of memory\n"));
+    rc = admin_send(req, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", "text/plain; charset=utf-8", body, len);
+    free(body);
+    return rc;
+}
+
+/* The query's page=N (from 1), or 0. */
+static size_t admin_page(h2o_req_t *req)
+{
+    const char *q = req->query_at != SIZE_MAX ? req->path.base + req->query_at + 1 : NULL;
+    size_t qlen = q ? req->path.len - req->query_at - 1 : 0, n = 0;
+    const char *at = q ? memmem(q, qlen, "page=", 5) : NULL;
+
+    for (at = at ? at + 5 : NULL; at && at < q + qlen && *at >= '0' && *at <= '9' && n < 1000000; at++)
+        n = n * 10 + (size_t)(*at - '0');
+    return n;
+}
+
 static int admin_readyz(h2o_req_t *req)
 {
     char why[256];
+    int ok = health_ready(time(NULL), clock_now_ms(), why, sizeof(why));
 
-    return admin_health(req, health_ready(time(NULL), clock_now_ms(), why, sizeof(why)), "ready", why);
+    if (req->query_at != SIZE_MAX &&
+        memmem(req->path.base + req->query_at, req->path.len - req->query_at, "verbose", 7) != NULL)
+        return admin_readyz_verbose(req, ok, why);
+    return admin_health(req, ok, "ready", why);
 }
 
 static int admin_livez(h2o_req_t *req)
@@ -80,7 +126,7 @@ static int admin_status(h2o_req_t *req)
 {
     struct metrics_summary_row rows[METRICS_SUMMARY_MAX];
     size_t nrows = metrics_summary(rows), len = 0;
-    struct status_build build = {.version = OIDC_VERSION};
+    struct status_build build = {.version = OIDC_VERSION, .page = admin_page(req)};
     struct status *st = status_acquire();
     struct mirror_status ms;
     struct status_upstream up;

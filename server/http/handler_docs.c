@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "publish/routes.h"
 #include "server/conn/worker.h"
 #include "util/paths.h"
 
@@ -16,6 +17,7 @@ struct handler_docs {
     char *const *allowed_hosts; /* --allowed-hosts, lowercase */
     size_t nallowed_hosts;
     size_t max_header_size;
+    int fleet; /* --issuers-dir: the snapshots are routing tables (routes.h) */
 };
 
 /* Responses are sent in one piece from memory that outlives the request, so
@@ -223,6 +225,42 @@ static size_t handler_docs_head_size(h2o_req_t *req)
     return n;
 }
 
+/* True when path ends with the document path doc; *issuer_len is then the
+ * length of what comes before it. */
+static int handler_docs_ends_with(h2o_iovec_t path, const char *doc, size_t doc_len, size_t *issuer_len)
+{
+    if (path.len < doc_len || memcmp(path.base + path.len - doc_len, doc, doc_len) != 0)
+        return 0;
+    *issuer_len = path.len - doc_len;
+    return 1;
+}
+
+/* A fleet's request: the issuer whose host and path the request's
+ * authority and path begin with (routes.h: one hash probe), and whether
+ * it asks for the discovery document. The fleet's table is pinned for the
+ * request, and with it every issuer's snapshot. NULL: no issuer's
+ * document. */
+static const struct snapshot *handler_docs_route(h2o_req_t *req, h2o_iovec_t authority, h2o_iovec_t path,
+                                                 int *discovery)
+{
+    size_t issuer_len;
+
+    *discovery = handler_docs_ends_with(path, H2O_STRLIT(PATHS_DISCOVERY), &issuer_len);
+    if (!*discovery && !handler_docs_ends_with(path, H2O_STRLIT(PATHS_JWKS), &issuer_len))
+        return NULL;
+    return routes_find(worker_pin_snapshot(req)->routes, authority.base, authority.len, path.base, issuer_len);
+}
+
+/* One issuer's request: its two document paths, under --path-prefix. */
+static const struct snapshot *handler_docs_match(struct handler_docs *self, h2o_req_t *req, h2o_iovec_t path,
+                                                 int *discovery)
+{
+    *discovery = h2o_memis(path.base, path.len, self->discovery_path.base, self->discovery_path.len);
+    if (!*discovery && !h2o_memis(path.base, path.len, self->jwks_path.base, self->jwks_path.len))
+        return NULL;
+    return worker_pin_snapshot(req);
+}
+
 static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
     struct handler_docs *self = (struct handler_docs *)super;
@@ -231,15 +269,16 @@ static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
     int is_head = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("HEAD"));
     int is_get = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("GET"));
     int is_options = h2o_memis(req->method.base, req->method.len, H2O_STRLIT("OPTIONS"));
-    int discovery = h2o_memis(path.base, path.len, self->discovery_path.base, self->discovery_path.len);
-    int jwks = !discovery && h2o_memis(path.base, path.len, self->jwks_path.base, self->jwks_path.len);
+    int discovery = 0;
     const struct snapshot *snap;
 
     if (handler_docs_head_size(req) > self->max_header_size)
         return handler_docs_error(req, 431, "Request Header Fields Too Large", body_too_large, is_head);
     if (!handler_docs_host_allowed(self, authority))
         return handler_docs_error(req, 421, "Misdirected Request", body_misdirected, is_head);
-    if (!discovery && !jwks)
+    snap = self->fleet ? handler_docs_route(req, authority, path, &discovery)
+                       : handler_docs_match(self, req, path, &discovery);
+    if (snap == NULL)
         return handler_docs_error(req, 404, "Not Found", body_not_found, is_head);
     if (is_options && self->cors) {
         handler_docs_const_headers(req, cors_preflight, HANDLER_DOCS_COUNT(cors_preflight));
@@ -249,7 +288,6 @@ static int handler_docs_on_req(h2o_handler_t *super, h2o_req_t *req)
         handler_docs_header(req, H2O_TOKEN_ALLOW, H2O_STRLIT("GET, HEAD"));
         return handler_docs_error(req, 405, "Method Not Allowed", body_not_allowed, 0);
     }
-    snap = worker_pin_snapshot(req);
     if (snap->unavailable)
         return handler_docs_unavailable(self, req, snap, is_head);
     return handler_docs_serve(self, req, snap, discovery ? &snap->discovery : &snap->jwks, is_head);
@@ -282,4 +320,5 @@ void handler_docs_register(h2o_pathconf_t *pathconf, const struct config *cfg)
     self->allowed_hosts = cfg->allowed_hosts.items;
     self->nallowed_hosts = cfg->allowed_hosts.count;
     self->max_header_size = cfg->max_header_size;
+    self->fleet = cfg->issuers_dir != NULL;
 }

@@ -301,6 +301,15 @@ static void metrics_render_process(struct strbuf *b)
     for (int s = 0; s < METRICS_NSOURCES; s++)
         strbuf_printf(b, "oidc_reload_failures_total{source=\"%s\"} %llu\n", metrics_source_names[s],
                       (unsigned long long)p->reload_failures[s]);
+    if (atomic_load(&p->fleet_enabled)) {
+        metrics_gauge(b, "oidc_fleet_issuers", "Issuers of --issuers-dir served.", (long long)p->fleet_issuers);
+        metrics_gauge(b, "oidc_fleet_issuer_files_refused",
+                      "Issuer files refused as they are now (invalid, keys unreadable, or an issuer URL another "
+                      "file has); the status page names them.",
+                      (long long)p->fleet_files_refused);
+        metrics_counter(b, "oidc_fleet_issuer_file_refusals_total", "Issuer file refusals logged since start.",
+                        (unsigned long long)p->fleet_refusals);
+    }
     if (first > 0)
         metrics_gauge(b, "oidc_signing_key_published_seconds",
                       "Seconds since the --signing-key-file key was first published.", (long long)time(NULL) - first);

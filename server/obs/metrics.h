@@ -110,6 +110,14 @@ struct metrics_process {
     atomic_uint_fast64_t access_log_dropped; /* lines not queued: the writer fell behind, or no memory */
     atomic_uint_fast64_t access_log_lost;    /* lines lost to write errors */
 
+    /* A fleet (--issuers-dir), written by the reload thread: counts only,
+     * no issuer label (the files of a directory are not bounded by the
+     * configuration). */
+    atomic_int fleet_enabled;
+    atomic_uint_fast64_t fleet_issuers;       /* issuers served */
+    atomic_uint_fast64_t fleet_files_refused; /* issuer files refused as they are now */
+    atomic_uint_fast64_t fleet_refusals;      /* refusals logged since start */
+
     /* Mirroring an API server (--upstream), written by its thread. */
     atomic_int upstream_enabled;
     atomic_uint_fast64_t upstream_fetches[UPSTREAM_NRESULTS]; /* by result */

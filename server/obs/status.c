@@ -64,8 +64,31 @@ void status_add_key(struct status *st, const struct status_key *k)
     copy->role = status_dup(st, k->role);
 }
 
+void status_add_issuer(struct status *st, const struct status_issuer *is)
+{
+    struct status_issuer *copy;
+
+    if (status_grow(st, (void **)&st->issuers, st->nissuers, sizeof(*st->issuers)) != 0)
+        return;
+    copy = &st->issuers[st->nissuers++];
+    *copy = *is;
+    copy->name = status_dup(st, is->name);
+    copy->file = status_dup(st, is->file);
+    copy->issuer = status_dup(st, is->issuer);
+    copy->jwks_etag = status_dup(st, is->jwks_etag);
+    copy->problem = status_dup(st, is->problem);
+}
+
 static void status_free(struct status *st)
 {
+    for (size_t i = 0; i < st->nissuers; i++) {
+        free((char *)st->issuers[i].name);
+        free((char *)st->issuers[i].file);
+        free((char *)st->issuers[i].issuer);
+        free((char *)st->issuers[i].jwks_etag);
+        free((char *)st->issuers[i].problem);
+    }
+    free(st->issuers);
     for (size_t i = 0; i < st->nkeys; i++) {
         free((char *)st->keys[i].kid);
         free((char *)st->keys[i].alg);
@@ -345,6 +368,46 @@ static void status_render_upstream(struct strbuf *b, const struct status *st, co
     strbuf_puts(b, "</table>\n");
 }
 
+/* A fleet's issuer files, page by page (build->page, from 1), a table
+ * of STATUS_ISSUERS_PER_PAGE rows at most: a fleet may be thousands. */
+static void status_render_issuers(struct strbuf *b, const struct status *st, size_t page)
+{
+    size_t pages = (st->nissuers + STATUS_ISSUERS_PER_PAGE - 1) / STATUS_ISSUERS_PER_PAGE, first, end;
+
+    page = page == 0 ? 1 : page > pages && pages > 0 ? pages : page;
+    first = (page - 1) * STATUS_ISSUERS_PER_PAGE;
+    end = first + STATUS_ISSUERS_PER_PAGE < st->nissuers ? first + STATUS_ISSUERS_PER_PAGE : st->nissuers;
+    strbuf_printf(b,
+                  "<h2>Issuers (%zu files, page %zu of %zu)</h2>\n<table id=\"issuers\">\n<thead><tr><th>name</th>"
+                  "<th>issuer</th><th>keys</th><th>jwks etag</th><th>published at</th><th>file</th><th>state</th>"
+                  "</tr></thead>\n<tbody>\n",
+                  st->nissuers, page, pages ? pages : 1);
+    for (size_t i = first; i < end; i++) {
+        const struct status_issuer *is = &st->issuers[i];
+        strbuf_puts(b, "<tr class=\"issuer\">");
+        status_cell(b, "name", is->name);
+        status_cell(b, "issuer", is->issuer ? is->issuer : "-");
+        strbuf_printf(b, "<td class=\"keys\">%zu</td>", is->nkeys);
+        status_cell(b, "etag", is->jwks_etag ? is->jwks_etag : "-");
+        status_cell_time(b, "published-at", is->issuer ? is->published_at : 0);
+        status_cell(b, "file", is->file);
+        if (is->problem == NULL) {
+            strbuf_puts(b, "<td class=\"ok\">serving</td>");
+        } else {
+            strbuf_printf(b, "<td class=\"failed\">refused%s: ", is->issuer ? " (the last good state serves)" : "");
+            status_text(b, is->problem);
+            strbuf_puts(b, "</td>");
+        }
+        strbuf_puts(b, "</tr>\n");
+    }
+    strbuf_puts(b, "</tbody></table>\n<p>");
+    if (page > 1)
+        strbuf_printf(b, "<a rel=\"prev\" href=\"/?page=%zu\">previous page</a> ", page - 1);
+    if (page < pages)
+        strbuf_printf(b, "<a rel=\"next\" href=\"/?page=%zu\">next page</a>", page + 1);
+    strbuf_puts(b, "</p>\n");
+}
+
 static void status_render_counters(struct strbuf *b, const struct metrics_summary_row *rows, size_t nrows)
 {
     strbuf_puts(b, "<h2>Counters</h2>\n<table id=\"counters\">\n");
@@ -366,7 +429,10 @@ char *status_render_html(const struct status *st, const struct status_upstream *
     strbuf_puts(&b, status_head);
     if (st != NULL) {
         status_render_documents(&b, st, build, now);
-        status_render_keys(&b, st);
+        if (st->fleet)
+            status_render_issuers(&b, st, build->page);
+        else
+            status_render_keys(&b, st);
         status_render_reload(&b, st);
         status_render_upstream(&b, st, upstream, now);
         status_render_pushes(&b);

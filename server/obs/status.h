@@ -42,6 +42,18 @@ struct status_key {
     const char *role;      /* e.g. "signing", or NULL */
 };
 
+/* One issuer file of a fleet (--issuers-dir). In a status, the strings
+ * are its own copies. */
+struct status_issuer {
+    const char *name;      /* NAME of NAME.json */
+    const char *file;      /* its path */
+    const char *issuer;    /* the issuer it serves, or NULL: it serves nothing */
+    const char *jwks_etag; /* of what it serves, or NULL */
+    size_t nkeys;          /* keys it publishes */
+    time_t published_at;   /* when what it serves was published */
+    const char *problem;   /* why the file as it is now is refused, or NULL */
+};
+
 struct status {
     atomic_uint refs;
     int failed; /* an allocation failed while it was built: it is not published */
@@ -56,6 +68,11 @@ struct status {
     int unavailable;       /* the documents answer 503: an --upstream has not answered yet */
     int key_store;         /* the signing keys are kept in etcd (--etcd-servers) */
     char *rotation_paused; /* with it: why nothing rotates, or NULL when rotation runs */
+    /* A fleet (--issuers-dir): every issuer file, by name; the keys
+     * above are then none, and issuer says what the fleet is. */
+    int fleet;
+    struct status_issuer *issuers;
+    size_t nissuers;
 };
 
 /* A status for issuer and jwks_uri, with nothing else yet. NULL when out
@@ -64,6 +81,12 @@ struct status *status_new(const char *issuer, const char *jwks_uri);
 
 /* Adds a copy of k (its strings copied too). */
 void status_add_key(struct status *st, const struct status_key *k);
+
+/* Adds a copy of is (its strings copied too) to a fleet's status. */
+void status_add_issuer(struct status *st, const struct status_issuer *is);
+
+/* How many issuers a page of the status shows (?page=N, from 1). */
+#define STATUS_ISSUERS_PER_PAGE 100
 
 /* Makes st the status shown (taking the caller's reference), unless it
  * failed while being built: it is then freed and the previous one stays.
@@ -82,6 +105,7 @@ void status_release(struct status *st);
 /* The build the page names: version, commit, date (static strings). */
 struct status_build {
     const char *version, *commit, *date;
+    size_t page; /* a fleet's page of issuers, from 1 (0: the first) */
 };
 
 /* The --upstream's reads as they are when the page is rendered, for the

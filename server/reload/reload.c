@@ -32,14 +32,14 @@ struct reload {
     struct removal *removal;
     struct signing signing;
     struct keyset *upstream; /* the --upstream's last good set; NULL until it has answered */
-    char state_path[PATH_MAX];
-    time_t state_saved; /* when the state was last saved, or 0 */
+    char *state_path;        /* with --state-dir; allocated, as a fleet has a reloader per issuer */
+    time_t state_saved;      /* when the state was last saved, or 0 */
     unsigned long generation;
     unsigned long failures;
-    int64_t removal_due;   /* monotonic ms of the re-read that confirms held removals, or 0 */
-    int over_limits;       /* the published set breaks a relying party's documented limit */
-    time_t last_pass;      /* when the last pass read the key files */
-    char last_error[1024]; /* why that pass failed, or "" */
+    int64_t removal_due; /* monotonic ms of the re-read that confirms held removals, or 0 */
+    int over_limits;     /* the published set breaks a relying party's documented limit */
+    time_t last_pass;    /* when the last pass read the key files */
+    char *last_error;    /* why that pass failed, or NULL */
     /* The signing key directory, a key source of its own (signerdir.h):
      * NULL without --signing-key-dir. */
     struct signerdir *signer;
@@ -221,7 +221,8 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
                 removal_held(r->removal), RELOAD_REMOVAL_CONFIRM_MS);
     r->removal_due = due;
     r->last_pass = now;
-    snprintf(r->last_error, sizeof(r->last_error), "%s", changed < 0 ? err : "");
+    free(r->last_error);
+    r->last_error = changed < 0 ? strdup(err) : NULL;
     health_reload_result(METRICS_SOURCE_KEYS, changed >= 0, now);
     if (changed < 0 && r->current == NULL) {
         /* The first pass: nothing was ever published, so this is no reload
@@ -245,13 +246,20 @@ static struct snapshot *reload_build(struct reload *r, time_t now, int64_t now_m
     return publish_snapshot(cfg, ks, now);
 }
 
-/* Publishes the gauges of the current set for /metrics. */
-static void reload_update_gauges(struct reload *r)
+size_t reload_retained(const struct reload *r)
 {
     size_t retained = 0;
 
     for (size_t i = 0; i < r->history->count; i++)
         retained += !r->history->entries[i].present;
+    return retained;
+}
+
+/* Publishes the gauges of the current set for /metrics. */
+static void reload_update_gauges(struct reload *r)
+{
+    size_t retained = reload_retained(r);
+
     atomic_store(&metrics_process.keyset_generation, r->generation);
     atomic_store(&metrics_process.keys_published, r->current ? r->current->keyset->count : 0);
     atomic_store(&metrics_process.keys_retained, retained);
@@ -317,10 +325,15 @@ static int reload_state_dir_ok(const struct config *cfg)
 static int reload_prepare_state_dir(struct reload *r)
 {
     const struct config *cfg = r->cfg;
+    char path[PATH_MAX];
 
     if (cfg->state_dir == NULL)
         return 0;
-    publish_state_path(cfg, r->state_path, sizeof(r->state_path));
+    publish_state_path(cfg, path, sizeof(path));
+    if ((r->state_path = strdup(path)) == NULL) {
+        log_msg(LOG_ERROR, "--state-dir %s: %s", cfg->state_dir, strerror(ENOMEM));
+        return -1;
+    }
     if (mkdir(cfg->state_dir, 0700) != 0 && errno != EEXIST)
         log_msg(LOG_ERROR, "--state-dir %s: cannot create: %s", cfg->state_dir, strerror(errno));
     return reload_state_dir_ok(cfg) ? 0 : -1;
@@ -391,7 +404,7 @@ struct status *reload_status(const struct reload *r)
     st->reload_at = r->last_pass;
     st->reload_failures = r->failures;
     st->unavailable = r->current->unavailable;
-    if (r->last_error[0] != '\0' && (st->reload_error = strdup(r->last_error)) == NULL)
+    if (r->last_error != NULL && (st->reload_error = strdup(r->last_error)) == NULL)
         st->failed = 1;
     if (r->signer != NULL && cfg->etcd_servers.count > 0) {
         char paused[512];
@@ -429,6 +442,11 @@ int reload_signer_start(struct reload *r, void (*wake)(void *), void *wake_ctx)
     return -1;
 }
 
+const char *reload_error(const struct reload *r)
+{
+    return r->last_error;
+}
+
 struct snapshot *reload_current(const struct reload *r)
 {
     return r->current;
@@ -443,5 +461,7 @@ void reload_free(struct reload *r)
     keyset_free(r->upstream);
     snapshot_release(r->current);
     history_free(r->history);
+    free(r->state_path);
+    free(r->last_error);
     free(r);
 }

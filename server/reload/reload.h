@@ -86,6 +86,14 @@ void reload_deadlines(const struct reload *r, int64_t *confirm_at, time_t *wall_
  * push to a bucket) adds its own section here. NULL when out of memory. */
 struct status *reload_status(const struct reload *r);
 
+/* How many published keys only --key-retention keeps (they left the
+ * inputs). */
+size_t reload_retained(const struct reload *r);
+
+/* Why the last pass could not read the key sources (what stays published
+ * is the last good set), or NULL when it could. */
+const char *reload_error(const struct reload *r);
+
 /* At exit: one last look at the key files, so that the state records the
  * keys in them as seen until now, then a save; the signing key directory
  * saves its keys' ages up to now_ms. Nothing is published. */

@@ -117,6 +117,14 @@ void watch_reset(struct watch *w, char *const *paths, size_t npaths)
     }
 }
 
+void watch_add_dirs(struct watch *w, char *const *dirs, size_t ndirs)
+{
+    if (w->fd < 0 && (w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+        return;
+    for (size_t i = 0; i < ndirs; i++)
+        watch_add(w, dirs[i], "");
+}
+
 /* The kubelet's atomic writer renames "..data_tmp" to "..data" and creates
  * "..<timestamp>" directories; those names always matter. */
 static int watch_relevant(const struct watch *w, const struct inotify_event *ev)

@@ -20,6 +20,14 @@ struct watch *watch_create(void);
  * whatever changes after it raises an event. */
 void watch_reset(struct watch *w, char *const *paths, size_t npaths);
 
+/* Adds watches on directories, for any change of any entry in them (a
+ * fleet's issuer files and each issuer's key files), after watch_reset:
+ * one watch per directory however many files it holds, and no look at
+ * the files themselves, so that a fleet of thousands is watched at the
+ * cost of its directories. A kubelet volume's "..data" swap happens in
+ * the directory and is seen. */
+void watch_add_dirs(struct watch *w, char *const *dirs, size_t ndirs);
+
 /* The descriptor to poll for POLLIN, or -1 when inotify is unavailable. */
 int watch_fd(const struct watch *w);
 

@@ -20,7 +20,7 @@
 
 #define T0 1800000000L /* 2027-01-15T08:00:00Z */
 
-static const struct status_build build = {"0.1.0", "0123456789ab", "2027-01-01"};
+static const struct status_build build = {"0.1.0", "0123456789ab", "2027-01-01", 0};
 
 static void status_teardown(void)
 {
@@ -42,12 +42,10 @@ static struct status *sample(const char *source, const char *error, const char *
     st->reload_at = T0 + 60;
     st->reload_failures = 2;
     st->reload_error = strdup(error);
-    status_add_key(st, &(struct status_key){.kid = "kid-rsa",
-                                            .alg = "RS256",
-                                            .source = source,
-                                            .bits = 2048,
-                                            .first_seen = T0 - 3600,
-                                            .role = role});
+    status_add_key(
+        st,
+        &(struct status_key){
+            .kid = "kid-rsa", .alg = "RS256", .source = source, .bits = 2048, .first_seen = T0 - 3600, .role = role});
     status_add_key(st, &(struct status_key){.kid = "kid-ec",
                                             .alg = "ES256",
                                             .source = "retained (state)",
@@ -315,4 +313,60 @@ Test(strbuf, a_failure_is_reported_once_at_the_end)
     strbuf_puts(&b, "more");
     cr_expect_null(strbuf_finish(&b, &len));
     cr_expect_eq(len, 99);
+}
+
+/* A fleet of n issuer files, every seventh refused (the third of those
+ * with nothing served), names escaped like every value. */
+static struct status *fleet_sample(size_t n)
+{
+    struct status *st = status_new("a fleet", "-");
+
+    cr_assert_not_null(st);
+    st->fleet = 1;
+    for (size_t i = 0; i < n; i++) {
+        char name[32], file[64], issuer[64];
+        snprintf(name, sizeof name, "c%03zu", i);
+        snprintf(file, sizeof file, "/etc/issuers/c%03zu.json", i);
+        snprintf(issuer, sizeof issuer, "https://oidc.example/id/%zu", i);
+        status_add_issuer(st, &(struct status_issuer){.name = name,
+                                                      .file = file,
+                                                      .issuer = i % 21 == 14 ? NULL : issuer,
+                                                      .jwks_etag = "\"etag\"",
+                                                      .nkeys = 2,
+                                                      .published_at = T0,
+                                                      .problem = i % 7 == 0 ? "bad <json>" : NULL});
+    }
+    cr_assert_eq(st->failed, 0);
+    return st;
+}
+
+Test(status, fleet_pages)
+{
+    struct status *st = fleet_sample(250);
+    struct status_build paged = build;
+    size_t len;
+    char *html;
+
+    html = render(st, &len);
+    cr_assert_not_null(strstr(html, "<h2>Issuers (250 files, page 1 of 3)</h2>"));
+    cr_assert_eq(count(html, "<tr class=\"issuer\">"), STATUS_ISSUERS_PER_PAGE);
+    cr_assert_eq(count(html, "<td class=\"kid\">"), 0, "a fleet's page lists issuers, not keys");
+    cr_assert_not_null(strstr(html, "<td class=\"name\">c000</td>"));
+    cr_assert_null(strstr(html, "<td class=\"name\">c100</td>"));
+    cr_assert_not_null(strstr(html, "refused (the last good state serves): bad &lt;json&gt;"));
+    cr_assert_not_null(strstr(html, "<a rel=\"next\" href=\"/?page=2\">"));
+    cr_assert_null(strstr(html, "rel=\"prev\""));
+    free(html);
+    paged.page = 3;
+    html = status_render_html(st, NULL, NULL, 0, &paged, T0, &len);
+    cr_assert_eq(count(html, "<tr class=\"issuer\">"), 50);
+    cr_assert_not_null(strstr(html, "<td class=\"name\">c249</td>"));
+    cr_assert_not_null(strstr(html, "<a rel=\"prev\" href=\"/?page=2\">"));
+    cr_assert_null(strstr(html, "rel=\"next\""));
+    free(html);
+    paged.page = 99; /* past the end: the last page */
+    html = status_render_html(st, NULL, NULL, 0, &paged, T0, &len);
+    cr_assert_not_null(strstr(html, "page 3 of 3"));
+    free(html);
+    status_release(st);
 }
