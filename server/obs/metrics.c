@@ -129,23 +129,35 @@ static void metrics_render_requests(struct strbuf *b, size_t n)
                   (unsigned long long)METRICS_SUM(response_bytes));
 }
 
-static void metrics_render_latency(struct strbuf *b, size_t n)
+/* A histogram of METRICS_NBUCKETS buckets of metrics_bounds_us: counts
+ * are the per-bucket (not cumulative) counts, sum_us the sum of the
+ * observations in microseconds. One renderer for every histogram, so that
+ * their bucket bounds and +Inf line cannot drift apart. */
+static void metrics_histogram(struct strbuf *b, const char *name, const char *help, const uint64_t *counts,
+                              uint64_t sum_us)
 {
     uint64_t cumulative = 0;
 
-    strbuf_printf(b, "# HELP oidc_http_request_duration_seconds Time from request arrival to the last byte.\n"
-                     "# TYPE oidc_http_request_duration_seconds histogram\n");
+    strbuf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     for (int i = 0; i < METRICS_NBUCKETS; i++) {
-        cumulative += METRICS_SUM(latency_buckets[i]);
+        cumulative += counts[i];
         if (i < METRICS_NBUCKETS - 1)
-            strbuf_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                          (double)metrics_bounds_us[i] / 1e6, (unsigned long long)cumulative);
-        else
-            strbuf_printf(b, "oidc_http_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+            strbuf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, (double)metrics_bounds_us[i] / 1e6,
                           (unsigned long long)cumulative);
+        else
+            strbuf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cumulative);
     }
-    strbuf_printf(b, "oidc_http_request_duration_seconds_sum %.6f\n", (double)METRICS_SUM(latency_sum_us) / 1e6);
-    strbuf_printf(b, "oidc_http_request_duration_seconds_count %llu\n", (unsigned long long)cumulative);
+    strbuf_printf(b, "%s_sum %.6f\n%s_count %llu\n", name, (double)sum_us / 1e6, name, (unsigned long long)cumulative);
+}
+
+static void metrics_render_latency(struct strbuf *b, size_t n)
+{
+    uint64_t counts[METRICS_NBUCKETS];
+
+    for (int i = 0; i < METRICS_NBUCKETS; i++)
+        counts[i] = METRICS_SUM(latency_buckets[i]);
+    metrics_histogram(b, "oidc_http_request_duration_seconds", "Time from request arrival to the last byte.", counts,
+                      METRICS_SUM(latency_sum_us));
 }
 
 static void metrics_render_reviews(struct strbuf *b, size_t n)
@@ -194,7 +206,7 @@ static const char *const metrics_bound_states[3] = {"found", "missing", "failed"
 static void metrics_render_bound(struct strbuf *b, size_t n)
 {
     const struct metrics_process *p = &metrics_process;
-    uint64_t cumulative = 0;
+    uint64_t lookup_counts[METRICS_NBUCKETS];
 
     if (!atomic_load(&p->bound_enabled))
         return;
@@ -218,20 +230,11 @@ static void metrics_render_bound(struct strbuf *b, size_t n)
     for (int r = 0; r < 3; r++)
         strbuf_printf(b, "oidc_token_review_bound_lookups_total{result=\"%s\"} %llu\n", metrics_bound_states[r],
                       (unsigned long long)atomic_load(&p->bound_lookups[r]));
-    strbuf_printf(b, "# HELP oidc_token_review_bound_lookup_duration_seconds Time of one request to the API server "
-                     "for a bound object.\n# TYPE oidc_token_review_bound_lookup_duration_seconds histogram\n");
-    for (int i = 0; i < METRICS_NBUCKETS; i++) {
-        cumulative += atomic_load(&p->bound_lookup_latency[i]);
-        if (i < METRICS_NBUCKETS - 1)
-            strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                          (double)metrics_bounds_us[i] / 1e6, (unsigned long long)cumulative);
-        else
-            strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-                          (unsigned long long)cumulative);
-    }
-    strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_sum %.6f\n",
-                  (double)atomic_load(&p->bound_lookup_latency_sum_us) / 1e6);
-    strbuf_printf(b, "oidc_token_review_bound_lookup_duration_seconds_count %llu\n", (unsigned long long)cumulative);
+    for (int i = 0; i < METRICS_NBUCKETS; i++)
+        lookup_counts[i] = atomic_load(&p->bound_lookup_latency[i]);
+    metrics_histogram(b, "oidc_token_review_bound_lookup_duration_seconds",
+                      "Time of one request to the API server for a bound object.", lookup_counts,
+                      atomic_load(&p->bound_lookup_latency_sum_us));
     metrics_gauge(b, "oidc_token_review_bound_api_reachable",
                   "1 while the API server answers the bound-object lookups (its last answer came).",
                   (long long)atomic_load(&p->bound_api_reachable));

@@ -205,6 +205,18 @@ class SignLoad(threading.Thread):
         self.join(timeout=10)
 
 
+def observe(srv, issuer, watch, loads=1):
+    """Starts a JWKS sampler and `loads` Sign loads for issuer on srv (whose
+    sock is its signer socket), adds them to watch (the test stops and joins
+    what is there) and returns (sampler, loads)."""
+    sampler = JwksSampler(srv)
+    signers = [SignLoad(srv.sock, issuer) for _ in range(loads)]
+    for t in [sampler] + signers:
+        t.start()
+        watch.append(t)
+    return sampler, signers
+
+
 def publication(samples, kid):
     """(end of the first sample showing kid, start of the last sample
     showing it), or None when no sample shows it."""

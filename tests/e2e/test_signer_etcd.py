@@ -104,12 +104,8 @@ class EtcdSignerCase(X.SignerTestCase):
         return srv
 
     def observe(self, srv, loads=1):
-        sampler = X.JwksSampler(srv)
-        signers = [X.SignLoad(srv.sock, ISSUER) for _ in range(loads)]
-        for t in [sampler] + signers:
-            t.start()
-            self.watch.append(t)
-        return sampler, signers
+        """Starts a JWKS sampler and Sign loads on srv; returns them."""
+        return X.observe(srv, ISSUER, self.watch, loads)
 
     def rotators(self, servers):
         return [s for s in servers

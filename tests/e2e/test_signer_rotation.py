@@ -55,12 +55,7 @@ class Rotation(X.SignerTestCase):
 
     def observe(self, srv, loads=2):
         """Starts a JWKS sampler and Sign loads on srv; returns them."""
-        sampler = X.JwksSampler(srv)
-        signers = [X.SignLoad(srv.sock, ISSUER) for _ in range(loads)]
-        for t in [sampler] + signers:
-            t.start()
-            self.watch.append(t)
-        return sampler, signers
+        return X.observe(srv, ISSUER, self.watch, loads)
 
     # the two promises --------------------------------------------------
     def check_published_ahead(self, samples, signs, first_kid):
