@@ -1077,6 +1077,8 @@ REFUSED = [
      "issuers.a.keys: give exactly one of existingSecret or existingConfigMap"),
     ("issuer with an http URL", {"issuers": {"a": dict(FLEET["a"], serviceAccountIssuer="http://oidc.example.com")}},
      "/issuers/a/serviceAccountIssuer"),
+    ("issuer key entry '..data'", {"issuers": {"a": dict(FLEET["a"], keys={"existingSecret": "x", "key": "..data"})}},
+     "/issuers/a/keys/key"),
     ("issuer setting typo", {"issuers": {"a": dict(FLEET["a"], maxage=60)}}, "maxage"),
     ("two issuers, one URL", {"issuers": {"a": FLEET["a"], "z": dict(FLEET["b"], serviceAccountIssuer=FLEET["a"][
         "serviceAccountIssuer"])}}, "issuers.a and issuers.z have one serviceAccountIssuer"),
@@ -1177,6 +1179,16 @@ def check_readme():
     eq(sorted(heads), sorted(set(heads)), "upgrade sections (one per version)")
     check("http://<fullname>-internal" not in text, "README sends TokenReview callers to http://")
     return ", ".join(heads)
+
+
+def check_ci_values(helm):
+    """Every values file under ci/ (what chart-testing installs) lints
+    strictly."""
+    names = sorted(n for n in os.listdir(os.path.join(CHART, "ci")) if n.endswith(".yaml"))
+    for n in names:
+        out = helm.run("lint", "--strict", CHART, "-f", os.path.join(CHART, "ci", n))
+        check(out.returncode == 0, f"helm lint -f ci/{n} exited {out.returncode}:\n{out.stdout}{out.stderr}")
+    return ", ".join(names)
 
 
 # --------------------------------------------------------------------------
@@ -1580,13 +1592,14 @@ def main():
                 detail = f"{type(e).__name__}: {e}"
             results.append(("names", name, ok, detail))
 
-        chart_checks = [("one version", check_versions), ("README", check_readme)]
+        chart_checks = [("one version", check_versions), ("README", check_readme),
+                        ("ci values", lambda: check_ci_values(helm))]
         if binary:
             chart_checks.append(("schema ranges", lambda: check_schema_flags(binary)))
         for name, fn in chart_checks:
             try:
                 ok, detail = True, fn()
-            except (CheckFailed, OSError, KeyError, TypeError, yaml.YAMLError) as e:
+            except (CheckFailed, OSError, KeyError, TypeError, yaml.YAMLError, subprocess.TimeoutExpired) as e:
                 ok, detail = False, f"{type(e).__name__}: {e}"
             results.append(("chart", name, ok, detail))
 
