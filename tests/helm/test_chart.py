@@ -23,7 +23,10 @@ release names and namespaces: each the fullname (or its -internal Service,
 or the namespaced ClusterRoleBinding), no word twice in a row
 (oidc-oidc-discovery). Chart.yaml's version and appVersion are VERSION, the
 default image is what scripts/build-image.sh tags, and the README has one
-upgrade section per old version. The schema's ranges and choices of the
+upgrade section per old version. A fleet (issuers): its NAME.json files
+byte for byte in the issuers ConfigMap, mounted whole at --issuers-dir,
+each key source mounted once, no single-issuer argument, and the values it
+excludes refused (by the templates too when the schema is skipped). The schema's ranges and choices of the
 values that mirror a flag are the flag's, as the binary states them.
 
 When the oidc-discovery binary is available (OIDC_BIN, or ../oidc-discovery
@@ -32,8 +35,13 @@ arguments rendered for several cases are also run for real: paths under /keys,
 /state and /tls are mapped to a temporary directory and every 0.0.0.0:PORT to
 a free loopback port; the server must become ready and serve the rendered
 issuer (over TLS too when configured), and its TokenReview listener must
-answer 401 without a caller and 201 to the allowed one's token. Without a
-binary that part is skipped.
+answer 401 without a caller and 201 to the allowed one's token. A fleet
+runs with its ConfigMap and key sources laid out as the kubelet lays out
+volumes: every issuer serves its own keys, and after a helm upgrade that
+changes one issuer and adds another (the pod template must not change) the
+new ConfigMap swapped in by renaming ..data is followed by the same
+process, the untouched issuers keeping their ETags. Without a binary that
+part is skipped.
 
 OIDC_HELM_CHART points the test at another copy of the chart; HELM at another
 helm binary (see get-helm.sh).
@@ -133,9 +141,9 @@ class Helm:
     def lint(self, values):
         return self.run("lint", "--strict", CHART, "-f", self.values_file(values))
 
-    def template(self, values, release="rel", namespace="oidc"):
+    def template(self, values, release="rel", namespace="oidc", *extra):
         return self.run("template", release, CHART, "--namespace", namespace,
-                        "-f", self.values_file(values))
+                        "-f", self.values_file(values), *extra)
 
 
 # --------------------------------------------------------------------------
@@ -259,13 +267,19 @@ def check_common(r, values, kind):
     args = c["args"]
     check(all(isinstance(a, str) for a in args), f"non-string args: {args}")
     eq(args[0], "serve", "first argument")
-    eq(arg_after(args, "--service-account-issuer"), values["issuer"], "issuer passed through")
+    if values.get("issuers"):
+        eq(arg_after(args, "--issuers-dir"), "/issuers", "--issuers-dir")
+        check("--service-account-issuer" not in args, "--service-account-issuer with --issuers-dir")
+    else:
+        eq(arg_after(args, "--service-account-issuer"), values["issuer"], "issuer passed through")
     eq(arg_after(args, "--listen"), "0.0.0.0:8080", "--listen")
     eq(arg_after(args, "--admin-listen"), "0.0.0.0:9090", "--admin-listen")
     eq(arg_after(args, "--state-dir"), "/state/data", "--state-dir")
     eq(arg_after(args, "--max-age"), str(values.get("maxAge", 3600)), "--max-age")
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
-    if apiserver_mode(values):
+    if values.get("issuers"):
+        check_fleet(r, values, pod, c, args)
+    elif apiserver_mode(values):
         check_apiserver_mode(r, values, pod, c, args)
     else:
         keyfile = arg_after(args, "--service-account-key-file")
@@ -333,6 +347,67 @@ def apiserver_mode(values):
     k = values.get("keys", {})
     return k.get("source") == "apiserver" or not (k.get("existingSecret") or k.get("existingConfigMap") or
                                                   k.get("controlPlane", {}).get("enabled"))
+
+
+def issuer_file(settings):
+    """The NAME.json the chart must render for one issuer's settings: the
+    per-issuer flags without their dashes, compact, keys sorted (what
+    helm's toJson writes), the key path under the source's mount."""
+    k = settings["keys"]
+    kind, name = ("secret", k["existingSecret"]) if k.get("existingSecret") else ("configmap", k["existingConfigMap"])
+    f = {"service-account-issuer": settings["serviceAccountIssuer"],
+         "service-account-key-file": f"/issuer-keys/{kind}/{name}" + (f"/{k['key']}" if k.get("key") else "")}
+    if settings.get("jwksUri"):
+        f["service-account-jwks-uri"] = settings["jwksUri"]
+    if "maxAge" in settings:
+        f["max-age"] = settings["maxAge"]
+    if "keyRetention" in settings:
+        f["key-retention"] = settings["keyRetention"]
+    if settings.get("apiAudiences"):
+        f["api-audiences"] = ",".join(settings["apiAudiences"])
+    return json.dumps(f, sort_keys=True, separators=(",", ":"))
+
+
+def check_fleet(r, values, pod, c, args):
+    """A fleet: its issuer files in a ConfigMap mounted at --issuers-dir,
+    byte for byte what the server reads; each issuer's key Secret or
+    ConfigMap mounted read-only once (however many issuers share it) at
+    the path its file names; no single-issuer argument, no API server
+    access, and nothing on the pods that changes with the issuers' settings
+    (no checksum annotation: the server follows the volume)."""
+    cms = [d for d in r.all("ConfigMap") if d["metadata"]["name"].endswith("-issuers")]
+    check(len(cms) == 1, f"want one issuers ConfigMap, got {len(cms)}")
+    cm = cms[0]
+    eq(cm["data"], {f"{n}.json": issuer_file(v) for n, v in values["issuers"].items()}, "issuer files")
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    eq(vols[mounts["/issuers"]["name"]].get("configMap", {}).get("name"), cm["metadata"]["name"],
+       "the issuers ConfigMap mounted at /issuers")
+    eq(vols[mounts["/issuers"]["name"]]["configMap"].get("items"), None,
+       "the whole ConfigMap (no items, no subPath: the kubelet updates it)")
+    check(all("subPath" not in m for m in c["volumeMounts"]), "a subPath mount (never updated by the kubelet)")
+    want = {}
+    for settings in values["issuers"].values():
+        k = settings["keys"]
+        if k.get("existingSecret"):
+            want[f"/issuer-keys/secret/{k['existingSecret']}"] = ("secret", "secretName", k["existingSecret"])
+        else:
+            want[f"/issuer-keys/configmap/{k['existingConfigMap']}"] = ("configMap", "name", k["existingConfigMap"])
+    got = {}
+    for path, m in mounts.items():
+        if path.startswith("/issuer-keys/"):
+            v = vols[m["name"]]
+            kind = "secret" if "secret" in v else "configMap"
+            field = "secretName" if kind == "secret" else "name"
+            got[path] = (kind, field, v[kind][field])
+    eq(got, want, "key sources mounted")
+    for flag in ("--service-account-key-file", "--service-account-jwks-uri", "--path-prefix", "--upstream",
+                 "--enable-token-review"):
+        check(flag not in args, f"{flag} with a fleet")
+    r.none("ClusterRoleBinding")
+    check("annotations" not in r.workload()["spec"]["template"]["metadata"]
+          or not any("checksum" in a for a in r.workload()["spec"]["template"]["metadata"]["annotations"]),
+          "a checksum annotation would restart the pods when an issuer changes")
 
 
 def check_apiserver_mode(r, values, pod, c, args):
@@ -809,7 +884,78 @@ def c_retention(r, v):
     eq(arg_after(args, "--state-dir"), "/state/data", "--state-dir")
 
 
+# A fleet's key sources in the smoke run: volume path -> entries (a Secret
+# shared by two issuers, one entry each; a ConfigMap read whole).
+FLEET_SOURCES = {"/issuer-keys/secret/fleet-keys": {"a.pub": "rsa2048.pub", "b.pub": "ec256.pub"},
+                 "/issuer-keys/configmap/c-keys": {"sa.pub": "ec384.pub"}}
+
+FLEET = {
+    "a": {"serviceAccountIssuer": "https://oidc.example.com/id/a",
+          "keys": {"existingSecret": "fleet-keys", "key": "a.pub"}, "maxAge": 600},
+    "b": {"serviceAccountIssuer": "https://oidc.example.com/id/b",
+          "keys": {"existingSecret": "fleet-keys", "key": "b.pub"}, "keyRetention": "1h"},
+    "c.other_host": {"serviceAccountIssuer": "https://other.example.net",
+                     "keys": {"existingConfigMap": "c-keys"}},
+    "e": {"serviceAccountIssuer": "https://oidc.example.com/id/e",
+          "keys": {"existingSecret": "fleet-keys", "key": "b.pub"}},
+}
+
+# The fleet after an upgrade that changes b's max-age, removes e and adds d,
+# whose key is an entry of a Secret already mounted: the pods must stay as
+# they are.
+FLEET_CHANGED = dict({k: v for k, v in FLEET.items() if k != "e"}, b=dict(FLEET["b"], maxAge=120),
+                     d={"serviceAccountIssuer": "https://oidc.example.com/id/d",
+                        "keys": {"existingSecret": "fleet-keys", "key": "a.pub"}})
+
+# What each issuer's JWKS holds: (kty, crv) of each key.
+FLEET_KEYS = {"a": [("RSA", None)], "b": [("EC", "P-256")], "c.other_host": [("EC", "P-384")], "d": [("RSA", None)],
+              "e": [("EC", "P-256")]}
+
+
+def c_fleet(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(args, ["serve", "--issuers-dir", "/issuers", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9090",
+              "--max-age", "3600", "--state-dir", "/state/data", "--threads", "2", "--log-level", "info",
+              "--log-format", "text"], "a fleet's arguments")
+    eq(issuers_configmap(r), {
+        "a.json": '{"max-age":600,"service-account-issuer":"https://oidc.example.com/id/a",'
+                  '"service-account-key-file":"/issuer-keys/secret/fleet-keys/a.pub"}',
+        "b.json": '{"key-retention":"1h","service-account-issuer":"https://oidc.example.com/id/b",'
+                  '"service-account-key-file":"/issuer-keys/secret/fleet-keys/b.pub"}',
+        "c.other_host.json": '{"service-account-issuer":"https://other.example.net",'
+                             '"service-account-key-file":"/issuer-keys/configmap/c-keys"}',
+        "e.json": '{"service-account-issuer":"https://oidc.example.com/id/e",'
+                  '"service-account-key-file":"/issuer-keys/secret/fleet-keys/b.pub"}'},
+       "the issuer files, byte for byte")
+    eq(len([v for v in pod["volumes"] if v["name"].startswith("issuer-keys-")]), 2,
+       "one volume per key source (a and b share one Secret)")
+    eq(sorted(r.kinds()), sorted(["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "Service",
+                                  "ServiceAccount"]), "a fleet's objects")
+
+
+def c_fleet_settings(r, v):
+    pod, c, args = check_common(r, v, "Deployment")
+    eq(arg_after(args, "--key-retention"), "7d", "keyRetention: every issuer's default")
+    eq(arg_after(args, "--max-age"), "300", "maxAge: every issuer's default")
+    rules = {rule["host"]: sorted(p["path"] for p in rule["http"]["paths"]) for rule in r.one("Ingress")["spec"]["rules"]}
+    eq(rules, {"oidc.example.com": ["/id/eu-1/", "/id/us-1/"], "other.example.net": ["/"]},
+       "Ingress: each issuer's path on its host")
+
+
+FLEET_SETTINGS = {
+    "eu-1": {"serviceAccountIssuer": "https://oidc.example.com/id/eu-1", "keys": {"existingSecret": "eu-1-keys"},
+             "jwksUri": "https://cdn.example.net/eu-1/jwks", "apiAudiences": ["sts.amazonaws.com", "vault"],
+             "maxAge": 31536000, "keyRetention": "0"},
+    "us-1": {"serviceAccountIssuer": "https://oidc.example.com/id/us-1/", "keys": {"existingConfigMap": "us-1-keys"}},
+    "Other_1": {"serviceAccountIssuer": "https://other.example.net", "keys": {"existingSecret": "eu-1-keys",
+                                                                               "key": "other.pub"}},
+}
+
+
 CASES = [
+    ("fleet", {"issuers": FLEET}, c_fleet),
+    ("fleet, every setting", {"issuers": FLEET_SETTINGS, "maxAge": 300, "keyRetention": "7d",
+                              "ingress": {"enabled": True, "pathType": "Prefix"}}, c_fleet_settings),
     ("defaults", base(), c_defaults),
     ("apiserver by default", {"issuer": ISSUER}, c_apiserver_default),
     ("apiserver with options", {"issuer": ISSUER, "keyRetention": "7d", "serviceAccount": {
@@ -909,9 +1055,46 @@ REFUSED = [
      "/tokenReview/allowedCallers/0"),
     ("bound objects without the API server", base(tokenReview=review(checkBoundObjects=True)),
      "tokenReview.checkBoundObjects needs the keys from the API server"),
+    ("issuer and issuers", {"issuer": ISSUER, "issuers": FLEET}, "issuer and issuers exclude each other"),
+    ("issuers with keys.existingSecret", {"issuers": FLEET, "keys": {"existingSecret": "sa-keys"}},
+     "issuers: keys.existingSecret does not apply to a fleet"),
+    ("issuers with apiserver keys", {"issuers": FLEET, "keys": {"source": "apiserver"}},
+     "issuers: keys.source=apiserver does not apply to a fleet"),
+    ("issuers on the control plane", {"issuers": FLEET, "keys": {"controlPlane": {"enabled": True}}},
+     "issuers: keys.controlPlane.enabled does not apply to a fleet"),
+    ("issuers with tokenReview", {"issuers": FLEET, "tokenReview": review()},
+     "issuers: tokenReview.enabled is not available for a fleet yet"),
+    ("issuers with jwksUri", {"issuers": FLEET, "jwksUri": "https://cdn.example.net/jwks"},
+     "issuers: jwksUri is one issuer's"),
+    ("issuers with pathPrefix", {"issuers": FLEET, "pathPrefix": "/oidc"},
+     "issuers: pathPrefix does not apply to a fleet"),
+    ("issuer name starting with '.'", {"issuers": {".hidden": FLEET["a"]}}, ".hidden"),
+    ("issuer name with '/'", {"issuers": {"a/b": FLEET["a"]}}, "a/b"),
+    ("issuer without its URL", {"issuers": {"a": {"keys": FLEET["a"]["keys"]}}}, "serviceAccountIssuer"),
+    ("issuer without keys", {"issuers": {"a": {"serviceAccountIssuer": ISSUER}}}, "keys"),
+    ("issuer with two key sources", {"issuers": {"a": dict(FLEET["a"], keys={"existingSecret": "x",
+                                                                             "existingConfigMap": "y"})}},
+     "issuers.a.keys: give exactly one of existingSecret or existingConfigMap"),
+    ("issuer with an http URL", {"issuers": {"a": dict(FLEET["a"], serviceAccountIssuer="http://oidc.example.com")}},
+     "/issuers/a/serviceAccountIssuer"),
+    ("issuer key entry '..data'", {"issuers": {"a": dict(FLEET["a"], keys={"existingSecret": "x", "key": "..data"})}},
+     "/issuers/a/keys/key"),
+    ("issuer setting typo", {"issuers": {"a": dict(FLEET["a"], maxage=60)}}, "maxage"),
+    ("two issuers, one URL", {"issuers": {"a": FLEET["a"], "z": dict(FLEET["b"], serviceAccountIssuer=FLEET["a"][
+        "serviceAccountIssuer"])}}, "issuers.a and issuers.z have one serviceAccountIssuer"),
     ("bound objects cache TTL 0", {"issuer": ISSUER, "tokenReview": review(checkBoundObjects=True,
                                                                             boundObjectCacheTTL="0s")},
      "/tokenReview/boundObjectCacheTTL"),
+]
+
+# Refused by the templates themselves, when the schema is skipped
+# (--skip-schema-validation): the server's rules, said at render time.
+REFUSED_WITHOUT_SCHEMA = [
+    ("issuer name starting with '.'", {"issuers": {".hidden": FLEET["a"]}}, '".hidden" is not an issuer name'),
+    ("issuer without its URL", {"issuers": {"a": {"keys": FLEET["a"]["keys"]}}},
+     "issuers.a.serviceAccountIssuer is required"),
+    ("issuer without keys", {"issuers": {"a": {"serviceAccountIssuer": ISSUER}}},
+     "issuers.a.keys: give exactly one of existingSecret or existingConfigMap"),
 ]
 
 
@@ -996,6 +1179,16 @@ def check_readme():
     eq(sorted(heads), sorted(set(heads)), "upgrade sections (one per version)")
     check("http://<fullname>-internal" not in text, "README sends TokenReview callers to http://")
     return ", ".join(heads)
+
+
+def check_ci_values(helm):
+    """Every values file under ci/ (what chart-testing installs) lints
+    strictly."""
+    names = sorted(n for n in os.listdir(os.path.join(CHART, "ci")) if n.endswith(".yaml"))
+    for n in names:
+        out = helm.run("lint", "--strict", CHART, "-f", os.path.join(CHART, "ci", n))
+        check(out.returncode == 0, f"helm lint -f ci/{n} exited {out.returncode}:\n{out.stdout}{out.stderr}")
+    return ", ".join(names)
 
 
 # --------------------------------------------------------------------------
@@ -1099,6 +1292,39 @@ def standin_apiserver(workdir, issuer, sa):
     return api, env
 
 
+def map_pod_args(args, roots):
+    """The rendered args with the pod's paths and ports mapped locally:
+    every 0.0.0.0:PORT to a free loopback port, a path under a key of
+    roots to the same path under its value. Returns (ports, args)."""
+    ports, mapped = {}, []
+    for a in args:
+        if a.startswith("0.0.0.0:"):
+            ports[a] = free_port()
+            a = f"127.0.0.1:{ports[a]}"
+        for pod_path, local in roots.items():
+            if a == pod_path or a.startswith(pod_path + "/"):
+                a = local + a[len(pod_path):]
+                break
+        mapped.append(a)
+    return ports, mapped
+
+
+def wait_ready(proc, admin):
+    """Waits (bounded) for /readyz on the admin port to answer 200."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        check(proc.poll() is None, f"server exited with {proc.returncode}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", admin, timeout=2)
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        check(time.monotonic() < deadline, f"not ready within {START_TIMEOUT}s")
+        time.sleep(0.05)
+
+
 def smoke(binary, args, issuer, workdir):
     """Runs the rendered args with the pod's paths and ports mapped locally;
     apiserver mode against a stand-in API server."""
@@ -1115,39 +1341,12 @@ def smoke(binary, args, issuer, workdir):
     if "--tls-listen" in args or "--enable-token-review" in args:
         make_cert(tls)
         shutil.copy(os.path.join(tls, "tls.crt"), os.path.join(tls, "ca.crt"))
-    ports = {}
-    mapped = []
-    for a in args:
-        if a.startswith("0.0.0.0:"):
-            ports[a] = free_port()
-            a = f"127.0.0.1:{ports[a]}"
-        elif a == "/keys" or a.startswith("/keys/"):
-            a = keys + a[len("/keys"):]
-        elif a == "/state" or a.startswith("/state/"):
-            a = state + a[len("/state"):]
-        elif a.startswith("/tls/"):
-            a = tls + a[len("/tls"):]
-        elif a.startswith(POD_SA + "/"):
-            a = sa + a[len(POD_SA):]
-        elif a.startswith("/tokenreview-tls/") or a.startswith("/tokenreview-client-ca/"):
-            a = tls + a[a.index("/", 1):]
-        mapped.append(a)
+    ports, mapped = map_pod_args(args, {"/keys": keys, "/state": state, "/tls": tls, POD_SA: sa,
+                                        "/tokenreview-tls": tls, "/tokenreview-client-ca": tls})
     log = open(os.path.join(workdir, "server.log"), "w+")
     proc = subprocess.Popen([binary, *mapped], stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        admin = ports["0.0.0.0:9090"]
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            check(proc.poll() is None, f"server exited with {proc.returncode}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", admin, timeout=2)
-                conn.request("GET", "/readyz")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            check(time.monotonic() < deadline, f"not ready within {START_TIMEOUT}s")
-            time.sleep(0.05)
+        wait_ready(proc, ports["0.0.0.0:9090"])
         prefix = arg_after(args, "--path-prefix") if "--path-prefix" in args else ""
         conns = [http.client.HTTPConnection("127.0.0.1", ports["0.0.0.0:8080"], timeout=5)]
         if "0.0.0.0:8443" in ports:
@@ -1224,7 +1423,119 @@ def smoke_review(binary, args, issuer, port):
             eq(doc["reason"], "Unauthorized", "TokenReview without a caller")
 
 
-SMOKE_CASES = {"defaults", "secret keys", "configmap keys", "control-plane", "ingress+tls", "ingress prefix",
+def fixture(name):
+    with open(os.path.join(REPO, "tests", "fixtures", name), "rb") as f:
+        return f.read()
+
+
+
+def issuers_configmap(r, local=None):
+    """The issuer files of the rendered issuers ConfigMap, name -> bytes;
+    with local, the key paths in them (the pod's /issuer-keys) moved under
+    that directory, as map_pod_args moves the args' paths."""
+    data = [d for d in r.all("ConfigMap") if d["metadata"]["name"].endswith("-issuers")][0]["data"]
+    if local is None:
+        return data
+    return {k: v.replace('"/issuer-keys/', json.dumps(local)[:-1] + '/issuer-keys/').encode()
+            for k, v in data.items()}
+
+
+def fleet_get(port, issuer, doc):
+    """GET one of issuer's documents from the fleet's public port, with the
+    issuer's host: (status, headers, body)."""
+    u = re.fullmatch(r"https://([^/]+)(.*)", issuer)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.request("GET", u.group(2).rstrip("/") + doc, headers={"Host": u.group(1)})
+    resp = conn.getresponse()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+
+
+def check_fleet_serves(port, fleet, keys=FLEET_KEYS):
+    """Each issuer of fleet serves its discovery document and its keys
+    (keys) through the fleet server; returns name -> JWKS ETag."""
+    etags = {}
+    for name, settings in fleet.items():
+        status, _, body = fleet_get(port, settings["serviceAccountIssuer"], "/.well-known/openid-configuration")
+        eq(status, 200, f"{name}: discovery status")
+        eq(json.loads(body)["issuer"], settings["serviceAccountIssuer"], f"{name}: served issuer")
+        status, headers, body = fleet_get(port, settings["serviceAccountIssuer"], "/openid/v1/jwks")
+        eq(status, 200, f"{name}: jwks status")
+        eq([(k["kty"], k.get("crv")) for k in json.loads(body)["keys"]], keys[name], f"{name}: its keys")
+        m = re.search(r"max-age=(\d+)", headers.get("cache-control", ""))
+        eq(m and m.group(1), str(settings.get("maxAge", 3600)), f"{name}: max-age")
+        etags[name] = headers["etag"]
+    return etags
+
+
+def wait_for(proc, what, probe):
+    """Calls probe until it passes (bounded), while proc runs; returns what
+    it returned."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        check(proc.poll() is None, f"server exited with {proc.returncode}")
+        try:
+            return probe()
+        except CheckFailed as e:
+            check(time.monotonic() < deadline, f"{what} not served within {START_TIMEOUT}s: {e}")
+        time.sleep(0.05)
+
+
+def smoke_fleet(binary, helm, r, values, workdir):
+    """A fleet from the rendered manifests: the issuers ConfigMap and the
+    key sources laid out as the kubelet lays out their volumes (..data
+    symlinks), the rendered args run for real; every issuer must serve its
+    own keys. Then a helm upgrade's new ConfigMap is swapped in as the
+    kubelet does (..data renamed over): the same process must serve the
+    changed and the added issuer, and the untouched one with its ETag."""
+    dirs = {"/issuers": os.path.join(workdir, "issuers"), "/state": os.path.join(workdir, "state")}
+    os.makedirs(dirs["/state"])
+    os.chmod(dirs["/state"], 0o777)
+    oidc_harness.secret_dir_create(dirs["/issuers"], issuers_configmap(r, workdir))
+    for path, entries in FLEET_SOURCES.items():
+        dirs[path] = os.path.join(workdir, path.strip("/"))
+        os.makedirs(os.path.dirname(dirs[path]), exist_ok=True)
+        oidc_harness.secret_dir_create(dirs[path], {k: fixture(v) for k, v in entries.items()})
+    args = r.workload()["spec"]["template"]["spec"]["containers"][0]["args"]
+    ports, mapped = map_pod_args(args, dirs)
+    log = open(os.path.join(workdir, "server.log"), "w+")
+    proc = subprocess.Popen([binary, *mapped], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(proc, ports["0.0.0.0:9090"])
+        port = ports["0.0.0.0:8080"]
+        before = check_fleet_serves(port, values["issuers"])
+
+        out = helm.template(dict(values, issuers=FLEET_CHANGED))
+        check(out.returncode == 0, f"helm template (changed fleet) exited {out.returncode}:\n{out.stderr}")
+        changed = Rendered(out.stdout)
+        eq(changed.workload()["spec"]["template"], r.workload()["spec"]["template"],
+           "the pod template after changing and adding issuers (a change would restart the pods)")
+        oidc_harness.secret_dir_swap(dirs["/issuers"], issuers_configmap(changed, workdir), "..2026_02")
+        after = wait_for(proc, "the swapped ConfigMap", lambda: (
+            eq(fleet_get(port, FLEET["e"]["serviceAccountIssuer"], "/openid/v1/jwks")[0], 404,
+               "the removed issuer's JWKS"), check_fleet_serves(port, FLEET_CHANGED))[1])
+        eq(after["a"], before["a"], "the untouched issuer's ETag")
+        eq(after["c.other_host"], before["c.other_host"], "the other host's issuer's ETag")
+
+        # A cluster's key replaced in the shared Secret: only b changes, and
+        # keeps its old key too (its keyRetention, under its own state).
+        entries = {k: fixture(v) for k, v in FLEET_SOURCES["/issuer-keys/secret/fleet-keys"].items()}
+        oidc_harness.secret_dir_swap(dirs["/issuer-keys/secret/fleet-keys"], dict(entries, **{"b.pub": fixture(
+            "ec384.pub")}), "..2026_02")
+        rotated = dict(FLEET_KEYS, b=[("EC", "P-384"), ("EC", "P-256")])
+        last = wait_for(proc, "the swapped key Secret", lambda: check_fleet_serves(port, FLEET_CHANGED, rotated))
+        eq({k: v for k, v in last.items() if k != "b"}, {k: v for k, v in after.items() if k != "b"},
+           "the other issuers' ETags after b's key changed")
+    except CheckFailed as e:
+        log.seek(0)
+        raise CheckFailed(f"{e}\n--- server log ---\n{log.read()[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        log.close()
+
+
+SMOKE_CASES = {"fleet", "defaults", "secret keys", "configmap keys", "control-plane", "ingress+tls", "ingress prefix",
                "ingress path stripped", "tokenreview", "keyretention", "loadbalancer+tokenreview", "tokenreview mTLS",
                "apiserver by default", "apiserver with options"}
 
@@ -1255,9 +1566,13 @@ def main():
                 fn(r, values)
                 detail = ", ".join(sorted(r.kinds()))
                 if binary and name in SMOKE_CASES:
-                    args = r.workload()["spec"]["template"]["spec"]["containers"][0]["args"]
-                    smoke(binary, args, values["issuer"], tempfile.mkdtemp(dir=work))
-                    detail += "; binary accepted the args and served the issuer"
+                    if values.get("issuers"):
+                        smoke_fleet(binary, helm, r, values, tempfile.mkdtemp(dir=work))
+                        detail += "; binary served the fleet and followed a ..data swap of its ConfigMap"
+                    else:
+                        args = r.workload()["spec"]["template"]["spec"]["containers"][0]["args"]
+                        smoke(binary, args, values["issuer"], tempfile.mkdtemp(dir=work))
+                        detail += "; binary accepted the args and served the issuer"
             except (CheckFailed, subprocess.TimeoutExpired, KeyError, IndexError, TypeError,
                     yaml.YAMLError) as e:
                 ok = False
@@ -1277,20 +1592,24 @@ def main():
                 detail = f"{type(e).__name__}: {e}"
             results.append(("names", name, ok, detail))
 
-        chart_checks = [("one version", check_versions), ("README", check_readme)]
+        chart_checks = [("one version", check_versions), ("README", check_readme),
+                        ("ci values", lambda: check_ci_values(helm))]
         if binary:
             chart_checks.append(("schema ranges", lambda: check_schema_flags(binary)))
         for name, fn in chart_checks:
             try:
                 ok, detail = True, fn()
-            except (CheckFailed, OSError, KeyError, TypeError, yaml.YAMLError) as e:
+            except (CheckFailed, OSError, KeyError, TypeError, yaml.YAMLError, subprocess.TimeoutExpired) as e:
                 ok, detail = False, f"{type(e).__name__}: {e}"
             results.append(("chart", name, ok, detail))
 
-        for name, values, needle in REFUSED:
+        refused = [(n, v, needle, ()) for n, v, needle in REFUSED]
+        refused += [(n + " (no schema)", v, needle, ("--skip-schema-validation",))
+                    for n, v, needle in REFUSED_WITHOUT_SCHEMA]
+        for name, values, needle, extra in refused:
             ok = True
             try:
-                out = helm.template(values)
+                out = helm.template(values, "rel", "oidc", *extra)
                 check(out.returncode != 0, "rendered although it must be refused")
                 check(needle in out.stderr, f"error does not mention {needle!r}: {out.stderr.strip()}")
                 # a schema's oneOf reports only which subschemas matched

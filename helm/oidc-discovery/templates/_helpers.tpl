@@ -96,11 +96,12 @@ The key sources the values name, as a list of the values that name them.
 {{/*
 "true" in apiserver mode: the keys come from the cluster's own API server
 (--upstream in-cluster), asked for with keys.source=apiserver or chosen
-because no other key source is set.
+because no other key source is set. Never for a fleet (issuers), whose
+issuers name their own keys.
 */}}
 {{- define "oidc-discovery.apiserver" -}}
 {{- $sources := include "oidc-discovery.keySources" . }}
-{{- if or (not $sources) (eq $sources "keys.source=apiserver") }}true{{ end }}
+{{- if and (not .Values.issuers) (or (not $sources) (eq $sources "keys.source=apiserver")) }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -151,8 +152,13 @@ Checks the schema cannot express, or repeats it with a clearer message (the
 schema may be skipped with --skip-schema-validation). Renders nothing.
 */}}
 {{- define "oidc-discovery.validate" -}}
-{{- if not .Values.issuer }}
-{{- fail "issuer is required: set it to kube-apiserver's --service-account-issuer, an https URL (e.g. --set issuer=https://oidc.example.com)" }}
+{{- if and .Values.issuer .Values.issuers }}
+{{- fail "issuer and issuers exclude each other: set issuer for one cluster's issuer, or issuers (a map name -> settings, each with its serviceAccountIssuer) for a fleet" }}
+{{- end }}
+{{- if .Values.issuers }}
+{{- include "oidc-discovery.validateFleet" . }}
+{{- else if not .Values.issuer }}
+{{- fail "issuer is required: set it to kube-apiserver's --service-account-issuer, an https URL (e.g. --set issuer=https://oidc.example.com), or issuers for a fleet" }}
 {{- end }}
 {{- $sources := include "oidc-discovery.keySources" . }}
 {{- if gt (len (splitList "," $sources)) 1 }}
@@ -165,6 +171,107 @@ schema may be skipped with --skip-schema-validation). Renders nothing.
 {{- fail "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
 {{- end }}
 {{- include "oidc-discovery.validateTokenReview" . }}
+{{- end }}
+
+{{/*
+A fleet (issuers): what the server does not take with --issuers-dir, or
+not per issuer yet, is refused here, naming the value; and each issuer's
+own settings, which the schema checks too (it may be skipped).
+*/}}
+{{- define "oidc-discovery.validateFleet" -}}
+{{- $sources := include "oidc-discovery.keySources" . }}
+{{- if $sources }}
+{{- fail (printf "issuers: %s does not apply to a fleet: each issuer names its own keys (issuers.NAME.keys.existingSecret or existingConfigMap); the fleet does not mirror API servers or run on the control plane yet" (replace "," " and " $sources)) }}
+{{- end }}
+{{- if .Values.tokenReview.enabled }}
+{{- fail "issuers: tokenReview.enabled is not available for a fleet yet (the server's TokenReview API is not per issuer yet): disable one of them" }}
+{{- end }}
+{{- if .Values.jwksUri }}
+{{- fail "issuers: jwksUri is one issuer's; set issuers.NAME.jwksUri per issuer instead" }}
+{{- end }}
+{{- if .Values.pathPrefix }}
+{{- fail "issuers: pathPrefix does not apply to a fleet: each issuer is served under its own URL's path" }}
+{{- end }}
+{{- $urls := dict }}
+{{- range $name, $is := .Values.issuers }}
+{{- if not (regexMatch "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$" $name) }}
+{{- fail (printf "issuers: %q is not an issuer name: letters, digits, '-', '_' and '.', not starting with '.', at most 200 characters" $name) }}
+{{- end }}
+{{- if not (kindIs "map" $is) }}
+{{- fail (printf "issuers.%s: give the issuer's settings (at least serviceAccountIssuer and keys)" $name) }}
+{{- end }}
+{{- if not $is.serviceAccountIssuer }}
+{{- fail (printf "issuers.%s.serviceAccountIssuer is required: that cluster's kube-apiserver --service-account-issuer" $name) }}
+{{- end }}
+{{- with get $urls $is.serviceAccountIssuer }}
+{{- fail (printf "issuers.%s and issuers.%s have one serviceAccountIssuer, %s: the server would refuse both" . $name $is.serviceAccountIssuer) }}
+{{- end }}
+{{- $_ := set $urls $is.serviceAccountIssuer $name }}
+{{- $k := $is.keys | default dict }}
+{{- if eq (len (compact (list $k.existingSecret $k.existingConfigMap))) 1 | not }}
+{{- fail (printf "issuers.%s.keys: give exactly one of existingSecret or existingConfigMap (the Secret or ConfigMap holding that cluster's sa.pub)" $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Where a fleet's issuer files are mounted (a ConfigMap volume, --issuers-dir).
+*/}}
+{{- define "oidc-discovery.issuersDir" -}}
+/issuers
+{{- end }}
+
+{{/*
+The volumes of a fleet's key sources, one per Secret or ConfigMap however
+many issuers share it, as a dict: volume name -> {kind, name, path}. The
+volume name is a hash of the source, so adding or removing another source
+leaves each volume's name (and mount) as it was.
+*/}}
+{{- define "oidc-discovery.issuerKeySources" -}}
+{{- $out := dict }}
+{{- range $name, $is := .Values.issuers }}
+{{- $src := include "oidc-discovery.issuerKeySource" $is.keys | fromJson }}
+{{- $_ := set $out $src.volume $src }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/*
+One issuer's key source (its keys value) as JSON: {kind: secret or
+configMap, name, path: where it is mounted, volume: the volume's name}.
+*/}}
+{{- define "oidc-discovery.issuerKeySource" -}}
+{{- $kind := ternary "secret" "configMap" (not (empty .existingSecret)) }}
+{{- $name := default .existingConfigMap .existingSecret }}
+{{- $id := printf "%s/%s" (lower $kind) $name }}
+{{- dict "kind" $kind "name" $name "path" (printf "/issuer-keys/%s" $id) "volume" (printf "issuer-keys-%s" (sha256sum $id | trunc 12)) | toJson }}
+{{- end }}
+
+{{/*
+One issuer's file (a dict of issuer settings) as the server reads it: the
+per-issuer flags without their dashes. maxAge and keyRetention left out are
+the command line's (the chart's maxAge and keyRetention).
+*/}}
+{{- define "oidc-discovery.issuerFile" -}}
+{{- $src := include "oidc-discovery.issuerKeySource" .keys | fromJson }}
+{{- $keys := $src.path }}
+{{- with .keys.key }}
+{{- $keys = printf "%s/%s" $keys . }}
+{{- end }}
+{{- $f := dict "service-account-issuer" .serviceAccountIssuer "service-account-key-file" $keys }}
+{{- with .jwksUri }}
+{{- $_ := set $f "service-account-jwks-uri" . }}
+{{- end }}
+{{- if not (kindIs "invalid" .maxAge) }}
+{{- $_ := set $f "max-age" (int64 .maxAge) }}
+{{- end }}
+{{- if not (kindIs "invalid" .keyRetention) }}
+{{- $_ := set $f "key-retention" (toString .keyRetention) }}
+{{- end }}
+{{- with .apiAudiences }}
+{{- $_ := set $f "api-audiences" (join "," .) }}
+{{- end }}
+{{- toJson $f }}
 {{- end }}
 
 {{/*
@@ -194,10 +301,12 @@ the values.
 
 {{/*
 The path the documents are served under: pathPrefix, or by default the
-issuer's path without a trailing slash; "/" means none. Empty for none.
+issuer's path without a trailing slash; "/" means none. Empty for none,
+and for a fleet (each issuer is served under its own URL's path).
 */}}
 {{- define "oidc-discovery.pathPrefix" -}}
-{{- if eq .Values.pathPrefix "/" }}
+{{- if .Values.issuers }}
+{{- else if eq .Values.pathPrefix "/" }}
 {{- else if .Values.pathPrefix }}
 {{- .Values.pathPrefix }}
 {{- else }}
@@ -210,6 +319,9 @@ The container's arguments, as a YAML list.
 */}}
 {{- define "oidc-discovery.args" -}}
 {{- $args := list "serve" "--service-account-issuer" .Values.issuer }}
+{{- if .Values.issuers }}
+{{- $args = list "serve" "--issuers-dir" (include "oidc-discovery.issuersDir" .) }}
+{{- end }}
 {{- if .Values.jwksUri }}
 {{- $args = concat $args (list "--service-account-jwks-uri" .Values.jwksUri) }}
 {{- end }}
@@ -222,7 +334,7 @@ The container's arguments, as a YAML list.
 {{- end }}
 {{- else if .Values.keys.controlPlane.enabled }}
 {{- $args = concat $args (list "--service-account-key-file" (printf "/keys/%s" (base .Values.keys.controlPlane.hostPath))) }}
-{{- else }}
+{{- else if not .Values.issuers }}
 {{- $args = concat $args (list "--service-account-key-file" "/keys") }}
 {{- end }}
 {{- $args = concat $args (list "--listen" "0.0.0.0:8080" "--admin-listen" "0.0.0.0:9090") }}
@@ -351,6 +463,15 @@ spec:
         - name: keys
           mountPath: {{ printf "/keys/%s" (base .Values.keys.controlPlane.hostPath) }}
           readOnly: true
+        {{- else if .Values.issuers }}
+        - name: issuers
+          mountPath: {{ include "oidc-discovery.issuersDir" . }}
+          readOnly: true
+        {{- range $volume, $src := include "oidc-discovery.issuerKeySources" . | fromJson }}
+        - name: {{ $volume }}
+          mountPath: {{ $src.path }}
+          readOnly: true
+        {{- end }}
         {{- else }}
         - name: keys
           mountPath: /keys
@@ -391,6 +512,24 @@ spec:
               items:
                 - key: ca.crt
                   path: ca.crt
+    {{- else if .Values.issuers }}
+    # The fleet's issuer files: a ConfigMap volume, whose updates the
+    # kubelet swaps in (..data) and the server follows without a restart.
+    - name: issuers
+      configMap:
+        name: {{ include "oidc-discovery.issuersConfigMapName" . }}
+        defaultMode: 0444
+    {{- range $volume, $src := include "oidc-discovery.issuerKeySources" . | fromJson }}
+    - name: {{ $volume }}
+      {{- if eq $src.kind "secret" }}
+      secret:
+        secretName: {{ $src.name }}
+      {{- else }}
+      configMap:
+        name: {{ $src.name }}
+      {{- end }}
+        defaultMode: 0444
+    {{- end }}
     {{- else }}
     - name: keys
       {{- if $cp }}
@@ -467,4 +606,39 @@ spec:
           {{- include "oidc-discovery.selectorLabels" . | nindent 10 }}
     {{- end }}
   {{- end }}
+{{- end }}
+
+{{/*
+The ConfigMap of a fleet's issuer files: <fullname>-issuers.
+*/}}
+{{- define "oidc-discovery.issuersConfigMapName" -}}
+{{- printf "%s-issuers" (include "oidc-discovery.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+What the Ingress routes, as a JSON list of {host, prefixes}: the paths the
+documents are served under, per host. One issuer: ingress.hosts (default
+its host) and pathPrefix. A fleet: each issuer's path on its host, or on
+every host of ingress.hosts when given.
+*/}}
+{{- define "oidc-discovery.ingressRules" -}}
+{{- $byHost := dict }}
+{{- if .Values.issuers }}
+{{- range $name, $is := .Values.issuers }}
+{{- $u := urlParse $is.serviceAccountIssuer }}
+{{- range (default (list (regexReplaceAll ":[0-9]+$" $u.host "")) $.Values.ingress.hosts) }}
+{{- $_ := set $byHost . (append (get $byHost . | default list) (trimSuffix "/" $u.path) | uniq) }}
+{{- end }}
+{{- end }}
+{{- else }}
+{{- $prefix := include "oidc-discovery.pathPrefix" . }}
+{{- range (default (list (regexReplaceAll ":[0-9]+$" (urlParse .Values.issuer).host "")) .Values.ingress.hosts) }}
+{{- $_ := set $byHost . (list $prefix) }}
+{{- end }}
+{{- end }}
+{{- $rules := list }}
+{{- range $host, $prefixes := $byHost }}
+{{- $rules = append $rules (dict "host" $host "prefixes" (sortAlpha $prefixes)) }}
+{{- end }}
+{{- toJson $rules }}
 {{- end }}
