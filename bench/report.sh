@@ -7,7 +7,8 @@
 # set BASE_BIN to an older build to compare) and the external signer against
 # openssl speed (bench/signer.sh) and the bound-object check against the same
 # server without it
-# (bench/bound.py), and renders them. About 12 minutes on 2
+# (bench/bound.py) and with a fleet of 10,000 pods (bench/bound_fleet.py),
+# and renders them. About 12 minutes on 2
 # cores; needs nginx-light, wrk, nghttp2-client and
 # gnuplot-nox, which it installs when missing (Debian). Extra arguments go
 # to bench/http_bench.py.
@@ -31,7 +32,8 @@ bench/verify.sh 2 >"$work/verify.txt"
 bench/kidless.sh 3 >"$work/kidless.txt"
 bench/signer.sh 3 >"$work/signer.txt"
 python3 bench/bound.py 3 >"$work/bound.txt"
+python3 bench/bound_fleet.py >"$work/bound_fleet.txt"
 python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" --kidless "$work/kidless.txt" \
-    --signer "$work/signer.txt" --bound "$work/bound.txt" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
+    --signer "$work/signer.txt" --bound "$work/bound.txt" --bound-fleet "$work/bound_fleet.txt" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
 gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"
