@@ -75,6 +75,7 @@ http {{
   access_log {root}/access.log t buffer=256k flush=1s;
   server_tokens off;
   keepalive_timeout 60s;
+  keepalive_requests 100000000;
   types {{ }}
   default_type application/json;
   server {{
