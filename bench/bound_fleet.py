@@ -244,9 +244,9 @@ def main():
                str(args.pods)]
         print("[%s] %d reviews/s for %d s" % (time.strftime("%T"), args.pods, seconds), file=sys.stderr)
         before = h.scrape_metrics(srv.admin_port)
-        t0, c0 = time.time(), cpu_seconds(srv.proc.pid)
+        t0, c0, n0 = time.time(), cpu_seconds(srv.proc.pid), cpu_seconds(nginx.pid)
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60).stdout
-        t1, c1 = time.time(), cpu_seconds(srv.proc.pid)
+        t1, c1, n1 = time.time(), cpu_seconds(srv.proc.pid), cpu_seconds(nginx.pid)
         after = h.scrape_metrics(srv.admin_port)
         m = re.search(r"^bad=(\d+) total=(\d+) tokens=\d+ p50_us=(\d+) p99_us=(\d+) max_us=(\d+)", out, re.M)
         if not m or m.group(1) != "0":
@@ -293,6 +293,8 @@ def main():
             ("review max ms", "%.2f" % (worst / 1000), ""),
             ("reviews per server CPU-s", "{:,.0f}".format(total / (c1 - c0)) if c1 > c0 else "-", ""),
             ("server CPU share", "%.0f%%" % (100 * (c1 - c0) / elapsed), ""),
+            ("stand-in API server (nginx) CPU share", "%.0f%%" % (100 * (n1 - n0) / elapsed), ""),
+            ("machine load average (1 min, 2 CPUs)", "%.1f" % os.getloadavg()[0], ""),
             ("bound-object cache hit ratio", "%.4f" % (hits / (hits + misses)) if hits + misses else "-", "")):
         print("%-*s%12s  %s" % (W, label, value, goal))
     print("(%s s of reviews, %d pods to a service account; the first TTL is the cold start, every object to look "
