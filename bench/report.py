@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Renders docs/BENCHMARKS.md from the figures of bench/http_bench.py (JSON)
-and the outputs of bench/verify.sh, bench/kidless.sh, bench/signer.sh, bench/bound.py and bench/fleet.py,
+and the outputs of bench/verify.sh, bench/kidless.sh, bench/signer.sh, bench/bound.py,
+bench/bound_fleet.py and bench/fleet.py,
 and writes the data file the plot (bench/connections.gp) reads. Run by
 bench/report.sh; not by hand."""
 import argparse
@@ -43,12 +44,21 @@ def verify_rows(text, title="\n== token verification"):
     return rows
 
 
+def bound_fleet_rows(text):
+    """bench/bound_fleet.py's figures by row label (a 50-column label, a
+    12-column value), and its title's pod count and TTL."""
+    rows = {line[:50].strip(): line[50:62].strip() for line in text.splitlines() if len(line) > 50}
+    m = re.search(r"fleet: ([\d,]+) pods reviewed once a second each, TTL (\d+)s", text)
+    rows["pods"], rows["ttl"] = m.group(1), m.group(2)
+    return rows
+
+
 def number(cell):
     return float(cell.rstrip("*x").replace(",", ""))
 
 
 class Report:
-    def __init__(self, figures, verify_text, kidless_text, signer_text, bound_text, fleet_text=""):
+    def __init__(self, figures, verify_text, kidless_text, signer_text, bound_text, bound_fleet_text, fleet_text=""):
         self.f = figures
         self.verify_text = verify_text
         self.kidless_text = kidless_text
@@ -58,6 +68,8 @@ class Report:
         self.verify = verify_rows(verify_text)
         self.signer = verify_rows(signer_text, "\n== external signer")
         self.bound = verify_rows(bound_text, "\n== TokenReview with")
+        self.bound_fleet_text = bound_fleet_text
+        self.bound_fleet = bound_fleet_rows(bound_fleet_text)
         self.lines = []
 
     def out(self, line=""):
@@ -135,6 +147,13 @@ class Report:
             p99 = number(self.signer[f"Sign p99 ms at 1,000/s ({key})"])
             self.out(f"| external signer: Sign p99 latency at a steady 1,000 calls/s, {key} | {p99:.2f} ms | | | "
                      f"< 2 ms | {verdict(p99 < 2)} |")
+        fleet = f"{self.bound_fleet['pods']} pods' tokens reviewed once a second each, TTL {self.bound_fleet['ttl']}s"
+        most = number(self.bound_fleet["API requests per object per TTL, most"])
+        self.out(f"| TokenReview with --token-review-check-bound-objects, {fleet}: most API server requests for one "
+                 f"object within one TTL | {most:.0f} | | | ≤ 1 | {verdict(most <= 1)} |")
+        rate = number(self.bound_fleet["reviews per pod per second (1 offered)"])
+        self.out(f"| the same: reviews answered per pod per second (1 offered) | {rate:.2f} | | | ≥ 0.95 | "
+                 f"{verdict(rate >= 0.95)} |")
         self.out()
         self.out("A ratio is our median over the peer's, except the external signer's Sign rows: there each round "
                  "alternates the server and `openssl speed`, and the ratio is the median of the rounds' ratios, as "
@@ -212,7 +231,7 @@ class Report:
         self.out("- Regenerate everything here (about 8 minutes): `bench/report.sh`. The serving figures alone: "
                  "`python3 bench/http_bench.py --json out.json`; the verification figures alone: `bench/verify.sh 2`; "
                  "tokens without kid: `bench/kidless.sh 3`; the external signer: `bench/signer.sh 3`; the "
-                 "bound-object check: `bench/bound.py 3`.")
+                 "bound-object check: `bench/bound.py 3`; with a fleet: `python3 bench/bound_fleet.py`.")
         self.out()
         self.out("```")
         self.out(f"# ours (2 keys; plain HTTP/1.1 and TLS)\n{portable(c['ours'].replace(work, '$WORK'))}")
@@ -268,6 +287,24 @@ class Report:
         self.out("```")
         self.out()
 
+    def bound_fleet_section(self):
+        self.out("## TokenReview bound-object checks with a fleet (`bench/bound_fleet.py`)")
+        self.out()
+        self.out("What the API server sees when many pods' tokens are reviewed: every pod's token reviewed once a "
+                 "second over HTTP (wrk on one schedule, keep-alive connections, tokens minted once), against a "
+                 "stand-in API server that is nginx serving the pods and service accounts as files in kube's JSON "
+                 "shape over TLS, its access log counting the requests per object. The goal is at most one request "
+                 "per object per TTL; the table also says whether the server kept up (reviews answered per pod "
+                 "per second), the reviews' latency and their cost per server CPU-second, lookups included. The "
+                 "lookups run on 4 threads, each keeping its connection to the API server, one request at a time: "
+                 "how many objects a TTL can refresh is about 4 over a lookup's round trip, which on a machine "
+                 "shared with other work (see the load average) is far from the CPU's limit.")
+        self.out()
+        self.out("```")
+        self.out(self.bound_fleet_text.rstrip())
+        self.out("```")
+        self.out()
+
     def signer_section(self):
         self.out("## External signer (`bench/signer.sh 3`)")
         self.out()
@@ -305,6 +342,7 @@ class Report:
         self.verification()
         self.kidless()
         self.bound_section()
+        self.bound_fleet_section()
         self.signer_section()
         if self.fleet_text:
             self.out(self.fleet_text.rstrip())
@@ -339,6 +377,7 @@ def main():
     ap.add_argument("--kidless", required=True)
     ap.add_argument("--signer", required=True)
     ap.add_argument("--bound", required=True)
+    ap.add_argument("--bound-fleet", required=True)
     ap.add_argument("--fleet", help="bench/fleet.py's output: the fleet's section")
     ap.add_argument("--out", required=True)
     ap.add_argument("--plot-data", required=True)
@@ -353,12 +392,14 @@ def main():
         signer_text = portable(f.read())
     with open(args.bound) as f:
         bound_text = portable(f.read())
+    with open(args.bound_fleet) as f:
+        bound_fleet_text = portable(f.read())
     with open(args.out, "w") as f:
         fleet_text = ""
         if args.fleet:
             with open(args.fleet) as g:
                 fleet_text = portable(g.read())
-        f.write(Report(figures, verify_text, kidless_text, signer_text, bound_text, fleet_text).render())
+        f.write(Report(figures, verify_text, kidless_text, signer_text, bound_text, bound_fleet_text, fleet_text).render())
     write_plot_data(figures, args.plot_data)
 
 

@@ -6,8 +6,9 @@
 # (bench/verify.sh), the cost of tokens without kid (bench/kidless.sh;
 # set BASE_BIN to an older build to compare) and the external signer against
 # openssl speed (bench/signer.sh), the bound-object check against the same
-# server without it (bench/bound.py), a fleet of 10,000 issuers against one
-# (bench/fleet.py), and renders them. About 13 minutes on 2
+# server without it (bench/bound.py) and with 10,000 pods
+# (bench/bound_fleet.py), a fleet of 10,000 issuers against one
+# (bench/fleet.py), and renders them. About 15 minutes on 2
 # cores; needs nginx-light, wrk, nghttp2-client and
 # gnuplot-nox, which it installs when missing (Debian). Extra arguments go
 # to bench/http_bench.py.
@@ -31,9 +32,10 @@ bench/verify.sh 2 >"$work/verify.txt"
 bench/kidless.sh 3 >"$work/kidless.txt"
 bench/signer.sh 3 >"$work/signer.txt"
 python3 bench/bound.py 3 >"$work/bound.txt"
+python3 bench/bound_fleet.py >"$work/bound_fleet.txt"
 python3 bench/fleet.py >"$work/fleet.md"
 python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" --kidless "$work/kidless.txt" \
-    --signer "$work/signer.txt" --bound "$work/bound.txt" --fleet "$work/fleet.md" --out docs/BENCHMARKS.md \
-    --plot-data "$work/sweep.dat"
+    --signer "$work/signer.txt" --bound "$work/bound.txt" --bound-fleet "$work/bound_fleet.txt" \
+    --fleet "$work/fleet.md" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
 gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"

@@ -648,7 +648,10 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                           CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_VERIFY] = {"verify",
                            "Verify one token and print a TokenReview-style result",
-                           "--service-account-issuer is required unless --discovery-url is given.",
+                           "--service-account-issuer is required unless --discovery-url is given. verify checks "
+                           "the token's signature and claims only, not whether the service account, pod, secret or "
+                           "node it is bound to still exists: a token of a deleted pod verifies until it expires "
+                           "(serve's TokenReview with --token-review-check-bound-objects refuses it).",
                            {CONFIG_GROUP_VERIFY, CONFIG_GROUP_REVIEW, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_GENERAL,
                             CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_TOKEN] = {"token",

@@ -739,6 +739,55 @@ static enum http_client_error http_client_identity(struct http_call *c, struct c
 /* Runs the transfer once the request passed its checks. The CA file is
  * read here, with file_read, and handed to libcurl as bytes: libcurl
  * would open the path itself, and wait forever on a FIFO put there. */
+/* A libcurl handle kept between requests: it holds the open connection
+ * (and its TLS session), which libcurl reuses when the next request's host
+ * and TLS options match. */
+struct http_client_conn {
+    CURL *curl;
+};
+
+struct http_client_conn *http_client_conn_new(void)
+{
+    return calloc(1, sizeof(struct http_client_conn));
+}
+
+void http_client_conn_free(struct http_client_conn *conn)
+{
+    if (conn == NULL)
+        return;
+    if (conn->curl != NULL)
+        curl_easy_cleanup(conn->curl);
+    free(conn);
+}
+
+/* The handle for a request: the kept one (its options cleared, its
+ * connection kept) or a new one. */
+static CURL *http_handle(const struct http_request *req)
+{
+    if (req->conn == NULL)
+        return curl_easy_init();
+    if (req->conn->curl == NULL)
+        req->conn->curl = curl_easy_init();
+    else
+        curl_easy_reset(req->conn->curl);
+    return req->conn->curl;
+}
+
+/* Done with a request's handle: a kept one forgets the request's options
+ * (pointers into this call's stack) and keeps its connection; one of its
+ * own is closed. broken: the handle is not to be used again. */
+static void http_handle_done(const struct http_request *req, CURL *curl, int broken)
+{
+    if (req->conn == NULL) {
+        curl_easy_cleanup(curl);
+    } else if (broken) {
+        curl_easy_cleanup(curl);
+        req->conn->curl = NULL;
+    } else {
+        curl_easy_reset(curl);
+    }
+}
+
 static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct curl_slist *fields)
 {
     char errbuf[CURL_ERROR_SIZE] = "", detail[CURL_ERROR_SIZE + 4], why[1024], *ca = NULL;
@@ -752,7 +801,7 @@ static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct
     if (c->req->ca_file != NULL &&
         (ca = file_read(c->req->ca_file, HTTP_CLIENT_CA_MAX, &ca_len, NULL, why, sizeof(why))) == NULL)
         return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot load CA certificates from %s", why);
-    if ((e = http_client_identity(c, &cert, &key)) != HTTP_CLIENT_OK || (curl = curl_easy_init()) == NULL) {
+    if ((e = http_client_identity(c, &cert, &key)) != HTTP_CLIENT_OK || (curl = http_handle(c->req)) == NULL) {
         free(ca);
         http_free_identity(&cert, &key);
         return e != HTTP_CLIENT_OK ? e : http_fail(c, HTTP_CLIENT_ERR_REQUEST, "cannot set up libcurl");
@@ -762,7 +811,7 @@ static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct
     http_free_identity(&cert, &key);
     c->curl = curl;
     if (rc != CURLE_OK || (rc = http_set_exchange(curl, c, u, fields, errbuf)) != CURLE_OK) {
-        curl_easy_cleanup(curl);
+        http_handle_done(c->req, curl, 1);
         return http_fail(c, HTTP_CLIENT_ERR_REQUEST, "libcurl refused an option: %s", curl_easy_strerror(rc));
     }
     rc = curl_easy_perform(curl);
@@ -774,7 +823,7 @@ static enum http_client_error http_perform(struct http_call *c, CURLU *u, struct
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         c->res->status = (int)status;
     }
-    curl_easy_cleanup(curl);
+    http_handle_done(c->req, curl, 0);
     return e;
 }
 

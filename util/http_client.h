@@ -128,7 +128,21 @@ struct http_request {
      * Only a 2xx response's body is streamed; another's is kept as usual. */
     int (*on_data)(void *ctx, const char *data, size_t len);
     void *on_data_ctx;
+
+    /* A connection to keep between requests (http_client_conn_new), or
+     * NULL: the request opens one of its own and closes it. With one, a
+     * request to the same host with the same TLS settings reuses the open
+     * connection (no TCP or TLS set-up); one with other settings, or after
+     * the server closed it, opens a new one. One thread's at a time. */
+    struct http_client_conn *conn;
 };
+
+/* A kept-alive connection for http_request.conn. NULL when out of memory
+ * (requests then open their own). */
+struct http_client_conn *http_client_conn_new(void);
+
+/* Closes the connection, if open, and frees it; NULL is fine. */
+void http_client_conn_free(struct http_client_conn *conn);
 
 /* One header field of a response. */
 struct http_header {

@@ -465,7 +465,27 @@ __attribute__((format(printf, 4, 5))) static void metrics_summary_add(struct met
     va_start(ap, fmt);
     vsnprintf(rows[*n].name, sizeof(rows[*n].name), fmt, ap);
     va_end(ap);
+    rows[*n].text[0] = '\0';
     rows[(*n)++].value = value;
+}
+
+/* The bound-object cache's hits and misses, and their ratio since start:
+ * /metrics has only the counters (a ratio of rates is PromQL's job), but
+ * a person at the status page wants the figure itself. */
+static void metrics_summary_bound(struct metrics_summary_row *rows, size_t *count, size_t n)
+{
+    const struct metrics_process *p = &metrics_process;
+    uint64_t hits = METRICS_SUM(bound_cache_hits), misses = METRICS_SUM(bound_cache_misses);
+
+    if (!atomic_load(&p->bound_enabled) || *count + 3 > METRICS_SUMMARY_MAX)
+        return;
+    metrics_summary_add(rows, count, hits, "bound-object cache hits");
+    metrics_summary_add(rows, count, misses, "bound-object cache misses");
+    metrics_summary_add(rows, count, 0, "bound-object cache hit ratio since start");
+    if (hits + misses == 0)
+        snprintf(rows[*count - 1].text, sizeof(rows[*count - 1].text), "-");
+    else
+        snprintf(rows[*count - 1].text, sizeof(rows[*count - 1].text), "%.4f", (double)hits / (double)(hits + misses));
 }
 
 size_t metrics_summary(struct metrics_summary_row rows[METRICS_SUMMARY_MAX])
@@ -492,6 +512,7 @@ size_t metrics_summary(struct metrics_summary_row rows[METRICS_SUMMARY_MAX])
     reviews_ok = METRICS_SUM(reviews[TOKEN_OK]);
     metrics_summary_add(rows, &count, reviews_ok, "token reviews authenticated");
     metrics_summary_add(rows, &count, reviews - reviews_ok, "token reviews refused");
+    metrics_summary_bound(rows, &count, n);
     for (int l = 0; l < METRICS_NLISTENERS; l++) {
         metrics_summary_add(rows, &count, p->connections[l], "open connections, %s", metrics_listener_names[l]);
         metrics_summary_add(rows, &count, p->connections_refused[l], "connections refused over the budget, %s",

@@ -187,16 +187,19 @@ char *metrics_render(size_t *len);
 
 /* ---- for the status page (status.h) ---- */
 
-/* One counter as the status page shows it: a name for people. */
+/* One counter as the status page shows it: a name for people. A figure
+ * that is not a count (a ratio) is in text, shown instead of value. */
 struct metrics_summary_row {
     char name[96];
     unsigned long long value;
+    char text[24];
 };
 #define METRICS_SUMMARY_MAX 32
 
 /* Fills rows with the counters summed over the threads (requests by path,
  * 304s, bytes, reviews, connections and refusals by listener, reload
- * failures by source, ...); returns how many. */
+ * failures by source, the bound-object cache's hits, misses and hit ratio
+ * since start when that check is on, ...); returns how many. */
 size_t metrics_summary(struct metrics_summary_row rows[METRICS_SUMMARY_MAX]);
 
 /* What metrics_set_build was given. */

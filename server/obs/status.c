@@ -414,7 +414,13 @@ static void status_render_counters(struct strbuf *b, const struct metrics_summar
     for (size_t i = 0; i < nrows; i++) {
         strbuf_puts(b, "<tr><th>");
         status_text(b, rows[i].name);
-        strbuf_printf(b, "</th><td>%llu</td></tr>\n", rows[i].value);
+        if (rows[i].text[0] != '\0') {
+            strbuf_puts(b, "</th><td>");
+            status_text(b, rows[i].text);
+            strbuf_puts(b, "</td></tr>\n");
+        } else {
+            strbuf_printf(b, "</th><td>%llu</td></tr>\n", rows[i].value);
+        }
     }
     strbuf_puts(b, "</table>\n<p>For machines: <a href=\"/metrics\">/metrics</a>, <a href=\"/readyz\">/readyz</a>, "
                    "<a href=\"/livez\">/livez</a>.</p>\n");

@@ -23,7 +23,8 @@ It also keeps API objects (service accounts, pods, secrets, nodes), as
 when set, a secret's data) or kube's 404 Status; the test creates,
 deletes and recreates them (with a new uid), and may hold their answers
 (hold/release) to make reviews wait on one lookup, and mark them
-being deleted (mark_deleting).
+being deleted (mark_deleting). It keeps connections alive (HTTP/1.1),
+counts those opened (connections), and closes them when set "down".
 
 Standard library only (http.server, ssl, threading) plus the harness's
 openssl helpers; loopback only; every socket operation bounded.
@@ -34,6 +35,7 @@ import hashlib
 import http.server
 import json
 import os
+import socket
 import ssl
 import threading
 import time
@@ -99,6 +101,8 @@ class StandInAPIServer:
         self.arrivals = []  # the paths of the object requests, as they arrive (before any hold)
         self.gate = threading.Event()
         self.gate.set()
+        self.conns = set()  # the open connections, closed with the listener ("down")
+        self.connections = 0  # how many were opened
         self.port = 0
         self.httpd = None
         self.thread = None
@@ -202,6 +206,17 @@ class StandInAPIServer:
             protocol_version = "HTTP/1.1"
             timeout = H.SOCK_TIMEOUT
 
+            def setup(self):
+                super().setup()
+                with outer.lock:
+                    outer.conns.add(self.connection)
+                    outer.connections += 1
+
+            def finish(self):
+                with outer.lock:
+                    outer.conns.discard(self.connection)
+                super().finish()
+
             def do_GET(self):
                 outer._answer(self)
 
@@ -226,8 +241,18 @@ class StandInAPIServer:
         self.thread.start()
 
     def _close(self):
+        """Stops listening and closes the kept-alive connections, as an API
+        server that goes down does (a client reusing one must not be
+        answered)."""
         self.httpd.shutdown()
         self.httpd.server_close()
+        with self.lock:
+            conns, self.conns = list(self.conns), set()
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.thread.join(timeout=5)
         self.httpd = None
 

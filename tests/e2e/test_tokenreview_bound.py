@@ -21,7 +21,9 @@ What must hold:
   - 200 concurrent reviews of one pod make one lookup, and while it waits
     the event loop (one thread) still answers other reviews; a client that
     hangs up while its review waits, or a SIGTERM then, harms nothing;
-  - /metrics counts refusals by reason, cache hits and misses, lookups.
+  - lookups keep their connections to the API server alive;
+  - /metrics counts refusals by reason, cache hits and misses, lookups;
+    the status page shows the hit ratio since start.
 """
 
 import json
@@ -102,6 +104,17 @@ class TestObjectsGo(BoundBase):
 
     def test_pod_deleted_then_recreated_service_account_recreated_node_deleted(self):
         srv = self.start()
+        # lookups reuse their thread's connection: a dozen pods' lookups, one
+        # after the other, open at most one connection per lookup thread (4)
+        fleet_sa = self.api.create("serviceaccounts", NS, "fleet")
+        fleet = [self.token(fleet_sa, sa="fleet", pod=("fleet-%d" % i, self.api.create("pods", NS, "fleet-%d" % i)))
+                 for i in range(12)]
+        opened, asked = self.api.connections, self.api.count()
+        for tok in fleet:
+            self.assert_accepted(srv, tok)
+        self.assertEqual(self.api.count() - asked, 13, self.api.seen(asked))
+        self.assertLessEqual(self.api.connections - opened, 4)
+
         sa_uid = self.api.create("serviceaccounts", NS, "web")
         pod_uid = self.api.create("pods", NS, "web-0")
         tok = self.token(sa_uid, pod=("web-0", pod_uid))
@@ -170,6 +183,17 @@ class TestObjectsGo(BoundBase):
         self.assertGreater(H.metric(samples, "oidc_token_review_bound_lookups_total", result="missing"), 0)
         self.assertGreater(H.metric(samples, "oidc_token_review_bound_lookup_duration_seconds_count"), 0)
         self.assertEqual(H.metric(samples, "oidc_token_review_bound_api_reachable"), 1)
+        # the status page shows the hit ratio since start, from the same counters
+        # (no review runs between the two reads)
+        st, _, page = H.admin_get(srv.admin_port, "/")
+        self.assertEqual(st, 200)
+        hits = H.metric(samples, "oidc_token_review_bound_cache_hits_total")
+        misses = H.metric(samples, "oidc_token_review_bound_cache_misses_total")
+        page = page.decode() if isinstance(page, bytes) else page
+        self.assertIn("<tr><th>bound-object cache hits</th><td>%d</td></tr>" % hits, page)
+        self.assertIn("<tr><th>bound-object cache misses</th><td>%d</td></tr>" % misses, page)
+        self.assertIn("<tr><th>bound-object cache hit ratio since start</th><td>%.4f</td></tr>"
+                      % (hits / (hits + misses)), page)
 
     def test_legacy_token_whose_secret_is_deleted(self):
         import jwt

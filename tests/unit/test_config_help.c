@@ -188,6 +188,7 @@ Test(config, verify_help)
     static const char *const want[] = {
         "Usage: oidc-discovery verify --token-file PATH [flags]\n\nVerify one token",
         "--service-account-issuer is required unless --discovery-url is given.",
+        "checks the token's signature and claims only, not whether the service account",
         "\nThe token to verify (not config-file keys):\n  --token-file PATH ",
         "- for standard input (required)",
         "--discovery-url URL",

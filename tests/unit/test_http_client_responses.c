@@ -270,6 +270,35 @@ Test(http_client, trailers_are_not_fields)
 /* ------------------------------------------------------------------------ */
 /* policy                                                                     */
 
+/* A kept connection that the server closed after its answer serves the
+ * next request on a new one, with that request's own path and answer; and
+ * freeing it frees libcurl's handle (the suite's leak check). */
+Test(http_client, kept_connection_closed_by_the_server_reconnects)
+{
+    struct canned *s = canned_start("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    struct http_client_conn *conn = http_client_conn_new();
+    char err[512] = "";
+
+    cr_assert_not_null(conn);
+    canned_run(s);
+    for (int i = 0; i < 2; i++) {
+        struct http_response res;
+        char path[16];
+        snprintf(path, sizeof(path), "/r%d", i);
+        const struct http_request req = {.url = canned_url(s, "http", path), .allow_http = 1, .conn = conn};
+        enum http_client_error e = http_client_fetch(&req, &res, err, sizeof(err));
+        cr_assert_eq(e, HTTP_CLIENT_OK, "%s: %s", error_name(e), err);
+        cr_expect_eq(res.status, 200);
+        cr_expect_eq(res.body_len, 2);
+        cr_expect(strncmp(s->request, i == 0 ? "GET /r0 " : "GET /r1 ", 8) == 0, "%s", s->request);
+        http_response_free(&res);
+    }
+    cr_expect_eq(atomic_load(&s->connections), 2);
+    http_client_conn_free(conn);
+    http_client_conn_free(NULL);
+    canned_stop(s);
+}
+
 /* Redirects come back as responses, never followed. */
 Test(http_client, redirect_not_followed)
 {

@@ -59,11 +59,12 @@ static struct status *sample(const char *source, const char *error, const char *
 
 static char *render(const struct status *st, size_t *len)
 {
-    struct metrics_summary_row rows[2] = {{"requests /openid/v1/jwks", 7}, {"<b>odd</b> counter", 1}};
+    struct metrics_summary_row rows[3] = {
+        {"requests /openid/v1/jwks", 7, ""}, {"<b>odd</b> counter", 1, ""}, {"a cache's hit ratio", 0, "0.9500"}};
     struct mirror_status ms;
     struct status_upstream up;
     int upstream = mirror_status_get(&ms) && mirror_status_page(&ms, T0 + 61, &up);
-    char *html = status_render_html(st, upstream ? &up : NULL, rows, 2, &build, T0 + 61, len);
+    char *html = status_render_html(st, upstream ? &up : NULL, rows, 3, &build, T0 + 61, len);
 
     cr_assert_not_null(html);
     cr_assert_eq(strlen(html), *len);
@@ -101,6 +102,8 @@ Test(status, shows_documents_keys_reload_and_counters)
     cr_expect_not_null(strstr(html, "failed: a.pub: no key"));
     cr_expect_not_null(strstr(html, "<tr><th>failed reloads</th><td>2</td></tr>"));
     cr_expect_not_null(strstr(html, "<tr><th>requests /openid/v1/jwks</th><td>7</td></tr>"));
+    /* a figure that is not a count is shown as its text, not as 0 */
+    cr_expect_not_null(strstr(html, "<tr><th>a cache&#39;s hit ratio</th><td>0.9500</td></tr>"), "%s", html);
     /* the order: documents, keys, last reload, counters */
     const char *order[] = {"id=\"documents\"", "id=\"keys\"", "id=\"reload\"", "id=\"counters\""};
     for (size_t i = 1; i < COUNT(order); i++)
