@@ -265,3 +265,33 @@ Test(signer, the_slot_hands_over_states)
     signer_slot_destroy(&slot);
     keyset_free(ks);
 }
+
+/* A call that drops the last reference of a replaced state does not free
+ * it (that would take the reload thread's malloc arena lock on the Sign
+ * path): the slot keeps it until a sweep on the setter's thread. */
+Test(signer, a_replaced_state_is_freed_by_the_slot_not_by_its_last_caller)
+{
+    struct keyset *ks = fixture_keyset1("ec256.pub");
+    struct signer_state *first = state_of(ks, NULL, ""), *second = state_of(ks, NULL, ""), *third, *taken;
+    struct signer_slot slot;
+
+    signer_slot_init(&slot);
+    signer_slot_set(&slot, first);
+    signer_state_release(first);
+    taken = signer_slot_get(&slot);
+    signer_slot_set(&slot, second);
+    signer_state_release(second);
+    cr_expect_eq(slot.retired, first, "held by a call: kept by the sweep of the set");
+    signer_state_release(taken);
+    cr_expect_eq(atomic_load(&first->refs), 1, "the caller's release left the slot's reference");
+    cr_expect_eq(first->nkeys, 1, "still there");
+    signer_slot_sweep(&slot);
+    cr_expect_null(slot.retired, "freed by the sweep");
+    taken = signer_slot_get(&slot);
+    third = state_of(ks, NULL, "");
+    signer_slot_set(&slot, third);
+    signer_state_release(third);
+    signer_slot_destroy(&slot); /* drops its references, the retired one's too */
+    signer_state_release(taken);
+    keyset_free(ks);
+}
