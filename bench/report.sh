@@ -5,12 +5,13 @@
 # (bench/http_bench.py), the verification benchmark against openssl speed
 # (bench/verify.sh), the cost of tokens without kid (bench/kidless.sh;
 # set BASE_BIN to an older build to compare) and the external signer against
-# openssl speed (bench/signer.sh) and the bound-object check against the same
-# server without it
-# (bench/bound.py), and renders them. About 12 minutes on 2
-# cores; needs nginx-light, wrk, nghttp2-client and
-# gnuplot-nox, which it installs when missing (Debian). Extra arguments go
-# to bench/http_bench.py.
+# openssl speed (bench/signer.sh), the bound-object check against the same
+# server without it (bench/bound.py), and the external signer on a
+# three-member etcd cluster through rotations and faults beside the same
+# signer on one directory (bench/signer_etcd.py; Debian's etcd-server and
+# strace), and renders them. About 14 minutes on 2 cores; needs
+# nginx-light, wrk, nghttp2-client and gnuplot-nox, which it installs when
+# missing (Debian). Extra arguments go to bench/http_bench.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +32,9 @@ bench/verify.sh 2 >"$work/verify.txt"
 bench/kidless.sh 3 >"$work/kidless.txt"
 bench/signer.sh 3 >"$work/signer.txt"
 python3 bench/bound.py 3 >"$work/bound.txt"
+python3 bench/signer_etcd.py 30 --json="$work/signer_etcd.json" >"$work/signer_etcd.txt"
 python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" --kidless "$work/kidless.txt" \
-    --signer "$work/signer.txt" --bound "$work/bound.txt" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
+    --signer "$work/signer.txt" --bound "$work/bound.txt" --signer-etcd "$work/signer_etcd.txt" \
+    --signer-etcd-json "$work/signer_etcd.json" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
 gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"
