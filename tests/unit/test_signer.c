@@ -9,6 +9,8 @@
  * published set's, as DER; the refresh hint; states compare; the slot.
  */
 #include <criterion/criterion.h>
+#include <openssl/core_names.h>
+#include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <string.h>
 
@@ -148,6 +150,51 @@ Test(signer, es256_signatures_with_short_r_or_s_are_padded)
     }
     cr_expect_gt(short_ones, 0, "no signature had a short r or s");
     verifier_free(v);
+    free(claims);
+    signer_state_release(s);
+    keyset_free(ks);
+    EVP_PKEY_free(priv);
+}
+
+/* How many times r has reseeded. */
+static unsigned reseeds(EVP_RAND_CTX *r)
+{
+    unsigned n = 0;
+    OSSL_PARAM get[] = {OSSL_PARAM_construct_uint(OSSL_DRBG_PARAM_RESEED_COUNTER, &n), OSSL_PARAM_construct_end()};
+
+    cr_assert_eq(EVP_RAND_CTX_get_params(r, get), 1);
+    return n;
+}
+
+/* An ES256 nonce comes from a random generator of the signer's own: every
+ * draw from the process's shared one takes a lock (OpenSSL 3.0) that
+ * other threads' TLS handshakes and key generation take too. This
+ * thread's shared generator is set to reseed at every draw, so a draw
+ * shows in its reseed count (checked first), and signing leaves it be. */
+Test(signer, es256_nonces_do_not_come_from_the_shared_random_generator)
+{
+    EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
+    struct keyset *ks = fixture_keyset1("ec256.pub");
+    struct signer_state *s = state_of(ks, priv, ks->keys[0].kid);
+    char *claims = claims_of(priv), *signature;
+    EVP_RAND_CTX *shared = RAND_get0_private(NULL);
+    unsigned one = 1, before;
+    unsigned char byte;
+    OSSL_PARAM every_draw[] = {OSSL_PARAM_construct_uint(OSSL_DRBG_PARAM_RESEED_REQUESTS, &one),
+                               OSSL_PARAM_construct_end()};
+
+    cr_assert_not_null(shared);
+    cr_assert_eq(EVP_RAND_CTX_set_params(shared, every_draw), 1);
+    cr_assert_eq(RAND_priv_bytes(&byte, 1), 1);
+    before = reseeds(shared);
+    cr_assert_eq(RAND_priv_bytes(&byte, 1), 1);
+    cr_assert_gt(reseeds(shared), before, "a draw from the shared generator shows");
+    before = reseeds(shared);
+    for (int i = 0; i < 10; i++) {
+        cr_assert_eq(signer_sign(s, claims, strlen(claims), 16384, &signature), SIGNER_OK);
+        free(signature);
+    }
+    cr_expect_eq(reseeds(shared), before, "ES256 signing drew from the shared generator");
     free(claims);
     signer_state_release(s);
     keyset_free(ks);
