@@ -7,9 +7,11 @@
 # set BASE_BIN to an older build to compare) and the external signer against
 # openssl speed (bench/signer.sh), the bound-object check against the same
 # server without it (bench/bound.py) and with 10,000 pods
-# (bench/bound_fleet.py), a fleet of 10,000 issuers against one
-# (bench/fleet.py), and renders them. About 15 minutes on 2
-# cores; needs nginx-light, wrk, nghttp2-client and
+# (bench/bound_fleet.py), the external signer on a three-member etcd
+# cluster through rotations and faults beside the same signer on one
+# directory (bench/signer_etcd.py; Debian's etcd-server and strace), a
+# fleet of 10,000 issuers against one (bench/fleet.py), and renders them.
+# About 16 minutes on 2 cores; needs nginx-light, wrk, nghttp2-client and
 # gnuplot-nox, which it installs when missing (Debian). Extra arguments go
 # to bench/http_bench.py.
 set -euo pipefail
@@ -33,9 +35,11 @@ bench/kidless.sh 3 >"$work/kidless.txt"
 bench/signer.sh 3 >"$work/signer.txt"
 python3 bench/bound.py 3 >"$work/bound.txt"
 python3 bench/bound_fleet.py >"$work/bound_fleet.txt"
+python3 bench/signer_etcd.py 30 --json="$work/signer_etcd.json" >"$work/signer_etcd.txt"
 python3 bench/fleet.py >"$work/fleet.md"
 python3 bench/report.py --http "$work/http.json" --verify "$work/verify.txt" --kidless "$work/kidless.txt" \
     --signer "$work/signer.txt" --bound "$work/bound.txt" --bound-fleet "$work/bound_fleet.txt" \
+    --signer-etcd "$work/signer_etcd.txt" --signer-etcd-json "$work/signer_etcd.json" \
     --fleet "$work/fleet.md" --out docs/BENCHMARKS.md --plot-data "$work/sweep.dat"
 gnuplot -e "datafile='$work/sweep.dat'; outfile='docs/benchmarks-connections.svg'" bench/connections.gp
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks-connections.svg"

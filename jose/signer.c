@@ -186,7 +186,9 @@ int64_t signer_refresh_hint(const struct signer_state *s, time_t now)
 void signer_slot_init(struct signer_slot *slot)
 {
     pthread_mutex_init(&slot->mu, NULL);
+    pthread_mutex_init(&slot->retired_mu, NULL);
     slot->current = NULL;
+    slot->retired = NULL;
 }
 
 void signer_slot_set(struct signer_slot *slot, struct signer_state *s)
@@ -198,7 +200,40 @@ void signer_slot_set(struct signer_slot *slot, struct signer_state *s)
     old = slot->current;
     slot->current = s;
     pthread_mutex_unlock(&slot->mu);
-    signer_state_release(old);
+    if (old != NULL) {
+        /* the slot's reference moves to the retired list */
+        pthread_mutex_lock(&slot->retired_mu);
+        old->retired_next = slot->retired;
+        slot->retired = old;
+        pthread_mutex_unlock(&slot->retired_mu);
+    }
+    signer_slot_sweep(slot);
+}
+
+/* A retired state is out of the slot, so no call can take a new reference
+ * to it: once the slot's is the only one left, it stays the only one, and
+ * dropping it here frees the state on this thread. */
+void signer_slot_sweep(struct signer_slot *slot)
+{
+    struct signer_state **at, *done = NULL;
+
+    pthread_mutex_lock(&slot->retired_mu);
+    for (at = &slot->retired; *at != NULL;) {
+        struct signer_state *r = *at;
+        if (atomic_load_explicit(&r->refs, memory_order_acquire) == 1) {
+            *at = r->retired_next;
+            r->retired_next = done;
+            done = r;
+        } else {
+            at = &r->retired_next;
+        }
+    }
+    pthread_mutex_unlock(&slot->retired_mu);
+    while (done != NULL) {
+        struct signer_state *next = done->retired_next;
+        signer_state_release(done);
+        done = next;
+    }
 }
 
 struct signer_state *signer_slot_get(struct signer_slot *slot)
@@ -215,5 +250,11 @@ void signer_slot_destroy(struct signer_slot *slot)
 {
     signer_state_release(slot->current);
     slot->current = NULL;
+    while (slot->retired != NULL) {
+        struct signer_state *next = slot->retired->retired_next;
+        signer_state_release(slot->retired);
+        slot->retired = next;
+    }
+    pthread_mutex_destroy(&slot->retired_mu);
     pthread_mutex_destroy(&slot->mu);
 }

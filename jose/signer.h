@@ -68,6 +68,7 @@ struct signer_state {
     struct signer_role *roles;
     size_t nroles;
     atomic_uint refs;
+    struct signer_state *retired_next; /* the slot's list of states it replaced */
 };
 
 /* What a state is built from; nothing is taken over. */
@@ -112,16 +113,27 @@ enum signer_result signer_sign(const struct signer_state *s, const char *claims,
  * SIGNER_REFRESH_MAX, at least 1. */
 int64_t signer_refresh_hint(const struct signer_state *s, time_t now);
 
-/* Where the reload thread leaves the current state for the gRPC threads. */
+/* Where the reload thread leaves the current state for the gRPC threads.
+ * A state the slot replaces is kept (retired) until no call holds it, and
+ * freed by the thread that sets or sweeps the slot, never by a gRPC
+ * thread: freeing memory another thread allocated takes that thread's
+ * malloc arena lock, so a Sign dropping the last reference would wait for
+ * whatever the reload thread allocates at that moment (measured: the
+ * signer thread's only futex waits under load were these frees). */
 struct signer_slot {
     pthread_mutex_t mu;
     struct signer_state *current; /* NULL until the first state */
+    pthread_mutex_t retired_mu;   /* the setters'; a gRPC thread never takes it */
+    struct signer_state *retired; /* replaced, perhaps still held by a call */
 };
 
 void signer_slot_init(struct signer_slot *slot);
 
-/* Replaces the current state with s (a reference is taken). */
+/* Replaces the current state with s (a reference is taken), then sweeps. */
 void signer_slot_set(struct signer_slot *slot, struct signer_state *s);
+
+/* Frees the retired states no call holds any more. */
+void signer_slot_sweep(struct signer_slot *slot);
 
 /* The current state with a reference for the caller, or NULL. */
 struct signer_state *signer_slot_get(struct signer_slot *slot);

@@ -130,11 +130,15 @@ static void server_publish(struct server *s, struct snapshot *snap, SSL_CTX *con
 
 /* Hands the external signer a new state (NULL: unchanged), after the
  * snapshot it was built from went to the workers: kube-apiserver is never
- * told of a key the JWKS does not show yet. */
+ * told of a key the JWKS does not show yet. Every pass frees the states
+ * replaced earlier that calls held then (not a gRPC thread: see
+ * struct signer_slot), so a retired key leaves memory within a pass. */
 static void server_publish_signer(struct server *s, struct signer_state *st)
 {
     if (st != NULL)
         signer_slot_set(&s->signer_slot, st);
+    else
+        signer_slot_sweep(&s->signer_slot);
 }
 
 /* The snapshot the workers serve now: the issuer's, or the fleet's

@@ -5,9 +5,13 @@ goes on), quorum lost (every signer keeps signing, nothing rotates,
 /readyz stays ready, the log, /metrics and the status page say rotation
 is paused and why, an overdue rotation is a loud warning), a signer
 restarted while etcd is down (it signs from its local copy), quorum back
-(rotation resumes with no operator)."""
+(rotation resumes with no operator); every member frozen (SIGSTOP: the
+client's calls hang instead of failing) while the keys rotate: Sign
+answers all along on every signer, the rotator's included, and rotation
+resumes when etcd thaws."""
 
 import os
+import signal
 import time
 import unittest
 
@@ -88,6 +92,34 @@ class EtcdFaults(T.EtcdSignerCase):
         for l in loads:
             l.stop()
         self.assertEqual([f for l in loads for f in l.failures], [], "every Sign answered through the faults")
+
+    def test_sign_never_waits_on_a_frozen_etcd(self):
+        a, b = self.start_signer("a"), self.start_signer("b")
+        rotator = self.wait_one_rotator([a, b], 10)
+        loads = [l for s in (a, b) for l in self.observe(s)[1]]
+        self.wait_new_kid(rotator, self.kids_now(rotator), 20)  # rotations under way
+        frozen = T.cluster.running()
+        try:
+            for i in frozen:
+                T.cluster.procs[i].send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            # the etcd thread of each signer is stuck in a call that does
+            # not fail: it gives up on its own timeout and says so
+            for s in (a, b):
+                self.assertTrue(H.wait_for_log(s, r"rotation paused, signing goes on", 1, 40), s.stderr()[-3000:])
+            t1 = time.monotonic()
+        finally:
+            for i in frozen:
+                T.cluster.procs[i].send_signal(signal.SIGCONT)
+        for s in (a, b):
+            self.assertTrue(H.wait_for_log(s, r"etcd answers again; rotation resumes", 1, 30), s.stderr()[-3000:])
+        self.wait_new_kid(rotator, self.kids_now(rotator), 30)
+        for l in loads:
+            l.stop()
+        self.assertEqual([f for l in loads for f in l.failures], [], "every Sign answered while etcd was frozen")
+        for l in loads:
+            during = [x for x in l.signs if t0 <= x[0] and x[1] <= t1]
+            self.assertGreater(len(during), 0, "no Sign completed while etcd was frozen")
 
 
 if __name__ == "__main__":

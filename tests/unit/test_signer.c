@@ -9,6 +9,8 @@
  * published set's, as DER; the refresh hint; states compare; the slot.
  */
 #include <criterion/criterion.h>
+#include <openssl/core_names.h>
+#include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <string.h>
 
@@ -154,6 +156,51 @@ Test(signer, es256_signatures_with_short_r_or_s_are_padded)
     EVP_PKEY_free(priv);
 }
 
+/* How many times r has reseeded. */
+static unsigned reseeds(EVP_RAND_CTX *r)
+{
+    unsigned n = 0;
+    OSSL_PARAM get[] = {OSSL_PARAM_construct_uint(OSSL_DRBG_PARAM_RESEED_COUNTER, &n), OSSL_PARAM_construct_end()};
+
+    cr_assert_eq(EVP_RAND_CTX_get_params(r, get), 1);
+    return n;
+}
+
+/* An ES256 nonce comes from a random generator of the signer's own: every
+ * draw from the process's shared one takes a lock (OpenSSL 3.0) that
+ * other threads' TLS handshakes and key generation take too. This
+ * thread's shared generator is set to reseed at every draw, so a draw
+ * shows in its reseed count (checked first), and signing leaves it be. */
+Test(signer, es256_nonces_do_not_come_from_the_shared_random_generator)
+{
+    EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
+    struct keyset *ks = fixture_keyset1("ec256.pub");
+    struct signer_state *s = state_of(ks, priv, ks->keys[0].kid);
+    char *claims = claims_of(priv), *signature;
+    EVP_RAND_CTX *shared = RAND_get0_private(NULL);
+    unsigned one = 1, before;
+    unsigned char byte;
+    OSSL_PARAM every_draw[] = {OSSL_PARAM_construct_uint(OSSL_DRBG_PARAM_RESEED_REQUESTS, &one),
+                               OSSL_PARAM_construct_end()};
+
+    cr_assert_not_null(shared);
+    cr_assert_eq(EVP_RAND_CTX_set_params(shared, every_draw), 1);
+    cr_assert_eq(RAND_priv_bytes(&byte, 1), 1);
+    before = reseeds(shared);
+    cr_assert_eq(RAND_priv_bytes(&byte, 1), 1);
+    cr_assert_gt(reseeds(shared), before, "a draw from the shared generator shows");
+    before = reseeds(shared);
+    for (int i = 0; i < 10; i++) {
+        cr_assert_eq(signer_sign(s, claims, strlen(claims), 16384, &signature), SIGNER_OK);
+        free(signature);
+    }
+    cr_expect_eq(reseeds(shared), before, "ES256 signing drew from the shared generator");
+    free(claims);
+    signer_state_release(s);
+    keyset_free(ks);
+    EVP_PKEY_free(priv);
+}
+
 Test(signer, claims_must_be_base64url_and_bounded)
 {
     EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
@@ -263,5 +310,35 @@ Test(signer, the_slot_hands_over_states)
     signer_state_release(taken);
     signer_state_release(second);
     signer_slot_destroy(&slot);
+    keyset_free(ks);
+}
+
+/* A call that drops the last reference of a replaced state does not free
+ * it (that would take the reload thread's malloc arena lock on the Sign
+ * path): the slot keeps it until a sweep on the setter's thread. */
+Test(signer, a_replaced_state_is_freed_by_the_slot_not_by_its_last_caller)
+{
+    struct keyset *ks = fixture_keyset1("ec256.pub");
+    struct signer_state *first = state_of(ks, NULL, ""), *second = state_of(ks, NULL, ""), *third, *taken;
+    struct signer_slot slot;
+
+    signer_slot_init(&slot);
+    signer_slot_set(&slot, first);
+    signer_state_release(first);
+    taken = signer_slot_get(&slot);
+    signer_slot_set(&slot, second);
+    signer_state_release(second);
+    cr_expect_eq(slot.retired, first, "held by a call: kept by the sweep of the set");
+    signer_state_release(taken);
+    cr_expect_eq(atomic_load(&first->refs), 1, "the caller's release left the slot's reference");
+    cr_expect_eq(first->nkeys, 1, "still there");
+    signer_slot_sweep(&slot);
+    cr_expect_null(slot.retired, "freed by the sweep");
+    taken = signer_slot_get(&slot);
+    third = state_of(ks, NULL, "");
+    signer_slot_set(&slot, third);
+    signer_state_release(third);
+    signer_slot_destroy(&slot); /* drops its references, the retired one's too */
+    signer_state_release(taken);
     keyset_free(ks);
 }
