@@ -140,18 +140,21 @@ int key_kid_ok(const char *kid)
  * it is not kube's form: an external signer's kid need not be). */
 static int key_set_kid(struct key *k, const char *kid, char *err, size_t errlen)
 {
-    if (key_kid(k->pub, k->kid) != 0) {
+    char derived[KEY_KID_LEN + 1];
+
+    if (key_kid(k->pub, derived) != 0) {
         snprintf(err, errlen, "cannot encode the public key");
         return -1;
     }
-    if (kid == NULL || strcmp(kid, k->kid) == 0)
-        return 0;
-    if (!key_kid_ok(kid)) {
+    if (kid != NULL && strcmp(kid, derived) != 0 && !key_kid_ok(kid)) {
         snprintf(err, errlen, "kid is not 1 to %d printable characters without quote or backslash", KEY_KID_MAX);
         return -1;
     }
-    memcpy(k->kid, kid, strlen(kid) + 1);
-    k->kid_given = 1;
+    k->kid_given = kid != NULL && strcmp(kid, derived) != 0;
+    if ((k->kid = strdup(k->kid_given ? kid : derived)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -192,6 +195,7 @@ void key_clear(struct key *k)
     free(k->path);
     free(k->path_real);
     free(k->jwk);
+    free(k->kid);
     memset(k, 0, sizeof(*k));
 }
 

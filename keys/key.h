@@ -22,7 +22,7 @@
 
 struct key {
     EVP_PKEY *pub;             /* public-only key, owned */
-    char kid[KEY_KID_MAX + 1]; /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it */
+    char *kid;                 /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it; owned */
     int kid_given;             /* kid came from a JWKS and is not the one key_kid derives */
     const char *alg;           /* "RS256", "ES256", "ES384" or "ES512" (static) */
     const char *curve;         /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
