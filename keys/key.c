@@ -26,12 +26,76 @@ static const struct key_curve {
     {"secp521r1", "P-521", "ES512", 521, 66},
 };
 
+/* The DER SubjectPublicKeyInfo of a named-curve EC key with an
+ * uncompressed point, each curve's fixed prefix before the point: what
+ * i2d_PUBKEY writes, byte for byte. */
+static const struct key_spki_prefix {
+    const char *openssl_name;
+    size_t point_len;
+    size_t len;
+    unsigned char der[32];
+} key_spki_prefixes[] = {
+    {"prime256v1", 65, 26, {0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+                            0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00}},
+    {"secp384r1", 97, 23, {0x30, 0x76, 0x30, 0x10, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02,
+                           0x01, 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22, 0x03, 0x62, 0x00}},
+    {"secp521r1", 133, 25, {0x30, 0x81, 0x9b, 0x30, 0x10, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02,
+                            0x01, 0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23, 0x03, 0x81, 0x86, 0x00}},
+};
+
+/* The DER of an EC key's SubjectPublicKeyInfo written from its point,
+ * without OpenSSL 3's encoder framework: i2d_PUBKEY builds and fetches an
+ * encoder context per call (~0.1 ms), and a fleet derives the kid and the
+ * stored SPKI of tens of thousands of keys at start-up. NULL (the caller
+ * then uses i2d_PUBKEY) for any other key, or one with explicit curve
+ * parameters or a compressed point, whose encoding is not this one. */
+static unsigned char *key_spki_der_ec(EVP_PKEY *pub, int *len)
+{
+    char group[64], form[32], encoding[32];
+    unsigned char point[133], *der;
+    size_t n;
+
+    if (EVP_PKEY_get_base_id(pub) != EVP_PKEY_EC ||
+        !EVP_PKEY_get_utf8_string_param(pub, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group), NULL) ||
+        !EVP_PKEY_get_utf8_string_param(pub, OSSL_PKEY_PARAM_EC_ENCODING, encoding, sizeof(encoding), NULL) ||
+        strcmp(encoding, OSSL_PKEY_EC_ENCODING_GROUP) != 0 ||
+        !EVP_PKEY_get_utf8_string_param(pub, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, form, sizeof(form), NULL) ||
+        strcmp(form, OSSL_PKEY_EC_POINT_CONVERSION_FORMAT_UNCOMPRESSED) != 0 ||
+        !EVP_PKEY_get_octet_string_param(pub, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point, sizeof(point), &n))
+        return NULL;
+    for (size_t i = 0; i < sizeof(key_spki_prefixes) / sizeof(key_spki_prefixes[0]); i++) {
+        const struct key_spki_prefix *p = &key_spki_prefixes[i];
+        if (strcmp(group, p->openssl_name) != 0 || n != p->point_len || point[0] != 0x04)
+            continue;
+        if ((der = OPENSSL_malloc(p->len + n)) == NULL)
+            return NULL;
+        memcpy(der, p->der, p->len);
+        memcpy(der + p->len, point, n);
+        *len = (int)(p->len + n);
+        return der;
+    }
+    return NULL;
+}
+
+/* pub's DER SubjectPublicKeyInfo (OPENSSL_free it), or NULL. */
+static unsigned char *key_spki_der(EVP_PKEY *pub, int *len)
+{
+    unsigned char *der = key_spki_der_ec(pub, len);
+
+    if (der == NULL && (*len = i2d_PUBKEY(pub, &der)) <= 0) {
+        OPENSSL_free(der);
+        return NULL;
+    }
+    return der;
+}
+
 int key_kid(EVP_PKEY *pub, char kid[KEY_KID_LEN + 1])
 {
-    unsigned char *der = NULL, digest[SHA256_DIGEST_LENGTH];
-    int len = i2d_PUBKEY(pub, &der);
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    int len = 0;
+    unsigned char *der = key_spki_der(pub, &len);
 
-    if (len <= 0)
+    if (der == NULL)
         return -1;
     SHA256(der, (size_t)len, digest);
     OPENSSL_free(der);
@@ -219,9 +283,9 @@ EVP_PKEY *key_public_only(EVP_PKEY *key)
 
 char *key_spki_encode(EVP_PKEY *pub)
 {
-    unsigned char *der = NULL;
-    int len = i2d_PUBKEY(pub, &der);
-    char *b64 = len > 0 ? malloc((size_t)(len + 2) / 3 * 4 + 1) : NULL;
+    int len = 0;
+    unsigned char *der = key_spki_der(pub, &len);
+    char *b64 = der != NULL ? malloc((size_t)(len + 2) / 3 * 4 + 1) : NULL;
 
     if (b64 != NULL)
         EVP_EncodeBlock((unsigned char *)b64, der, len);

@@ -510,3 +510,43 @@ Test(key, clear_zeroed)
     struct key k = {0};
     key_clear(&k);
 }
+
+/* base64 of i2d_PUBKEY: what key_spki_encode must give, however it gets
+ * there. */
+static char *openssl_spki(EVP_PKEY *pk)
+{
+    unsigned char *der = NULL;
+    int len = i2d_PUBKEY(pk, &der);
+    char *b64 = malloc((size_t)(len + 2) / 3 * 4 + 1);
+    cr_assert_gt(len, 0);
+    EVP_EncodeBlock((unsigned char *)b64, der, len);
+    OPENSSL_free(der);
+    return b64;
+}
+
+/* The SPKI written without OpenSSL's encoder is i2d_PUBKEY's, for every
+ * curve and key type, and a point or curve encoded another way (compressed,
+ * explicit parameters) is still encoded as OpenSSL would. */
+Test(key, spki_matches_openssl)
+{
+    static const struct {
+        const char *param, *value;
+    } forms[] = {{NULL, NULL},
+                 {OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, "compressed"},
+                 {OSSL_PKEY_PARAM_EC_ENCODING, "explicit"}};
+    for (size_t i = 0; i < COUNT(supported_pubs); i++)
+        for (size_t f = 0; f < COUNT(forms); f++) {
+            EVP_PKEY *pk = openssl_read_pub(supported_pubs[i]);
+            if (forms[f].param != NULL && EVP_PKEY_get_base_id(pk) != EVP_PKEY_EC) {
+                EVP_PKEY_free(pk);
+                continue;
+            }
+            if (forms[f].param != NULL)
+                cr_assert(EVP_PKEY_set_utf8_string_param(pk, forms[f].param, forms[f].value));
+            char *want = openssl_spki(pk), *got = key_spki_encode(pk);
+            cr_assert_str_eq(got, want, "%s %s", supported_pubs[i], forms[f].value ? forms[f].value : "");
+            free(want);
+            free(got);
+            EVP_PKEY_free(pk);
+        }
+}
