@@ -3,6 +3,7 @@
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <stdio.h>
@@ -75,6 +76,43 @@ static unsigned char *key_spki_der_ec(EVP_PKEY *pub, int *len)
         return der;
     }
     return NULL;
+}
+
+/* The public key of an EC SubjectPublicKeyInfo with one of the prefixes
+ * above, made from its point by EVP_PKEY_fromdata (which checks that the
+ * point is on the curve) rather than by the decoder framework, which
+ * builds and tries every decoder per call. NULL for any other DER. */
+static EVP_PKEY *key_spki_parse_ec(const unsigned char *der, long len)
+{
+    EVP_PKEY_CTX *ctx = NULL;
+    EVP_PKEY *pub = NULL;
+
+    for (size_t i = 0; i < sizeof(key_spki_prefixes) / sizeof(key_spki_prefixes[0]); i++) {
+        const struct key_spki_prefix *p = &key_spki_prefixes[i];
+        if ((size_t)len != p->len + p->point_len || memcmp(der, p->der, p->len) != 0 || der[p->len] != 0x04)
+            continue;
+        OSSL_PARAM params[] = {
+            OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)p->openssl_name, 0),
+            OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (unsigned char *)der + p->len, p->point_len),
+            OSSL_PARAM_END,
+        };
+        if ((ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL)) == NULL || EVP_PKEY_fromdata_init(ctx) <= 0 ||
+            EVP_PKEY_fromdata(ctx, &pub, EVP_PKEY_PUBLIC_KEY, params) <= 0)
+            pub = NULL;
+        EVP_PKEY_CTX_free(ctx);
+        return pub;
+    }
+    return NULL;
+}
+
+EVP_PKEY *key_d2i_pubkey(const unsigned char **pp, long len)
+{
+    EVP_PKEY *pub = key_spki_parse_ec(*pp, len);
+
+    if (pub == NULL)
+        return d2i_PUBKEY(NULL, pp, len);
+    *pp += len;
+    return pub;
 }
 
 /* pub's DER SubjectPublicKeyInfo (OPENSSL_free it), or NULL. */
@@ -268,15 +306,11 @@ void key_clear(struct key *k)
  * the key it signs with. */
 EVP_PKEY *key_public_only(EVP_PKEY *key)
 {
-    unsigned char *der = NULL;
-    const unsigned char *p;
-    EVP_PKEY *pub = NULL;
-    int len = i2d_PUBKEY(key, &der);
+    int len = 0;
+    unsigned char *der = key_spki_der(key, &len);
+    const unsigned char *p = der;
+    EVP_PKEY *pub = der != NULL ? key_d2i_pubkey(&p, len) : NULL;
 
-    if (len > 0) {
-        p = der;
-        pub = d2i_PUBKEY(NULL, &p, len);
-    }
     OPENSSL_free(der);
     return pub;
 }
@@ -304,7 +338,7 @@ EVP_PKEY *key_spki_decode(const char *spki)
     while (pad < len && pad < 2 && spki[len - 1 - pad] == '=')
         pad++;
     if (der != NULL && len % 4 == 0 && (n = EVP_DecodeBlock(der, (const unsigned char *)spki, (int)len)) > 0)
-        pub = d2i_PUBKEY(NULL, &p, n - (int)pad);
+        pub = key_d2i_pubkey(&p, n - (int)pad);
     free(der);
     return pub;
 }

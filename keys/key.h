@@ -21,16 +21,16 @@
 #define KEY_KID_MAX 1024
 
 struct key {
-    EVP_PKEY *pub;             /* public-only key, owned */
-    char *kid;                 /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it; owned */
-    int kid_given;             /* kid came from a JWKS and is not the one key_kid derives */
-    const char *alg;           /* "RS256", "ES256", "ES384" or "ES512" (static) */
-    const char *curve;         /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
-    int bits;                  /* RSA modulus bits, or EC field bits */
-    char *source;              /* "path" or "path (block N)", owned */
-    char *path;                /* the file it was read from, as configured or listed, owned; NULL if none */
-    char *path_real;           /* where path led (symlinks resolved) at that read, owned; NULL if unknown */
-    char *jwk;                 /* the JWK object as published, owned, NUL-terminated */
+    EVP_PKEY *pub;     /* public-only key, owned */
+    char *kid;         /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it; owned */
+    int kid_given;     /* kid came from a JWKS and is not the one key_kid derives */
+    const char *alg;   /* "RS256", "ES256", "ES384" or "ES512" (static) */
+    const char *curve; /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
+    int bits;          /* RSA modulus bits, or EC field bits */
+    char *source;      /* "path" or "path (block N)", owned */
+    char *path;        /* the file it was read from, as configured or listed, owned; NULL if none */
+    char *path_real;   /* where path led (symlinks resolved) at that read, owned; NULL if unknown */
+    char *jwk;         /* the JWK object as published, owned, NUL-terminated */
     size_t jwk_len;
 };
 
@@ -68,6 +68,11 @@ int key_kid(EVP_PKEY *pub, char kid[KEY_KID_LEN + 1]);
  * state files store a public key, public by nature. malloc'ed; NULL when
  * out of memory. */
 char *key_spki_encode(EVP_PKEY *pub);
+
+/* d2i_PUBKEY(NULL, pp, len), quicker for a named-curve EC key: the
+ * public key of the DER SubjectPublicKeyInfo at *pp, which is advanced
+ * past what was read; NULL when it does not decode. */
+EVP_PKEY *key_d2i_pubkey(const unsigned char **pp, long len);
 
 /* The public key key_spki_encode wrote, or NULL when spki does not decode. */
 EVP_PKEY *key_spki_decode(const char *spki);

@@ -550,3 +550,32 @@ Test(key, spki_matches_openssl)
             EVP_PKEY_free(pk);
         }
 }
+
+/* key_d2i_pubkey reads what d2i_PUBKEY reads (the same key, the whole
+ * SubjectPublicKeyInfo consumed), and refuses an EC point that is not on
+ * its curve as d2i_PUBKEY does. */
+Test(key, d2i_pubkey_matches_openssl)
+{
+    for (size_t i = 0; i < COUNT(supported_pubs); i++) {
+        EVP_PKEY *pk = openssl_read_pub(supported_pubs[i]), *got;
+        unsigned char *der = NULL;
+        const unsigned char *p;
+        int len = i2d_PUBKEY(pk, &der);
+        cr_assert_gt(len, 0);
+        p = der;
+        got = key_d2i_pubkey(&p, len);
+        cr_assert_not_null(got, "%s", supported_pubs[i]);
+        cr_assert_eq(p, der + len, "%s", supported_pubs[i]);
+        cr_assert_eq(EVP_PKEY_eq(got, pk), 1, "%s", supported_pubs[i]);
+        EVP_PKEY_free(got);
+        if (EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC) {
+            der[len - 1] ^= 1; /* y off the curve */
+            p = der;
+            cr_assert_null(key_d2i_pubkey(&p, len), "%s off the curve", supported_pubs[i]);
+            p = der;
+            cr_assert_null(d2i_PUBKEY(NULL, &p, len), "%s off the curve", supported_pubs[i]);
+        }
+        OPENSSL_free(der);
+        EVP_PKEY_free(pk);
+    }
+}
