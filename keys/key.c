@@ -141,20 +141,27 @@ int key_kid(EVP_PKEY *pub, char kid[KEY_KID_LEN + 1])
     return 0;
 }
 
+/* Appends "name":"<base64url of raw>". */
+static void key_put_raw(struct jsonw *w, const char *name, const unsigned char *raw, size_t len)
+{
+    char enc[B64URL_ENCODED_LEN(1024) + 1];
+
+    b64url_encode(raw, len, enc);
+    jsonw_raw(w, ",", 1);
+    jsonw_key(w, name);
+    jsonw_str(w, enc);
+}
+
 /* Appends "name":"<base64url of bn>" where bn is written big-endian in
  * exactly width bytes, or in its minimal length when width is 0. */
 static int key_put_bn(struct jsonw *w, const char *name, const BIGNUM *bn, size_t width)
 {
     unsigned char raw[1024];
-    char enc[B64URL_ENCODED_LEN(sizeof(raw)) + 1];
     size_t len = width ? width : (size_t)BN_num_bytes(bn);
 
     if (len > sizeof(raw) || BN_bn2binpad(bn, raw, (int)len) < 0)
         return -1;
-    b64url_encode(raw, len, enc);
-    jsonw_raw(w, ",", 1);
-    jsonw_key(w, name);
-    jsonw_str(w, enc);
+    key_put_raw(w, name, raw, len);
     return 0;
 }
 
@@ -168,6 +175,25 @@ static int key_put_param(struct jsonw *w, EVP_PKEY *pub, const char *param, cons
         rc = key_put_bn(w, name, bn, width);
     BN_free(bn);
     return rc;
+}
+
+/* Appends an EC key's "x" and "y", each coord_len bytes: taken from its
+ * uncompressed point (one parameter fetch; the coordinates in it are
+ * already padded to the field size), or, for a key whose point comes
+ * compressed, as two BIGNUM parameters. */
+static int key_put_ec_xy(struct jsonw *w, EVP_PKEY *pub, size_t coord_len)
+{
+    unsigned char point[133];
+    size_t n;
+
+    if (EVP_PKEY_get_octet_string_param(pub, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point, sizeof(point), &n) == 1 &&
+        n == 1 + 2 * coord_len && point[0] == 0x04) {
+        key_put_raw(w, "x", point + 1, coord_len);
+        key_put_raw(w, "y", point + 1 + coord_len, coord_len);
+        return 0;
+    }
+    return key_put_param(w, pub, OSSL_PKEY_PARAM_EC_PUB_X, "x", coord_len) |
+           key_put_param(w, pub, OSSL_PKEY_PARAM_EC_PUB_Y, "y", coord_len);
 }
 
 /* The JWK members and their order are kube-apiserver's (Go's jose library):
@@ -188,8 +214,7 @@ static int key_render_jwk(struct key *k, const struct key_curve *curve)
     jsonw_lit(&w, ",\"alg\":");
     jsonw_str(&w, k->alg);
     if (curve)
-        rc = key_put_param(&w, k->pub, OSSL_PKEY_PARAM_EC_PUB_X, "x", curve->coord_len) |
-             key_put_param(&w, k->pub, OSSL_PKEY_PARAM_EC_PUB_Y, "y", curve->coord_len);
+        rc = key_put_ec_xy(&w, k->pub, curve->coord_len);
     else
         rc = key_put_param(&w, k->pub, OSSL_PKEY_PARAM_RSA_N, "n", 0) |
              key_put_param(&w, k->pub, OSSL_PKEY_PARAM_RSA_E, "e", 0);
@@ -288,6 +313,28 @@ int key_init(struct key *k, EVP_PKEY *pub, const char *source, const char *kid, 
 fail:
     key_clear(k);
     return -1;
+}
+
+/* A copy that shares the OpenSSL key and duplicates the rest, rather than
+ * a key_init of the same key: the removal guard copies every published key
+ * on every pass, and deriving the kid and rendering the JWK again would
+ * only give the same bytes at the cost of a fleet's start-up. */
+int key_copy(struct key *dst, const struct key *src)
+{
+    *dst = *src;
+    dst->pub = NULL;
+    dst->kid = strdup(src->kid);
+    dst->source = strdup(src->source);
+    dst->jwk = malloc(src->jwk_len + 1);
+    dst->path = src->path ? strdup(src->path) : NULL;
+    dst->path_real = src->path_real ? strdup(src->path_real) : NULL;
+    if (dst->jwk != NULL)
+        memcpy(dst->jwk, src->jwk, src->jwk_len + 1);
+    if (dst->kid == NULL || dst->source == NULL || dst->jwk == NULL || (src->path && !dst->path) ||
+        (src->path_real && !dst->path_real) || EVP_PKEY_up_ref(src->pub) != 1)
+        return -1;
+    dst->pub = src->pub;
+    return 0;
 }
 
 void key_clear(struct key *k)

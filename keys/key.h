@@ -57,6 +57,10 @@ int key_check_type(EVP_PKEY *pub, char *err, size_t errlen);
  * memory. The caller frees both. */
 EVP_PKEY *key_public_only(EVP_PKEY *key);
 
+/* Makes dst a copy of src (the OpenSSL key shared, one more reference).
+ * Returns 0, or -1 out of memory (dst then needs key_clear). */
+int key_copy(struct key *dst, const struct key *src);
+
 /* Frees what key_init allocated; safe on a zeroed struct. */
 void key_clear(struct key *k);
 

@@ -579,3 +579,30 @@ Test(key, d2i_pubkey_matches_openssl)
         EVP_PKEY_free(pk);
     }
 }
+
+/* An EC key's JWK coordinates are the same whichever form its point comes in (x and y
+ * from the uncompressed point, or as numbers for a compressed one), and a
+ * key_copy is the key it copies. */
+Test(key, jwk_same_for_every_point_form_and_copy)
+{
+    static const char *const ecs[] = {"ec256.pub", "ec384.pub", "ec521.padded.pub"};
+    for (size_t i = 0; i < COUNT(ecs); i++) {
+        char err[256] = "";
+        struct key plain = {0}, packed = {0}, copy = {0};
+        EVP_PKEY *pk = openssl_read_pub(ecs[i]);
+        cr_assert_eq(EVP_PKEY_up_ref(pk), 1);
+        cr_assert_eq(key_init(&plain, pk, "a", NULL, err, sizeof err), 0, "%s", err);
+        cr_assert(EVP_PKEY_set_utf8_string_param(pk, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, "compressed"));
+        cr_assert_eq(key_init(&packed, pk, "a", NULL, err, sizeof err), 0, "%s", err);
+        /* the kid is over the SPKI, which carries the point as it comes */
+        cr_assert_str_eq(strstr(packed.jwk, "\"crv\""), strstr(plain.jwk, "\"crv\""), "%s", ecs[i]);
+        cr_assert_eq(key_copy(&copy, &plain), 0);
+        cr_assert_str_eq(copy.jwk, plain.jwk);
+        cr_assert_str_eq(copy.kid, plain.kid);
+        cr_assert_str_eq(copy.source, plain.source);
+        cr_assert_eq(copy.pub, plain.pub);
+        key_clear(&copy);
+        key_clear(&packed);
+        key_clear(&plain);
+    }
+}
