@@ -217,7 +217,7 @@ static char *keys_kids_before(const struct history *h)
     char *kids = calloc(h->count + 1, KEY_KID_MAX + 1);
 
     for (size_t i = 0; kids != NULL && i < h->count; i++)
-        memcpy(kids + i * (KEY_KID_MAX + 1), h->entries[i].kid, KEY_KID_MAX + 1);
+        memcpy(kids + i * (KEY_KID_MAX + 1), h->entries[i].kid, strlen(h->entries[i].kid) + 1);
     return kids;
 }
 

@@ -33,6 +33,7 @@ const struct history_entry *history_find(const struct history *h, const char *ki
 
 static void history_entry_clear(struct history_entry *e)
 {
+    free(e->kid);
     free(e->spki);
     free(e->source);
 }
@@ -67,13 +68,13 @@ static struct history_entry *history_push(struct history *h)
 /* Makes e the entry of k, first seen at now. */
 static int history_init_entry(struct history_entry *e, const struct key *k, time_t now)
 {
-    memcpy(e->kid, k->kid, strlen(k->kid) + 1);
+    e->kid = strdup(k->kid);
     e->kid_given = k->kid_given;
     e->first_seen = e->last_seen = now;
     e->present = 1;
     e->spki = key_spki_encode(k->pub);
     e->source = strdup(k->source);
-    if (e->spki == NULL || e->source == NULL) {
+    if (e->kid == NULL || e->spki == NULL || e->source == NULL) {
         history_entry_clear(e);
         return -1;
     }
@@ -423,7 +424,7 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
         history_drop(l, i, json_get_str(v, "kid"), problem);
         return 0;
     }
-    memcpy(e->kid, json_get_str(v, "kid"), strlen(json_get_str(v, "kid")) + 1);
+    e->kid = strdup(json_get_str(v, "kid"));
     e->kid_given = history_kid_given(v);
     e->last_seen = history_time(json_get(v, "last_seen"));
     e->first_seen = history_time(json_get(v, "first_seen"));
@@ -434,7 +435,7 @@ static int history_parse_entry(const struct history_loader *l, size_t i, const s
     e->present = 0;
     e->spki = strdup(json_get_str(v, "spki"));
     e->source = strdup(json_get_str(v, "source"));
-    return e->spki && e->source ? 1 : -1;
+    return e->kid && e->spki && e->source ? 1 : -1;
 }
 
 /* Reads the entries of a parsed state file into h. */

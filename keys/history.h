@@ -17,7 +17,7 @@
 #include "keys/keyset.h"
 
 struct history_entry {
-    char kid[KEY_KID_MAX + 1];
+    char *kid;     /* owned: a fleet keeps a history per issuer, a kid is 43 characters, its bound 1 KiB */
     int kid_given; /* kid came with the key from a JWKS (key.h) and is not the one its spki gives */
     char *spki;    /* base64 (standard) of the DER SubjectPublicKeyInfo */
     char *source;

@@ -21,16 +21,16 @@
 #define KEY_KID_MAX 1024
 
 struct key {
-    EVP_PKEY *pub;             /* public-only key, owned */
-    char kid[KEY_KID_MAX + 1]; /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it */
-    int kid_given;             /* kid came from a JWKS and is not the one key_kid derives */
-    const char *alg;           /* "RS256", "ES256", "ES384" or "ES512" (static) */
-    const char *curve;         /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
-    int bits;                  /* RSA modulus bits, or EC field bits */
-    char *source;              /* "path" or "path (block N)", owned */
-    char *path;                /* the file it was read from, as configured or listed, owned; NULL if none */
-    char *path_real;           /* where path led (symlinks resolved) at that read, owned; NULL if unknown */
-    char *jwk;                 /* the JWK object as published, owned, NUL-terminated */
+    EVP_PKEY *pub;     /* public-only key, owned */
+    char *kid;         /* as kube-apiserver derives it (KEY_KID_LEN), or as a JWKS gave it; owned */
+    int kid_given;     /* kid came from a JWKS and is not the one key_kid derives */
+    const char *alg;   /* "RS256", "ES256", "ES384" or "ES512" (static) */
+    const char *curve; /* "P-256", "P-384", "P-521", or NULL for RSA (static) */
+    int bits;          /* RSA modulus bits, or EC field bits */
+    char *source;      /* "path" or "path (block N)", owned */
+    char *path;        /* the file it was read from, as configured or listed, owned; NULL if none */
+    char *path_real;   /* where path led (symlinks resolved) at that read, owned; NULL if unknown */
+    char *jwk;         /* the JWK object as published, owned, NUL-terminated */
     size_t jwk_len;
 };
 
@@ -57,6 +57,10 @@ int key_check_type(EVP_PKEY *pub, char *err, size_t errlen);
  * memory. The caller frees both. */
 EVP_PKEY *key_public_only(EVP_PKEY *key);
 
+/* Makes dst a copy of src (the OpenSSL key shared, one more reference).
+ * Returns 0, or -1 out of memory (dst then needs key_clear). */
+int key_copy(struct key *dst, const struct key *src);
+
 /* Frees what key_init allocated; safe on a zeroed struct. */
 void key_clear(struct key *k);
 
@@ -68,6 +72,11 @@ int key_kid(EVP_PKEY *pub, char kid[KEY_KID_LEN + 1]);
  * state files store a public key, public by nature. malloc'ed; NULL when
  * out of memory. */
 char *key_spki_encode(EVP_PKEY *pub);
+
+/* d2i_PUBKEY(NULL, pp, len), quicker for a named-curve EC key: the
+ * public key of the DER SubjectPublicKeyInfo at *pp, which is advanced
+ * past what was read; NULL when it does not decode. */
+EVP_PKEY *key_d2i_pubkey(const unsigned char **pp, long len);
 
 /* The public key key_spki_encode wrote, or NULL when spki does not decode. */
 EVP_PKEY *key_spki_decode(const char *spki);

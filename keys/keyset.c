@@ -88,19 +88,16 @@ static int keyset_set_path(struct key *k, const char *path, const char *real)
 
 int keyset_add_copy(struct keyset *ks, const struct key *k, char *err, size_t errlen)
 {
-    const struct key *dup;
-    int rc;
+    struct key copy;
 
-    if (EVP_PKEY_up_ref(k->pub) != 1) {
+    if (keyset_find(ks, k->kid) != NULL)
+        return 0;
+    if (key_copy(&copy, k) != 0 || keyset_append(ks, &copy) != 0) {
+        key_clear(&copy);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    rc = keyset_add(ks, k->pub, k->source, k->kid, &dup, err, errlen);
-    if (rc == 1 && keyset_set_path(&ks->keys[ks->count - 1], k->path, k->path_real) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    return rc;
+    return 1;
 }
 
 /* Warns, once per file, about a private key that others can read: this

@@ -53,7 +53,7 @@ static EVP_PKEY *pem_decode(enum pem_kind kind, const unsigned char *der, long l
         break;
     }
     case PEM_SPKI:
-        pkey = d2i_PUBKEY(NULL, &p, len);
+        pkey = key_d2i_pubkey(&p, len);
         break;
     case PEM_RSA_PUBLIC:
         pkey = d2i_PublicKey(EVP_PKEY_RSA, NULL, &p, len);

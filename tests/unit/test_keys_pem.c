@@ -510,3 +510,99 @@ Test(key, clear_zeroed)
     struct key k = {0};
     key_clear(&k);
 }
+
+/* base64 of i2d_PUBKEY: what key_spki_encode must give, however it gets
+ * there. */
+static char *openssl_spki(EVP_PKEY *pk)
+{
+    unsigned char *der = NULL;
+    int len = i2d_PUBKEY(pk, &der);
+    char *b64 = malloc((size_t)(len + 2) / 3 * 4 + 1);
+    cr_assert_gt(len, 0);
+    EVP_EncodeBlock((unsigned char *)b64, der, len);
+    OPENSSL_free(der);
+    return b64;
+}
+
+/* The SPKI written without OpenSSL's encoder is i2d_PUBKEY's, for every
+ * curve and key type, and a point or curve encoded another way (compressed,
+ * explicit parameters) is still encoded as OpenSSL would. */
+Test(key, spki_matches_openssl)
+{
+    static const struct {
+        const char *param, *value;
+    } forms[] = {{NULL, NULL},
+                 {OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, "compressed"},
+                 {OSSL_PKEY_PARAM_EC_ENCODING, "explicit"}};
+    for (size_t i = 0; i < COUNT(supported_pubs); i++)
+        for (size_t f = 0; f < COUNT(forms); f++) {
+            EVP_PKEY *pk = openssl_read_pub(supported_pubs[i]);
+            if (forms[f].param != NULL && EVP_PKEY_get_base_id(pk) != EVP_PKEY_EC) {
+                EVP_PKEY_free(pk);
+                continue;
+            }
+            if (forms[f].param != NULL)
+                cr_assert(EVP_PKEY_set_utf8_string_param(pk, forms[f].param, forms[f].value));
+            char *want = openssl_spki(pk), *got = key_spki_encode(pk);
+            cr_assert_str_eq(got, want, "%s %s", supported_pubs[i], forms[f].value ? forms[f].value : "");
+            free(want);
+            free(got);
+            EVP_PKEY_free(pk);
+        }
+}
+
+/* key_d2i_pubkey reads what d2i_PUBKEY reads (the same key, the whole
+ * SubjectPublicKeyInfo consumed), and refuses an EC point that is not on
+ * its curve as d2i_PUBKEY does. */
+Test(key, d2i_pubkey_matches_openssl)
+{
+    for (size_t i = 0; i < COUNT(supported_pubs); i++) {
+        EVP_PKEY *pk = openssl_read_pub(supported_pubs[i]), *got;
+        unsigned char *der = NULL;
+        const unsigned char *p;
+        int len = i2d_PUBKEY(pk, &der);
+        cr_assert_gt(len, 0);
+        p = der;
+        got = key_d2i_pubkey(&p, len);
+        cr_assert_not_null(got, "%s", supported_pubs[i]);
+        cr_assert_eq(p, der + len, "%s", supported_pubs[i]);
+        cr_assert_eq(EVP_PKEY_eq(got, pk), 1, "%s", supported_pubs[i]);
+        EVP_PKEY_free(got);
+        if (EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC) {
+            der[len - 1] ^= 1; /* y off the curve */
+            p = der;
+            cr_assert_null(key_d2i_pubkey(&p, len), "%s off the curve", supported_pubs[i]);
+            p = der;
+            cr_assert_null(d2i_PUBKEY(NULL, &p, len), "%s off the curve", supported_pubs[i]);
+        }
+        OPENSSL_free(der);
+        EVP_PKEY_free(pk);
+    }
+}
+
+/* An EC key's JWK coordinates are the same whichever form its point comes in (x and y
+ * from the uncompressed point, or as numbers for a compressed one), and a
+ * key_copy is the key it copies. */
+Test(key, jwk_same_for_every_point_form_and_copy)
+{
+    static const char *const ecs[] = {"ec256.pub", "ec384.pub", "ec521.padded.pub"};
+    for (size_t i = 0; i < COUNT(ecs); i++) {
+        char err[256] = "";
+        struct key plain = {0}, packed = {0}, copy = {0};
+        EVP_PKEY *pk = openssl_read_pub(ecs[i]);
+        cr_assert_eq(EVP_PKEY_up_ref(pk), 1);
+        cr_assert_eq(key_init(&plain, pk, "a", NULL, err, sizeof err), 0, "%s", err);
+        cr_assert(EVP_PKEY_set_utf8_string_param(pk, OSSL_PKEY_PARAM_EC_POINT_CONVERSION_FORMAT, "compressed"));
+        cr_assert_eq(key_init(&packed, pk, "a", NULL, err, sizeof err), 0, "%s", err);
+        /* the kid is over the SPKI, which carries the point as it comes */
+        cr_assert_str_eq(strstr(packed.jwk, "\"crv\""), strstr(plain.jwk, "\"crv\""), "%s", ecs[i]);
+        cr_assert_eq(key_copy(&copy, &plain), 0);
+        cr_assert_str_eq(copy.jwk, plain.jwk);
+        cr_assert_str_eq(copy.kid, plain.kid);
+        cr_assert_str_eq(copy.source, plain.source);
+        cr_assert_eq(copy.pub, plain.pub);
+        key_clear(&copy);
+        key_clear(&packed);
+        key_clear(&plain);
+    }
+}
