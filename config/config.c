@@ -587,12 +587,24 @@ static int check_excludes(struct parser *p, const struct config_option *o)
     return 0;
 }
 
+/* Whether the needs of per-issuer row o are not this parse's to check: a
+ * fleet's command line gives every issuer's defaults, whose needs each
+ * file that sets the row meets (an --upstream-token-file default needs
+ * an upstream only in the files that mirror). */
+static int needs_elsewhere(struct parser *p, const struct config_option *o)
+{
+    if (!(o->flags & CONFIG_ISSUER) || p->fleet == 0)
+        return 0;
+    return p->fleet == 1 || parser_setting_of(p, o)->origin != p->config_path;
+}
+
 /* The rules the rows say: each flag given has what it needs and nothing
  * it excludes, in the rows' order, every need before any exclusion. */
 static int check_relations(struct parser *p)
 {
     for (size_t i = 0; i < config_option_count; i++)
-        if (in_force(p, &config_options[i]) && check_needs(p, &config_options[i]) < 0)
+        if (in_force(p, &config_options[i]) && !needs_elsewhere(p, &config_options[i]) &&
+            check_needs(p, &config_options[i]) < 0)
             return -1;
     for (size_t i = 0; i < config_option_count; i++)
         if (in_force(p, &config_options[i]) && check_excludes(p, &config_options[i]) < 0)
@@ -708,6 +720,7 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
         rc = merge_sources(&p);
     if (rc == 0 && checked)
         rc = save_sources(&p);
+    p.fleet = p.cfg.sources != NULL;
     if (rc == 0)
         rc = put_defaults(&p);
     if (rc == 0 && checked)
@@ -783,6 +796,7 @@ int config_issuer_parse(const struct config *fleet, const char *path, const char
     struct parser p = {.err = err, .errlen = errlen, .config_path = path};
     int rc = fleet->sources ? start_from(&p, fleet->sources) : fail(&p, "no --issuers-dir");
 
+    p.fleet = 2;
     memset(out, 0, sizeof *out);
     if (rc == 0)
         rc = config_file_read_issuer(path, put_from_issuer, &p, err, errlen);

@@ -21,6 +21,7 @@
 #include "publish/routes.h"
 #include "server/obs/metrics.h"
 #include "server/reload/health.h"
+#include "server/reload/mirror_pool.h"
 #include "server/reload/reload.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -54,6 +55,11 @@ struct fleet_issuer {
     char *next_key;
     struct reload *made; /* next's reloader (fleet_make), or NULL: its keys cannot be read */
     int removed;
+    /* Its upstream's entry in the fleet's mirror pool (with reload, when
+     * its config has an upstream), and whether a new set of it waits for
+     * the next pass of its reloader. */
+    struct mirror_entry *mirror;
+    int upstream_due;
 };
 
 struct fleet {
@@ -65,6 +71,7 @@ struct fleet {
     unsigned long refusals;   /* logged since start */
     int force;                /* the next pass runs every reloader (SIGHUP) */
     unsigned long generation; /* routing tables published since start */
+    struct mirror_pool *pool; /* reads the issuers' upstreams (fleet_mirror), or NULL */
 };
 
 /* FNV-1a over what stat says of path (0 stands for a directory: its
@@ -109,7 +116,7 @@ static int fleet_due(const struct fleet *f, const struct fleet_issuer *is, uint6
     int64_t confirm_at;
     time_t wall_at;
 
-    if (f->force || keys_sig == 0 || keys_sig != is->keys_sig || now_ms >= is->due_ms)
+    if (f->force || is->upstream_due || keys_sig == 0 || keys_sig != is->keys_sig || now_ms >= is->due_ms)
         return 1;
     reload_deadlines(is->reload, &confirm_at, &wall_at);
     return (confirm_at != 0 && confirm_at <= now_ms) || (wall_at != 0 && wall_at <= now);
@@ -119,6 +126,7 @@ static int fleet_due(const struct fleet *f, const struct fleet_issuer *is, uint6
 static void fleet_ran(struct fleet_issuer *is, uint64_t keys_sig, int64_t now_ms)
 {
     is->keys_sig = keys_sig;
+    is->upstream_due = 0;
     is->due_ms = now_ms + (int64_t)is->cfg->key_reload_interval * 1000;
 }
 
@@ -454,6 +462,57 @@ static void fleet_keys_result(struct fleet_issuer *is)
     is->keys_problem = err != NULL ? strdup(err) : NULL;
 }
 
+/* With a mirror pool: a changed file's new reloader starts from the last
+ * good set of its upstream when the upstream settings did not change (no
+ * 503 until the next read), and a served issuer gets the set its upstream
+ * read since the last pass (its reloader then runs). */
+static void fleet_upstream_handover(struct fleet *f, struct fleet_issuer *is, time_t now, int64_t now_ms)
+{
+    struct keyset *ks;
+
+    if (f->pool == NULL || is->mirror == NULL)
+        return;
+    if (is->made != NULL && is->next != NULL && is->next->upstream != NULL &&
+        (ks = mirror_pool_last(f->pool, is->mirror, is->next)) != NULL) {
+        reload_upstream(is->made, ks);
+        log_thread_prefix(is->log_prefix);
+        reload_pass(is->made, now, now_ms);
+        log_thread_prefix(NULL);
+    }
+    if (is->reload != NULL && (ks = mirror_pool_take(f->pool, is->mirror)) != NULL) {
+        reload_upstream(is->reload, ks);
+        is->upstream_due = 1;
+    }
+}
+
+/* Mirrors the upstream of is's config as it serves now, or stops
+ * mirroring it when the config has none. */
+static void fleet_mirror_sync(struct fleet *f, struct fleet_issuer *is)
+{
+    if (f->pool == NULL)
+        return;
+    if (is->cfg->upstream != NULL) {
+        is->mirror = mirror_pool_set(f->pool, is->mirror, is->log_prefix, is->cfg);
+        return;
+    }
+    mirror_pool_remove(f->pool, is->mirror);
+    is->mirror = NULL;
+}
+
+void fleet_mirror(struct fleet *f, struct mirror_pool *pool)
+{
+    f->pool = pool;
+    for (size_t i = 0; i < f->count; i++)
+        if (f->issuers[i]->reload != NULL)
+            fleet_mirror_sync(f, f->issuers[i]);
+}
+
+void fleet_mirror_hurry(struct fleet *f)
+{
+    if (f->pool != NULL)
+        mirror_pool_hurry(f->pool);
+}
+
 /* A routing snapshot of every served issuer's current snapshot. */
 static struct snapshot *fleet_build(struct fleet *f, time_t now)
 {
@@ -488,6 +547,8 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
             continue;
         log_msg(LOG_INFO, "issuer %s removed: %s is gone", f->issuers[i]->name, f->issuers[i]->path);
         changed |= f->issuers[i]->reload != NULL;
+        if (f->pool != NULL)
+            mirror_pool_remove(f->pool, f->issuers[i]->mirror);
         fleet_issuer_free(f->issuers[i]);
     }
     free(f->issuers);
@@ -500,7 +561,9 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
     for (size_t i = 0; i < n; i++) {
         struct fleet_issuer *is = list[i];
         uint64_t keys_sig = is->next ? fleet_keys_sig(is->next) : is->reload ? fleet_keys_sig(is->cfg) : 0;
+        fleet_upstream_handover(f, is, now, now_ms);
         if (is->next != NULL && fleet_accept(f, is) == 0) {
+            fleet_mirror_sync(f, is);
             fleet_ran(is, keys_sig, now_ms);
             fleet_keys_result(is);
         } else if (is->reload != NULL && fleet_due(f, is, keys_sig, now, now_ms)) {
@@ -513,9 +576,10 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
         changed |= is->reload != NULL && reload_current(is->reload) != is->routed;
     }
     f->force = 0;
-    /* the reloaders report to the process's health; an issuer's keys are
-     * its own (fleet_keys_result) */
+    /* the reloaders report to the process's health; an issuer's keys and
+     * upstream are its own (fleet_keys_result, fleet_status) */
     health_reload_result(METRICS_SOURCE_KEYS, 1, now);
+    health_documents(1);
     if (!changed || (snap = fleet_build(f, now)) == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++)
@@ -587,6 +651,20 @@ static void fleet_gauges(const struct fleet *f)
     atomic_store(&metrics_process.keys_retained, retained);
 }
 
+/* Why is's upstream makes it unready (mirror_ready: never answered,
+ * another issuer, stale), as its status row says: 1, or 0 when ready. */
+static int fleet_upstream_problem(const struct fleet *f, const struct fleet_issuer *is, char *out, size_t len)
+{
+    char why[512];
+    int has_data;
+
+    if (!mirror_pool_problem(f->pool, is->mirror, why, sizeof(why), &has_data))
+        return 0;
+    snprintf(out, len, "its upstream %s: %s", has_data ? "fails (its last good set keeps serving)" : "has not answered",
+             why);
+    return 1;
+}
+
 struct status *fleet_status(const struct fleet *f)
 {
     char what[PATH_MAX + 64];
@@ -624,6 +702,9 @@ struct status *fleet_status(const struct fleet *f)
             snprintf(keys, sizeof(keys), "its keys cannot be read: %s", is->keys_problem);
             row.problem = keys;
         }
+        if (row.problem == NULL && f->pool != NULL && is->mirror != NULL &&
+            fleet_upstream_problem(f, is, keys, sizeof(keys)))
+            row.problem = keys;
         if (snap != NULL) {
             row.issuer = is->cfg->issuers.items[0];
             row.jwks_etag = snap->jwks.etag;
