@@ -777,6 +777,48 @@ static int issuer_state_dir(struct parser *p, const char *name)
     return 0;
 }
 
+/* The per-issuer place of a --publish-to the command line gave every
+ * issuer: URL/SUFFIX, where SUFFIX is the issuer URL's path (a bucket then
+ * holds the fleet as its URLs lay it out, and one host in front of it
+ * serves every issuer), or the file's NAME for an issuer without a path.
+ * A file's own publish-to is taken as it is. */
+static int issuer_publish_to(struct parser *p, const char *name)
+{
+    struct setting *to = parser_named(p, "publish-to"), *iss = parser_named(p, "service-account-issuer");
+    const char *url = iss->values.count ? iss->values.items[0] : "", *host = strstr(url, "://");
+    const char *path = host ? strchr(host + 3, '/') : NULL;
+    struct config_strlist out = {0};
+    size_t plen;
+
+    if (to->values.count == 0 || to->origin == p->config_path)
+        return 0;
+    while (path && *path == '/')
+        path++;
+    plen = path ? strlen(path) : 0;
+    while (plen > 0 && path[plen - 1] == '/')
+        plen--;
+    if (plen == 0)
+        path = name, plen = strlen(name);
+    for (size_t i = 0; i < to->values.count; i++) {
+        const char *base = to->values.items[i];
+        size_t blen = strlen(base);
+        char *joined;
+        while (blen > 0 && base[blen - 1] == '/')
+            blen--;
+        if (asprintf(&joined, "%.*s/%.*s", (int)blen, base, (int)plen, path) < 0)
+            joined = NULL;
+        if (joined == NULL || config_strlist_append(&out, joined, strlen(joined)) < 0) {
+            free(joined);
+            config_strlist_free(&out);
+            return fail(p, "out of memory");
+        }
+        free(joined);
+    }
+    config_strlist_free(&to->values);
+    to->values = out;
+    return 0;
+}
+
 /* Makes a message of a rule between settings (which names flags) name
  * the issuer file too, since the operator has many; returns -1. */
 static int name_the_file(const char *path, char *err, size_t errlen)
@@ -802,6 +844,8 @@ int config_issuer_parse(const struct config *fleet, const char *path, const char
         rc = config_file_read_issuer(path, put_from_issuer, &p, err, errlen);
     if (rc == 0 && parser_named(&p, "service-account-issuer")->origin != path)
         rc = config_file_key_error(err, errlen, path, "service-account-issuer", "is required (the issuer's URL)");
+    if (rc == 0)
+        rc = issuer_publish_to(&p, name);
     if (rc == 0)
         rc = put_defaults(&p);
     if (rc == 0)

@@ -130,12 +130,12 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_DOCUMENTS, .also = "fleet issuers",
      .help = "Serve a fleet: one issuer per NAME.json file in DIR, keyed by the per-issuer flags "
              "(service-account-issuer, service-account-key-file, service-account-jwks-uri, max-age, "
-             "jwks-content-type, key-retention, api-audiences, upstream and its settings; those given here are "
-             "every issuer's defaults), "
+             "jwks-content-type, key-retention, api-audiences, upstream and its settings, publish-to; those given "
+             "here are every issuer's defaults, --publish-to with the issuer URL's path or NAME appended), "
              "answered by the issuer whose URL's host and path prefix the request's; files are followed live "
              "(docs/fleet.md)",
      EXCLUDES({"service-account-issuer", ": each file of --issuers-dir names its issuer"},
-              {"signing-key-dir signing-key-file path-prefix enable-token-review publish-to",
+              {"signing-key-dir signing-key-file path-prefix enable-token-review",
                ": not per issuer yet (docs/fleet.md)"})},
 
     /* Mirroring an API server: a key source of its own (serve only) */
@@ -563,7 +563,7 @@ const struct config_option config_options[] = {
      .help = "Directory to write .well-known/openid-configuration and openid/v1/jwks into, created when missing"},
 
     /* Publishing to object storage (push/) */
-    {.name = "publish-to", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+    {.name = "publish-to", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .check = config_check_bucket_url, .commands = CONFIG_FOR_SERVING, SCALAR(publish_to),
      .group = CONFIG_GROUP_PUBLISH,
      .help = "Also push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX whenever they "

@@ -201,7 +201,7 @@ static void server_reload_pass(struct server *s)
     server_publish(s, snap, tls);
     if (s->fleet != NULL) {
         status_publish(server_status(s));
-        return; /* no signer, no publisher: config/ refuses them with --issuers-dir */
+        return; /* no signer (config/ refuses it with --issuers-dir); each issuer's publisher is the fleet's */
     }
     server_publish_signer(s, reload_signer_changed(s->reload));
     if (snap != NULL)
@@ -351,6 +351,8 @@ static int server_prepare_reload(struct server *s)
     server_rewatch(s);
     if (cfg->issuers_dir != NULL && (s->fleet = fleet_create(cfg, now, now_ms)) == NULL)
         return 2;
+    if (s->fleet != NULL) /* its key files' directories are known once the issuer files are read */
+        server_rewatch(s);
     if ((s->fleet == NULL && ((s->reload = reload_create(cfg, now, now_ms)) == NULL ||
                               reload_signer_start(s->reload, server_wake_cb, s) != 0)) ||
         cert_load(&s->certs[CERT_PUBLIC], now) != 0 || cert_load(&s->certs[CERT_TOKEN_REVIEW], now) != 0)
@@ -365,7 +367,7 @@ static int server_start_publisher(struct server *s)
 {
     char err[1280];
 
-    if (s->cfg->publish_to.count == 0)
+    if (s->cfg->publish_to.count == 0 || s->fleet != NULL) /* a fleet's issuers publish each (fleet.c) */
         return 0;
     if ((s->publisher = push_publisher_start(s->cfg, reload_current(s->reload), err, sizeof(err))) == NULL) {
         log_msg(LOG_ERROR, "%s", err);

@@ -19,6 +19,7 @@
 
 #include "config/file.h"
 #include "publish/routes.h"
+#include "push/publisher.h"
 #include "server/obs/metrics.h"
 #include "server/reload/health.h"
 #include "server/reload/mirror_pool.h"
@@ -28,6 +29,15 @@
 
 #define FLEET_SUFFIX   ".json"
 #define FLEET_NAME_MAX 200
+
+/* Each issuer that publishes to object storage has a publisher thread of
+ * its own (push/publisher.h, reused as it is: its retries, backoff and
+ * drift checks are per target and per snapshot). That is a thread per
+ * publishing issuer, so their number is bounded: a file beyond it is
+ * refused. Most fleets publish through one bucket behind the fleet's host
+ * or serve directly, and a few dozen clusters publishing is far below
+ * this. */
+#define FLEET_PUBLISHERS_MAX 64
 
 /* One file of the directory, served or not. */
 struct fleet_issuer {
@@ -60,6 +70,7 @@ struct fleet_issuer {
      * the next pass of its reloader. */
     struct mirror_entry *mirror;
     int upstream_due;
+    struct push_publisher *publisher; /* with reload, when its config has publish-to */
 };
 
 struct fleet {
@@ -71,6 +82,7 @@ struct fleet {
     unsigned long refusals;   /* logged since start */
     int force;                /* the next pass runs every reloader (SIGHUP) */
     unsigned long generation; /* routing tables published since start */
+    size_t publishers;        /* issuers with a publisher */
     struct mirror_pool *pool; /* reads the issuers' upstreams (fleet_mirror), or NULL */
 };
 
@@ -147,6 +159,7 @@ static void fleet_issuer_free(struct fleet_issuer *is)
 {
     if (is == NULL)
         return;
+    push_publisher_stop(is->publisher);
     reload_free(is->reload);
     reload_free(is->made);
     fleet_config_free(is->cfg);
@@ -423,12 +436,30 @@ static void fleet_make(struct fleet_issuer **list, size_t n, time_t now, int64_t
 static int fleet_accept(struct fleet *f, struct fleet_issuer *is)
 {
     struct reload *r = is->made;
+    struct push_publisher *pub = NULL;
+    char err[1280];
 
     is->made = NULL;
     if (r == NULL) {
         fleet_refuse(f, is, "no key set to publish (the reason is logged above)");
         return -1;
     }
+    if (is->next->publish_to.count > 0 && is->publisher == NULL && f->publishers >= FLEET_PUBLISHERS_MAX) {
+        snprintf(err, sizeof(err), "publish-to: %d issuers publish already, the most one server runs",
+                 FLEET_PUBLISHERS_MAX);
+        reload_free(r);
+        fleet_refuse(f, is, err);
+        return -1;
+    }
+    if (is->next->publish_to.count > 0 &&
+        (pub = push_publisher_start(is->next, reload_current(r), err, sizeof(err))) == NULL) {
+        reload_free(r);
+        fleet_refuse(f, is, err);
+        return -1;
+    }
+    f->publishers += (pub != NULL) - (is->publisher != NULL);
+    push_publisher_stop(is->publisher); /* its config may have named other targets */
+    is->publisher = pub;
     log_msg(LOG_INFO, "issuer %s %s: %s from %s", is->name, is->reload ? "changed" : "added",
             is->next->issuers.items[0], is->path);
     reload_free(is->reload);
@@ -549,6 +580,7 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
         changed |= f->issuers[i]->reload != NULL;
         if (f->pool != NULL)
             mirror_pool_remove(f->pool, f->issuers[i]->mirror);
+        f->publishers -= f->issuers[i]->publisher != NULL;
         fleet_issuer_free(f->issuers[i]);
     }
     free(f->issuers);
@@ -582,8 +614,11 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
     health_documents(1);
     if (!changed || (snap = fleet_build(f, now)) == NULL)
         return NULL;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (list[i]->publisher != NULL && reload_current(list[i]->reload) != list[i]->routed)
+            push_publisher_offer(list[i]->publisher, reload_current(list[i]->reload));
         list[i]->routed = list[i]->reload ? reload_current(list[i]->reload) : NULL;
+    }
     snapshot_release(f->current);
     f->current = snap;
     f->generation++;
