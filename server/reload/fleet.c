@@ -687,16 +687,24 @@ static void fleet_gauges(const struct fleet *f)
 }
 
 /* Why is's upstream makes it unready (mirror_ready: never answered,
- * another issuer, stale), as its status row says: 1, or 0 when ready. */
-static int fleet_upstream_problem(const struct fleet *f, const struct fleet_issuer *is, char *out, size_t len)
+ * another issuer, stale) or its last read failed, as its status row says:
+ * 1, or 0 when all is well. The fleet's upstream gauges follow: the
+ * oldest last good answer of every mirrored issuer (0 while one has never
+ * answered), and how many name another issuer. */
+static int fleet_upstream_problem(const struct fleet *f, const struct fleet_issuer *is, char *out, size_t len,
+                                  long long *oldest, size_t *mismatches)
 {
     char why[512];
-    int has_data;
+    struct mirror_status st;
 
-    if (!mirror_pool_problem(f->pool, is->mirror, why, sizeof(why), &has_data))
+    if (!mirror_pool_problem(f->pool, is->mirror, why, sizeof(why), &st)) {
+        *oldest = *oldest < 0 || (long long)st.last_success < *oldest ? (long long)st.last_success : *oldest;
         return 0;
-    snprintf(out, len, "its upstream %s: %s", has_data ? "fails (its last good set keeps serving)" : "has not answered",
-             why);
+    }
+    *oldest = *oldest < 0 || (long long)st.last_success < *oldest ? (long long)st.last_success : *oldest;
+    *mismatches += st.issuer_mismatch != 0;
+    snprintf(out, len, "its upstream %s: %s",
+             st.has_data ? "fails (its last good set keeps serving)" : "has not answered", why);
     return 1;
 }
 
@@ -728,18 +736,21 @@ struct status *fleet_status(const struct fleet *f)
             st->reload_error = NULL;
             st->failed = 1;
         }
+    long long oldest = -1; /* the oldest last good answer of a mirrored issuer; -1: none mirrors */
+    size_t mismatches = 0;
+
     for (size_t i = 0; i < f->count; i++) {
         const struct fleet_issuer *is = f->issuers[i];
         const struct snapshot *snap = is->reload ? reload_current(is->reload) : NULL;
-        char keys[CONFIG_ERR_MAX + 64];
+        char keys[CONFIG_ERR_MAX + 64], upstream[1024 + 600];
         struct status_issuer row = {.name = is->name, .file = is->path, .problem = is->problem};
         if (row.problem == NULL && is->keys_problem != NULL) {
             snprintf(keys, sizeof(keys), "its keys cannot be read: %s", is->keys_problem);
             row.problem = keys;
         }
-        if (row.problem == NULL && f->pool != NULL && is->mirror != NULL &&
-            fleet_upstream_problem(f, is, keys, sizeof(keys)))
-            row.problem = keys;
+        if (f->pool != NULL && is->mirror != NULL &&
+            fleet_upstream_problem(f, is, upstream, sizeof(upstream), &oldest, &mismatches) && row.problem == NULL)
+            row.problem = upstream;
         if (snap != NULL) {
             row.issuer = is->cfg->issuers.items[0];
             row.jwks_etag = snap->jwks.etag;
@@ -747,6 +758,10 @@ struct status *fleet_status(const struct fleet *f)
             row.published_at = snap->loaded_at;
         }
         status_add_issuer(st, &row);
+    }
+    if (oldest >= 0) {
+        atomic_store(&metrics_process.upstream_last_success, oldest);
+        atomic_store(&metrics_process.upstream_issuer_mismatch, (int)mismatches);
     }
     return st;
 }

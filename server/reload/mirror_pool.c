@@ -335,19 +335,18 @@ struct keyset *mirror_pool_last(struct mirror_pool *p, const struct mirror_entry
     return copy;
 }
 
-int mirror_pool_problem(struct mirror_pool *p, const struct mirror_entry *e, char *why, size_t len, int *has_data)
+int mirror_pool_problem(struct mirror_pool *p, const struct mirror_entry *e, char *why, size_t len,
+                        struct mirror_status *st)
 {
-    struct mirror_status s;
     int ready;
 
     pthread_mutex_lock(&p->mu);
-    mirror_status_of(&e->mirror, e->url, e->message, &s);
+    mirror_status_of(&e->mirror, e->url, e->message, st);
     pthread_mutex_unlock(&p->mu);
-    ready = mirror_ready(&s, time(NULL), why, len);
-    *has_data = s.has_data;
-    if (ready && s.last_failed) /* within --upstream-max-staleness, but the issuer's operator wants to know now */
-        snprintf(why, len, "%s (%s)", s.last_error, s.last_result);
-    return !ready || s.last_failed;
+    ready = mirror_ready(st, time(NULL), why, len);
+    if (ready && st->last_failed) /* within --upstream-max-staleness, but the issuer's operator wants to know now */
+        snprintf(why, len, "%s (%s)", st->last_error, st->last_result);
+    return !ready || st->last_failed;
 }
 
 void mirror_pool_hurry(struct mirror_pool *p)

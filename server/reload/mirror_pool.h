@@ -35,6 +35,7 @@
 
 #include "config/config.h"
 #include "keys/keyset.h"
+#include "server/reload/mirror.h"
 
 #define MIRROR_POOL_THREADS 4
 
@@ -66,9 +67,10 @@ struct keyset *mirror_pool_take(struct mirror_pool *p, struct mirror_entry *e);
 struct keyset *mirror_pool_last(struct mirror_pool *p, const struct mirror_entry *e, const struct config *cfg);
 
 /* 0 when e is ready (mirror_ready: read, the right issuer, not stale)
- * and its last read did not fail, else 1 with the reason in why; whether
- * its documents are served at all in *has_data. */
-int mirror_pool_problem(struct mirror_pool *p, const struct mirror_entry *e, char *why, size_t len, int *has_data);
+ * and its last read did not fail, else 1 with the reason in why; e's
+ * status (mirror.h) in *st either way. */
+int mirror_pool_problem(struct mirror_pool *p, const struct mirror_entry *e, char *why, size_t len,
+                        struct mirror_status *st);
 
 /* A re-read of every entry was asked for (SIGHUP). */
 void mirror_pool_hurry(struct mirror_pool *p);

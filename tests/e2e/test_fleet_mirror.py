@@ -24,6 +24,7 @@ import tempfile
 import unittest
 
 import oidc_harness as H
+H.ensure_system_modules("prometheus_client")
 from apiserver_standin import StandInAPIServer
 
 NAMES = ("a", "b", "c")
@@ -129,6 +130,11 @@ class FleetMirror(unittest.TestCase):
         self.assertEqual(st, 200, body)
         for name in NAMES:
             self.assertIn("%s ok %s" % (name, issuer_of(name)), body)
+        # the process's upstream metrics sum the issuers' reads; the last
+        # success is the oldest of the issuers'
+        samples = H.scrape_metrics(self.server.admin_port)
+        self.assertGreaterEqual(H.metric(samples, "oidc_upstream_fetches_total", result="ok"), len(NAMES))
+        self.assertGreater(H.metric(samples, "oidc_upstream_last_success_timestamp_seconds"), 0)
 
     def test_b_one_rotates_the_others_keep_their_etags(self):
         before = self.etags()
@@ -174,6 +180,9 @@ class FleetMirror(unittest.TestCase):
             self.assertEqual(H.wait_for_log(self.server, r"issuer x\d\d: .*is not --service-account-issuer", 50, FOLLOW), 50,
                              self.server.stderr()[-3000:])
             self.assertEqual(threads_of(pid), before)
+            self.assertTrue(H.wait_until(lambda: H.metric(H.scrape_metrics(self.server.admin_port),
+                                                          "oidc_upstream_issuer_mismatch") == 50, FOLLOW),
+                            "the issuers whose upstream names another issuer are counted")
         finally:
             for i in range(50):
                 os.unlink(os.path.join(self.dir, "x%02d.json" % i))
