@@ -12,7 +12,9 @@ c. one upstream failing (answering 500: a port closed under a kept-alive
    reported for that issuer alone (/readyz?verbose stays 200, names it);
    the others keep serving; it recovers when the upstream answers again;
 d. the process's thread count (/proc/PID/status Threads) does not grow
-   when 50 more mirrored issuers are added.
+   when 50 more mirrored issuers are added;
+e. a file changed but not in its upstream settings goes on serving its
+   upstream's set without a gap.
 
 One fleet server and three stand-ins are shared by the cases.
 """
@@ -189,6 +191,24 @@ class FleetMirror(unittest.TestCase):
         self.assertEqual(H.wait_for_log(self.server, r"issuer x\d\d removed", 50, FOLLOW), 50)
         self.assertEqual(threads_of(pid), before)
         self.assertEqual(self.get("a", H.JWKS)[2], self.apis["a"].document(H.JWKS))
+
+    def test_e_a_changed_file_keeps_its_mirrored_set(self):
+        """A file changed in what it serves but not in its upstream
+        settings: its new reloader starts from the last good set (no 503
+        until the next read), and the upstream's bytes stay."""
+        body = self.apis["a"].document(H.JWKS)
+        H.atomic_write(os.path.join(self.dir, "a.json"), json.dumps({
+            "service-account-issuer": issuer_of("a"), "upstream": self.apis["a"].url,
+            "upstream-ca-file": self.apis["a"].ca_file, "jwks-content-type": "application/json"}).encode())
+        seen = []
+
+        def changed():
+            st, h, got = self.get("a", H.JWKS)
+            seen.append((st, got == body))
+            return st == 200 and H.one(h, "content-type") == "application/json"
+        self.assertTrue(H.wait_until(changed, FOLLOW), self.server.stderr()[-3000:])
+        self.assertEqual([x for x in seen if x != (200, True)], [], "every answer was the upstream's set")
+        self.assertEqual(self.get("a", H.JWKS)[2], body)
 
 
 if __name__ == "__main__":
