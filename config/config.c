@@ -587,12 +587,24 @@ static int check_excludes(struct parser *p, const struct config_option *o)
     return 0;
 }
 
+/* Whether the needs of per-issuer row o are not this parse's to check: a
+ * fleet's command line gives every issuer's defaults, whose needs each
+ * file that sets the row meets (an --upstream-token-file default needs
+ * an upstream only in the files that mirror). */
+static int needs_elsewhere(struct parser *p, const struct config_option *o)
+{
+    if (!(o->flags & CONFIG_ISSUER) || p->fleet == 0)
+        return 0;
+    return p->fleet == 1 || parser_setting_of(p, o)->origin != p->config_path;
+}
+
 /* The rules the rows say: each flag given has what it needs and nothing
  * it excludes, in the rows' order, every need before any exclusion. */
 static int check_relations(struct parser *p)
 {
     for (size_t i = 0; i < config_option_count; i++)
-        if (in_force(p, &config_options[i]) && check_needs(p, &config_options[i]) < 0)
+        if (in_force(p, &config_options[i]) && !needs_elsewhere(p, &config_options[i]) &&
+            check_needs(p, &config_options[i]) < 0)
             return -1;
     for (size_t i = 0; i < config_option_count; i++)
         if (in_force(p, &config_options[i]) && check_excludes(p, &config_options[i]) < 0)
@@ -708,6 +720,7 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
         rc = merge_sources(&p);
     if (rc == 0 && checked)
         rc = save_sources(&p);
+    p.fleet = p.cfg.sources != NULL;
     if (rc == 0)
         rc = put_defaults(&p);
     if (rc == 0 && checked)
@@ -764,6 +777,48 @@ static int issuer_state_dir(struct parser *p, const char *name)
     return 0;
 }
 
+/* The per-issuer place of a --publish-to the command line gave every
+ * issuer: URL/SUFFIX, where SUFFIX is the issuer URL's path (a bucket then
+ * holds the fleet as its URLs lay it out, and one host in front of it
+ * serves every issuer), or the file's NAME for an issuer without a path.
+ * A file's own publish-to is taken as it is. */
+static int issuer_publish_to(struct parser *p, const char *name)
+{
+    struct setting *to = parser_named(p, "publish-to"), *iss = parser_named(p, "service-account-issuer");
+    const char *url = iss->values.count ? iss->values.items[0] : "", *host = strstr(url, "://");
+    const char *path = host ? strchr(host + 3, '/') : NULL;
+    struct config_strlist out = {0};
+    size_t plen;
+
+    if (to->values.count == 0 || to->origin == p->config_path)
+        return 0;
+    while (path && *path == '/')
+        path++;
+    plen = path ? strlen(path) : 0;
+    while (plen > 0 && path[plen - 1] == '/')
+        plen--;
+    if (plen == 0)
+        path = name, plen = strlen(name);
+    for (size_t i = 0; i < to->values.count; i++) {
+        const char *base = to->values.items[i];
+        size_t blen = strlen(base);
+        char *joined;
+        while (blen > 0 && base[blen - 1] == '/')
+            blen--;
+        if (asprintf(&joined, "%.*s/%.*s", (int)blen, base, (int)plen, path) < 0)
+            joined = NULL;
+        if (joined == NULL || config_strlist_append(&out, joined, strlen(joined)) < 0) {
+            free(joined);
+            config_strlist_free(&out);
+            return fail(p, "out of memory");
+        }
+        free(joined);
+    }
+    config_strlist_free(&to->values);
+    to->values = out;
+    return 0;
+}
+
 /* Makes a message of a rule between settings (which names flags) name
  * the issuer file too, since the operator has many; returns -1. */
 static int name_the_file(const char *path, char *err, size_t errlen)
@@ -783,11 +838,14 @@ int config_issuer_parse(const struct config *fleet, const char *path, const char
     struct parser p = {.err = err, .errlen = errlen, .config_path = path};
     int rc = fleet->sources ? start_from(&p, fleet->sources) : fail(&p, "no --issuers-dir");
 
+    p.fleet = 2;
     memset(out, 0, sizeof *out);
     if (rc == 0)
         rc = config_file_read_issuer(path, put_from_issuer, &p, err, errlen);
     if (rc == 0 && parser_named(&p, "service-account-issuer")->origin != path)
         rc = config_file_key_error(err, errlen, path, "service-account-issuer", "is required (the issuer's URL)");
+    if (rc == 0)
+        rc = issuer_publish_to(&p, name);
     if (rc == 0)
         rc = put_defaults(&p);
     if (rc == 0)

@@ -130,41 +130,42 @@ const struct config_option config_options[] = {
      .group = CONFIG_GROUP_DOCUMENTS, .also = "fleet issuers",
      .help = "Serve a fleet: one issuer per NAME.json file in DIR, keyed by the per-issuer flags "
              "(service-account-issuer, service-account-key-file, service-account-jwks-uri, max-age, "
-             "jwks-content-type, key-retention, api-audiences; those given here are every issuer's defaults), "
+             "jwks-content-type, key-retention, api-audiences, upstream and its settings, publish-to; those given "
+             "here are every issuer's defaults, --publish-to with the issuer URL's path or NAME appended), "
              "answered by the issuer whose URL's host and path prefix the request's; files are followed live "
              "(docs/fleet.md)",
      EXCLUDES({"service-account-issuer", ": each file of --issuers-dir names its issuer"},
-              {"signing-key-dir signing-key-file upstream path-prefix enable-token-review publish-to",
+              {"signing-key-dir signing-key-file path-prefix enable-token-review",
                ": not per issuer yet (docs/fleet.md)"})},
 
     /* Mirroring an API server: a key source of its own (serve only) */
-    {.name = "upstream", .arg = "URL|in-cluster", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+    {.name = "upstream", .arg = "URL|in-cluster", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .check = config_check_upstream, .commands = FOR_SERVE, SCALAR(upstream), .group = CONFIG_GROUP_DOCUMENTS,
      .also = "apiserver api-server kube-apiserver mirror",
      .help = "Publish the keys of this API server, read from its https base URL (in-cluster: the pod's own), never "
              "from the jwks_uri it advertises; with --service-account-key-file, the union"},
-    {.name = "upstream-ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+    {.name = "upstream-ca-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .commands = FOR_SERVE, .def_text = "the system's; in-cluster: the pod's ca.crt", SCALAR(upstream_ca_file),
      .group = CONFIG_GROUP_DOCUMENTS,
      .help = "CA certificates that --upstream's certificate must chain to",
      NEEDS_UPSTREAM},
-    {.name = "upstream-token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
+    {.name = "upstream-token-file", .arg = "PATH", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .commands = FOR_SERVE, .def_text = "none; in-cluster: the pod's token", SCALAR(upstream_token_file),
      .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Bearer token for --upstream, read again before every request (projected tokens rotate)",
      NEEDS_UPSTREAM},
-    {.name = "upstream-refresh-interval", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+    {.name = "upstream-refresh-interval", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .min = 1, .max = CONFIG_DAY, .commands = FOR_SERVE, .def = "60s", .def_with = "upstream",
      SCALAR(upstream_refresh_interval), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "How often to read --upstream, never less often than its Cache-Control max-age asks; failures are "
              "retried sooner, backing off",
      NEEDS_UPSTREAM},
-    {.name = "upstream-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY, .min = 1,
+    {.name = "upstream-timeout", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER, .min = 1,
      .max = 5 * CONFIG_MINUTE, .commands = FOR_SERVE, .def = "10s", .def_with = "upstream",
      SCALAR(upstream_timeout), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "Time limit of each request to --upstream, connecting included",
      NEEDS_UPSTREAM},
-    {.name = "upstream-max-staleness", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY,
+    {.name = "upstream-max-staleness", .arg = "DURATION", .kind = CONFIG_KIND_DURATION, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .min = 1, .max = 365 * CONFIG_DAY, .commands = FOR_SERVE, .def_of = "upstream-refresh-interval", .def_times = 10,
      .def_with = "upstream", SCALAR(upstream_max_staleness), .group = CONFIG_GROUP_DOCUMENTS,
      .help = "/readyz answers 503 once the last good answer of --upstream is older than this (the documents "
@@ -562,7 +563,7 @@ const struct config_option config_options[] = {
      .help = "Directory to write .well-known/openid-configuration and openid/v1/jwks into, created when missing"},
 
     /* Publishing to object storage (push/) */
-    {.name = "publish-to", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY,
+    {.name = "publish-to", .arg = "URL", .kind = CONFIG_KIND_LIST, .flags = CONFIG_FILE_KEY | CONFIG_ISSUER,
      .check = config_check_bucket_url, .commands = CONFIG_FOR_SERVING, SCALAR(publish_to),
      .group = CONFIG_GROUP_PUBLISH,
      .help = "Also push both documents to s3://BUCKET/PREFIX or azblob://ACCOUNT/CONTAINER/PREFIX whenever they "

@@ -37,6 +37,7 @@ struct parser {
     const char *config_path;
     int named;      /* the command was named in argv[1] */
     int allow_http; /* --allow-insecure-issuer, once the sources are merged */
+    int fleet;      /* 1: serve --issuers-dir's own flags; 2: one of its issuer files (config_path) */
     char *err;
     size_t errlen;
 };

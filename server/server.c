@@ -20,6 +20,7 @@
 #include "server/http/site.h"
 #include "server/conn/listener.h"
 #include "server/reload/bound_lookup.h"
+#include "server/reload/mirror_pool.h"
 #include "server/reload/mirror_thread.h"
 #include "server/obs/accesslog.h"
 #include "server/obs/status.h"
@@ -90,11 +91,13 @@ struct server {
     struct cert certs[CERT_NKINDS];
     struct watch *watch;
     struct mirror_thread *mirror; /* reads --upstream, or NULL */
+    struct mirror_pool *pool;     /* reads a fleet's upstreams, or NULL */
     struct bound_lookup *bound;   /* --token-review-check-bound-objects, or NULL */
     struct schedule schedule;
     int warned_no_inotify;
     int wake_fd;                /* eventfd: SIGHUP and the stop wake the reload thread */
     atomic_int hup;             /* a re-read was asked for */
+    atomic_int pool_woke;       /* the fleet's mirror pool read something new */
     atomic_int stop;            /* the reload thread must end, and nothing more reaches the workers */
     pthread_mutex_t publish_mu; /* held around server_publish, and around setting stop */
     pthread_t thread;
@@ -202,7 +205,7 @@ static void server_reload_pass(struct server *s)
     server_publish(s, snap, tls);
     if (s->fleet != NULL) {
         status_publish(server_status(s));
-        return; /* no signer, no publisher: config/ refuses them with --issuers-dir */
+        return; /* no signer (config/ refuses it with --issuers-dir); each issuer's publisher is the fleet's */
     }
     server_publish_signer(s, reload_signer_changed(s->reload));
     if (snap != NULL)
@@ -240,9 +243,13 @@ static void server_take_wakeups(struct server *s, int watch_ready)
         schedule_requested(&s->schedule, clock_now_ms());
         if (s->fleet != NULL)
             fleet_force(s->fleet);
+        if (s->fleet != NULL)
+            fleet_mirror_hurry(s->fleet);
         if (s->mirror != NULL)
             mirror_thread_hurry(s->mirror);
     }
+    if (s->pool != NULL && atomic_exchange(&s->pool_woke, 0))
+        schedule_requested(&s->schedule, clock_now_ms()); /* a fleet pass takes what the pool read */
     if (s->mirror != NULL && (upstream = mirror_thread_take(s->mirror)) != NULL) {
         reload_upstream(s->reload, upstream);
         schedule_requested(&s->schedule, clock_now_ms());
@@ -295,6 +302,16 @@ static void server_wake_cb(void *s)
     server_wake(s);
 }
 
+/* The wake callback of the fleet's mirror pool: a set or a change of an
+ * upstream's health waits for a fleet pass. */
+static void server_pool_wake_cb(void *arg)
+{
+    struct server *s = arg;
+
+    atomic_store(&s->pool_woke, 1);
+    server_wake(s);
+}
+
 /* Stops the reload thread: once this returns, nothing more reaches the
  * workers. Waits up to timeout_ms for the thread to end; returns 0, or -1
  * when it did not (stuck in a read): it is then abandoned. */
@@ -338,6 +355,8 @@ static int server_prepare_reload(struct server *s)
     server_rewatch(s);
     if (cfg->issuers_dir != NULL && (s->fleet = fleet_create(cfg, now, now_ms)) == NULL)
         return 2;
+    if (s->fleet != NULL) /* its key files' directories are known once the issuer files are read */
+        server_rewatch(s);
     if ((s->fleet == NULL && ((s->reload = reload_create(cfg, now, now_ms)) == NULL ||
                               reload_signer_start(s->reload, server_wake_cb, s) != 0)) ||
         cert_load(&s->certs[CERT_PUBLIC], now) != 0 || cert_load(&s->certs[CERT_TOKEN_REVIEW], now) != 0)
@@ -352,7 +371,7 @@ static int server_start_publisher(struct server *s)
 {
     char err[1280];
 
-    if (s->cfg->publish_to.count == 0)
+    if (s->cfg->publish_to.count == 0 || s->fleet != NULL) /* a fleet's issuers publish each (fleet.c) */
         return 0;
     if ((s->publisher = push_publisher_start(s->cfg, reload_current(s->reload), err, sizeof(err))) == NULL) {
         log_msg(LOG_ERROR, "%s", err);
@@ -618,8 +637,14 @@ static int server_start(struct server *s, sigset_t *signals)
     if (server_start_bound(s) != 0 || server_add_sites(s) != 0 || server_open_sites(s) != 0 ||
         server_start_workers(s) != 0)
         return 1;
-    if (s->cfg->upstream != NULL && (s->mirror = mirror_thread_start(s->cfg, server_wake_cb, s)) == NULL)
+    if (s->fleet == NULL && s->cfg->upstream != NULL &&
+        (s->mirror = mirror_thread_start(s->cfg, server_wake_cb, s)) == NULL)
         return 1;
+    if (s->fleet != NULL) { /* even with no upstream yet: a file may name one later */
+        if ((s->pool = mirror_pool_start(server_pool_wake_cb, s)) == NULL)
+            return 1;
+        fleet_mirror(s->fleet, s->pool);
+    }
     status_publish(server_status(s));
     for (int k = 0; k < CERT_NKINDS; k++)
         tls[k] = s->certs[k].ctx;
@@ -694,6 +719,8 @@ int server_run(const struct config *cfg)
     /* A read of the --upstream that does not end in time is harmless to
      * leave behind, but it still uses s and cfg: exit without freeing. */
     if (s->mirror != NULL && mirror_thread_stop(s->mirror, SERVER_RELOAD_STOP_MS) != 0)
+        s->thread_abandoned = 1;
+    if (s->pool != NULL && mirror_pool_stop(s->pool, SERVER_RELOAD_STOP_MS) != 0)
         s->thread_abandoned = 1;
     bound_lookup_stop(s->bound); /* the waiting reviews answered while their loops run */
     server_stop_workers(s);

@@ -19,14 +19,25 @@
 
 #include "config/file.h"
 #include "publish/routes.h"
+#include "push/publisher.h"
 #include "server/obs/metrics.h"
 #include "server/reload/health.h"
+#include "server/reload/mirror_pool.h"
 #include "server/reload/reload.h"
 #include "util/file.h"
 #include "util/log.h"
 
 #define FLEET_SUFFIX   ".json"
 #define FLEET_NAME_MAX 200
+
+/* Each issuer that publishes to object storage has a publisher thread of
+ * its own (push/publisher.h, reused as it is: its retries, backoff and
+ * drift checks are per target and per snapshot). That is a thread per
+ * publishing issuer, so their number is bounded: a file beyond it is
+ * refused. Most fleets publish through one bucket behind the fleet's host
+ * or serve directly, and a few dozen clusters publishing is far below
+ * this. */
+#define FLEET_PUBLISHERS_MAX 64
 
 /* One file of the directory, served or not. */
 struct fleet_issuer {
@@ -54,6 +65,12 @@ struct fleet_issuer {
     char *next_key;
     struct reload *made; /* next's reloader (fleet_make), or NULL: its keys cannot be read */
     int removed;
+    /* Its upstream's entry in the fleet's mirror pool (with reload, when
+     * its config has an upstream), and whether a new set of it waits for
+     * the next pass of its reloader. */
+    struct mirror_entry *mirror;
+    int upstream_due;
+    struct push_publisher *publisher; /* with reload, when its config has publish-to */
 };
 
 struct fleet {
@@ -65,6 +82,8 @@ struct fleet {
     unsigned long refusals;   /* logged since start */
     int force;                /* the next pass runs every reloader (SIGHUP) */
     unsigned long generation; /* routing tables published since start */
+    size_t publishers;        /* issuers with a publisher */
+    struct mirror_pool *pool; /* reads the issuers' upstreams (fleet_mirror), or NULL */
 };
 
 /* FNV-1a over what stat says of path (0 stands for a directory: its
@@ -109,7 +128,7 @@ static int fleet_due(const struct fleet *f, const struct fleet_issuer *is, uint6
     int64_t confirm_at;
     time_t wall_at;
 
-    if (f->force || keys_sig == 0 || keys_sig != is->keys_sig || now_ms >= is->due_ms)
+    if (f->force || is->upstream_due || keys_sig == 0 || keys_sig != is->keys_sig || now_ms >= is->due_ms)
         return 1;
     reload_deadlines(is->reload, &confirm_at, &wall_at);
     return (confirm_at != 0 && confirm_at <= now_ms) || (wall_at != 0 && wall_at <= now);
@@ -119,6 +138,7 @@ static int fleet_due(const struct fleet *f, const struct fleet_issuer *is, uint6
 static void fleet_ran(struct fleet_issuer *is, uint64_t keys_sig, int64_t now_ms)
 {
     is->keys_sig = keys_sig;
+    is->upstream_due = 0;
     is->due_ms = now_ms + (int64_t)is->cfg->key_reload_interval * 1000;
 }
 
@@ -139,6 +159,7 @@ static void fleet_issuer_free(struct fleet_issuer *is)
 {
     if (is == NULL)
         return;
+    push_publisher_stop(is->publisher);
     reload_free(is->reload);
     reload_free(is->made);
     fleet_config_free(is->cfg);
@@ -415,12 +436,30 @@ static void fleet_make(struct fleet_issuer **list, size_t n, time_t now, int64_t
 static int fleet_accept(struct fleet *f, struct fleet_issuer *is)
 {
     struct reload *r = is->made;
+    struct push_publisher *pub = NULL;
+    char err[1280];
 
     is->made = NULL;
     if (r == NULL) {
         fleet_refuse(f, is, "no key set to publish (the reason is logged above)");
         return -1;
     }
+    if (is->next->publish_to.count > 0 && is->publisher == NULL && f->publishers >= FLEET_PUBLISHERS_MAX) {
+        snprintf(err, sizeof(err), "publish-to: %d issuers publish already, the most one server runs",
+                 FLEET_PUBLISHERS_MAX);
+        reload_free(r);
+        fleet_refuse(f, is, err);
+        return -1;
+    }
+    if (is->next->publish_to.count > 0 &&
+        (pub = push_publisher_start(is->next, reload_current(r), err, sizeof(err))) == NULL) {
+        reload_free(r);
+        fleet_refuse(f, is, err);
+        return -1;
+    }
+    f->publishers += (pub != NULL) - (is->publisher != NULL);
+    push_publisher_stop(is->publisher); /* its config may have named other targets */
+    is->publisher = pub;
     log_msg(LOG_INFO, "issuer %s %s: %s from %s", is->name, is->reload ? "changed" : "added",
             is->next->issuers.items[0], is->path);
     reload_free(is->reload);
@@ -452,6 +491,57 @@ static void fleet_keys_result(struct fleet_issuer *is)
         log_msg(LOG_INFO, "issuer %s (%s): its keys are read again", is->name, is->path);
     free(is->keys_problem);
     is->keys_problem = err != NULL ? strdup(err) : NULL;
+}
+
+/* With a mirror pool: a changed file's new reloader starts from the last
+ * good set of its upstream when the upstream settings did not change (no
+ * 503 until the next read), and a served issuer gets the set its upstream
+ * read since the last pass (its reloader then runs). */
+static void fleet_upstream_handover(struct fleet *f, struct fleet_issuer *is, time_t now, int64_t now_ms)
+{
+    struct keyset *ks;
+
+    if (f->pool == NULL || is->mirror == NULL)
+        return;
+    if (is->made != NULL && is->next != NULL && is->next->upstream != NULL &&
+        (ks = mirror_pool_last(f->pool, is->mirror, is->next)) != NULL) {
+        reload_upstream(is->made, ks);
+        log_thread_prefix(is->log_prefix);
+        reload_pass(is->made, now, now_ms);
+        log_thread_prefix(NULL);
+    }
+    if (is->reload != NULL && (ks = mirror_pool_take(f->pool, is->mirror)) != NULL) {
+        reload_upstream(is->reload, ks);
+        is->upstream_due = 1;
+    }
+}
+
+/* Mirrors the upstream of is's config as it serves now, or stops
+ * mirroring it when the config has none. */
+static void fleet_mirror_sync(struct fleet *f, struct fleet_issuer *is)
+{
+    if (f->pool == NULL)
+        return;
+    if (is->cfg->upstream != NULL) {
+        is->mirror = mirror_pool_set(f->pool, is->mirror, is->log_prefix, is->cfg);
+        return;
+    }
+    mirror_pool_remove(f->pool, is->mirror);
+    is->mirror = NULL;
+}
+
+void fleet_mirror(struct fleet *f, struct mirror_pool *pool)
+{
+    f->pool = pool;
+    for (size_t i = 0; i < f->count; i++)
+        if (f->issuers[i]->reload != NULL)
+            fleet_mirror_sync(f, f->issuers[i]);
+}
+
+void fleet_mirror_hurry(struct fleet *f)
+{
+    if (f->pool != NULL)
+        mirror_pool_hurry(f->pool);
 }
 
 /* A routing snapshot of every served issuer's current snapshot. */
@@ -488,6 +578,9 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
             continue;
         log_msg(LOG_INFO, "issuer %s removed: %s is gone", f->issuers[i]->name, f->issuers[i]->path);
         changed |= f->issuers[i]->reload != NULL;
+        if (f->pool != NULL)
+            mirror_pool_remove(f->pool, f->issuers[i]->mirror);
+        f->publishers -= f->issuers[i]->publisher != NULL;
         fleet_issuer_free(f->issuers[i]);
     }
     free(f->issuers);
@@ -500,7 +593,9 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
     for (size_t i = 0; i < n; i++) {
         struct fleet_issuer *is = list[i];
         uint64_t keys_sig = is->next ? fleet_keys_sig(is->next) : is->reload ? fleet_keys_sig(is->cfg) : 0;
+        fleet_upstream_handover(f, is, now, now_ms);
         if (is->next != NULL && fleet_accept(f, is) == 0) {
+            fleet_mirror_sync(f, is);
             fleet_ran(is, keys_sig, now_ms);
             fleet_keys_result(is);
         } else if (is->reload != NULL && fleet_due(f, is, keys_sig, now, now_ms)) {
@@ -513,13 +608,17 @@ struct snapshot *fleet_pass(struct fleet *f, time_t now, int64_t now_ms)
         changed |= is->reload != NULL && reload_current(is->reload) != is->routed;
     }
     f->force = 0;
-    /* the reloaders report to the process's health; an issuer's keys are
-     * its own (fleet_keys_result) */
+    /* the reloaders report to the process's health; an issuer's keys and
+     * upstream are its own (fleet_keys_result, fleet_status) */
     health_reload_result(METRICS_SOURCE_KEYS, 1, now);
+    health_documents(1);
     if (!changed || (snap = fleet_build(f, now)) == NULL)
         return NULL;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (list[i]->publisher != NULL && reload_current(list[i]->reload) != list[i]->routed)
+            push_publisher_offer(list[i]->publisher, reload_current(list[i]->reload));
         list[i]->routed = list[i]->reload ? reload_current(list[i]->reload) : NULL;
+    }
     snapshot_release(f->current);
     f->current = snap;
     f->generation++;
@@ -587,6 +686,28 @@ static void fleet_gauges(const struct fleet *f)
     atomic_store(&metrics_process.keys_retained, retained);
 }
 
+/* Why is's upstream makes it unready (mirror_ready: never answered,
+ * another issuer, stale) or its last read failed, as its status row says:
+ * 1, or 0 when all is well. The fleet's upstream gauges follow: the
+ * oldest last good answer of every mirrored issuer (0 while one has never
+ * answered), and how many name another issuer. */
+static int fleet_upstream_problem(const struct fleet *f, const struct fleet_issuer *is, char *out, size_t len,
+                                  long long *oldest, size_t *mismatches)
+{
+    char why[512];
+    struct mirror_status st;
+
+    if (!mirror_pool_problem(f->pool, is->mirror, why, sizeof(why), &st)) {
+        *oldest = *oldest < 0 || (long long)st.last_success < *oldest ? (long long)st.last_success : *oldest;
+        return 0;
+    }
+    *oldest = *oldest < 0 || (long long)st.last_success < *oldest ? (long long)st.last_success : *oldest;
+    *mismatches += st.issuer_mismatch != 0;
+    snprintf(out, len, "its upstream %s: %s",
+             st.has_data ? "fails (its last good set keeps serving)" : "has not answered", why);
+    return 1;
+}
+
 struct status *fleet_status(const struct fleet *f)
 {
     char what[PATH_MAX + 64];
@@ -615,15 +736,21 @@ struct status *fleet_status(const struct fleet *f)
             st->reload_error = NULL;
             st->failed = 1;
         }
+    long long oldest = -1; /* the oldest last good answer of a mirrored issuer; -1: none mirrors */
+    size_t mismatches = 0;
+
     for (size_t i = 0; i < f->count; i++) {
         const struct fleet_issuer *is = f->issuers[i];
         const struct snapshot *snap = is->reload ? reload_current(is->reload) : NULL;
-        char keys[CONFIG_ERR_MAX + 64];
+        char keys[CONFIG_ERR_MAX + 64], upstream[1024 + 600];
         struct status_issuer row = {.name = is->name, .file = is->path, .problem = is->problem};
         if (row.problem == NULL && is->keys_problem != NULL) {
             snprintf(keys, sizeof(keys), "its keys cannot be read: %s", is->keys_problem);
             row.problem = keys;
         }
+        if (f->pool != NULL && is->mirror != NULL &&
+            fleet_upstream_problem(f, is, upstream, sizeof(upstream), &oldest, &mismatches) && row.problem == NULL)
+            row.problem = upstream;
         if (snap != NULL) {
             row.issuer = is->cfg->issuers.items[0];
             row.jwks_etag = snap->jwks.etag;
@@ -631,6 +758,10 @@ struct status *fleet_status(const struct fleet *f)
             row.published_at = snap->loaded_at;
         }
         status_add_issuer(st, &row);
+    }
+    if (oldest >= 0) {
+        atomic_store(&metrics_process.upstream_last_success, oldest);
+        atomic_store(&metrics_process.upstream_issuer_mismatch, (int)mismatches);
     }
     return st;
 }

@@ -69,6 +69,17 @@ struct status *fleet_status(const struct fleet *f);
  * many, or 0 with *dirs NULL when out of memory. */
 size_t fleet_watch_dirs(const struct fleet *f, char ***dirs);
 
+struct mirror_pool;
+
+/* From now on, the issuers whose config has an upstream are mirrored by
+ * pool (mirror_pool.h; the caller's, stopped after the last pass): their
+ * reloaders get its sets at the next pass after each read, and their
+ * status rows its failures. */
+void fleet_mirror(struct fleet *f, struct mirror_pool *pool);
+
+/* Every upstream is read again now (SIGHUP). */
+void fleet_mirror_hurry(struct fleet *f);
+
 /* At exit: every issuer's reload_save_at_exit. */
 void fleet_save_at_exit(struct fleet *f, time_t now, int64_t now_ms);
 

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
+#include "util/log.h"
+
 void mirror_init(struct mirror *m, unsigned long refresh_seconds, unsigned long max_staleness_seconds, uint64_t seed,
                  int64_t now_ms)
 {
@@ -208,4 +211,28 @@ int mirror_status_get(struct mirror_status *s)
     *s = mirror_status_now;
     pthread_mutex_unlock(&mirror_status_mu);
     return s->enabled;
+}
+
+/* Logs what the read that just ended changed (mirror_done's bits), once
+ * per change: a mirror that keeps failing the same way says it once. */
+void mirror_log(const struct mirror *m, const char *url, const struct upstream_read *read, unsigned bits)
+{
+    double retry = (double)(mirror_next(m) - clock_now_ms()) / 1000;
+
+    if (bits & MIRROR_LOG_ISSUER)
+        log_msg(LOG_ERROR, "%s", read->message);
+    else if (bits & MIRROR_LOG_FAILED)
+        log_msg(LOG_WARN, "reading --upstream failed (%s): %s; %s; retrying in %.1fs (then backing off)",
+                upstream_result_name(read->result), read->message,
+                m->has_data ? "the last good key set stays published" : "both documents answer 503 until it answers",
+                retry > 0 ? retry : 0);
+    if (bits & MIRROR_LOG_ISSUER_OK)
+        log_msg(LOG_INFO, "--upstream %s names --service-account-issuer again", url);
+    if (bits & MIRROR_LOG_RECOVERED)
+        log_msg(LOG_INFO, "--upstream %s answers again", url);
+    if (bits & MIRROR_LOG_FIRST)
+        log_msg(LOG_INFO, "--upstream %s answered with %zu key(s): publishing", url,
+                read->keys ? read->keys->count : 0);
+    else if (read->keys != NULL)
+        log_msg(LOG_INFO, "--upstream %s changed its keys (%zu now)", url, read->keys->count);
 }

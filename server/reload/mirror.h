@@ -86,6 +86,10 @@ unsigned mirror_done(struct mirror *m, const struct upstream_read *read, int64_t
 
 void mirror_clear(struct mirror *m);
 
+/* Logs what a read that just ended at url changed (mirror_done's bits):
+ * the one-issuer mirror thread and the fleet's pool say the same. */
+void mirror_log(const struct mirror *m, const char *url, const struct upstream_read *read, unsigned bits);
+
 /* What the rest of the process may know of the mirror: read-only copies,
  * taken under a lock. The admin page's "upstream freshness": age =
  * now - last_success; stale when that exceeds max_staleness. */

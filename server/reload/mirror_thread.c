@@ -29,31 +29,6 @@ struct mirror_thread {
     int stop;
 };
 
-/* Logs what the read that just ended changed (mirror_done's bits). */
-static void mirror_thread_log(const struct mirror_thread *t, const struct upstream_read *read, unsigned bits)
-{
-    const char *url = t->cfg->upstream;
-    double retry = (double)(mirror_next(&t->mirror) - clock_now_ms()) / 1000;
-
-    if (bits & MIRROR_LOG_ISSUER)
-        log_msg(LOG_ERROR, "%s", read->message);
-    else if (bits & MIRROR_LOG_FAILED)
-        log_msg(LOG_WARN, "reading --upstream failed (%s): %s; %s; retrying in %.1fs (then backing off)",
-                upstream_result_name(read->result), read->message,
-                t->mirror.has_data ? "the last good key set stays published"
-                                   : "both documents answer 503 until it answers",
-                retry > 0 ? retry : 0);
-    if (bits & MIRROR_LOG_ISSUER_OK)
-        log_msg(LOG_INFO, "--upstream %s names --service-account-issuer again", url);
-    if (bits & MIRROR_LOG_RECOVERED)
-        log_msg(LOG_INFO, "--upstream %s answers again", url);
-    if (bits & MIRROR_LOG_FIRST)
-        log_msg(LOG_INFO, "--upstream %s answered with %zu key(s): publishing", url,
-                read->keys ? read->keys->count : 0);
-    else if (read->keys != NULL)
-        log_msg(LOG_INFO, "--upstream %s changed its keys (%zu now)", url, read->keys->count);
-}
-
 /* The metrics and status after a read (mirror_status_set). */
 static void mirror_thread_report(const struct mirror_thread *t, const struct upstream_read *read)
 {
@@ -76,7 +51,7 @@ static void mirror_thread_read(struct mirror_thread *t)
 
     upstream_fetch(&t->upstream, &read);
     bits = mirror_done(&t->mirror, &read, clock_now_ms(), time(NULL));
-    mirror_thread_log(t, &read, bits);
+    mirror_log(&t->mirror, t->cfg->upstream, &read, bits);
     mirror_thread_report(t, &read);
     if (read.keys != NULL) {
         pthread_mutex_lock(&t->mu);

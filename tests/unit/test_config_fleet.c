@@ -176,3 +176,38 @@ Test(fleet, not_a_fleet)
     cr_assert_eq(config_issuer_parse(&cfg, "/x.json", "x", &issuer, err, sizeof err), -1);
     cr_assert_str_eq(err, "issuer file /x.json: no --issuers-dir");
 }
+
+Test(fleet, upstream_per_issuer_with_command_line_defaults)
+{
+    /* a default that needs --upstream is checked in the files that use it */
+    ok("--issuers-dir", "/d", "--upstream-token-file", "/t", "--upstream-refresh-interval", "30s",
+       "--service-account-key-file", "/k.pub", NULL);
+    cr_assert_eq(parse_issuer("{\"service-account-issuer\": \"https://h.example/c/1\", \"upstream\": "
+                              "\"https://api.c1.example:6443\", \"upstream-ca-file\": \"/c1-ca.crt\"}"),
+                 0, "%s", err);
+    cr_assert_str_eq(issuer.upstream, "https://api.c1.example:6443");
+    cr_assert_str_eq(issuer.upstream_ca_file, "/c1-ca.crt");
+    cr_assert_str_eq(issuer.upstream_token_file, "/t");
+    cr_assert_eq(issuer.upstream_refresh_interval, 30);
+    /* a file that does not mirror leaves the defaults unused */
+    cr_assert_eq(parse_issuer("{\"service-account-issuer\": \"https://h.example/c/2\"}"), 0, "%s", err);
+    cr_assert_null(issuer.upstream);
+    /* a file's own setting still needs its upstream */
+    cr_assert_eq(parse_issuer("{\"service-account-issuer\": \"https://h.example/c/3\", \"upstream-ca-file\": "
+                              "\"/ca\"}"),
+                 -1);
+    cr_assert(strstr(err, "--upstream-ca-file needs --upstream") != NULL, "%s", err);
+}
+
+Test(fleet, publish_to_default_gets_the_issuer_path_or_name)
+{
+    ok("--issuers-dir", "/d", "--publish-to", "s3://bkt/fleet/", "--service-account-key-file", "/k.pub", NULL);
+    cr_assert_eq(parse_issuer("{\"service-account-issuer\": \"https://h.example/id/c1/\"}"), 0, "%s", err);
+    list_is(&issuer.publish_to, 1, "s3://bkt/fleet/id/c1");
+    cr_assert_eq(parse_issuer("{\"service-account-issuer\": \"https://c2.h.example\"}"), 0, "%s", err);
+    list_is(&issuer.publish_to, 1, "s3://bkt/fleet/a"); /* no path: the file's NAME */
+    cr_assert_eq(parse_issuer("{\"service-account-issuer\": \"https://h.example/id/c3\", \"publish-to\": "
+                              "\"s3://other/x\"}"),
+                 0, "%s", err);
+    list_is(&issuer.publish_to, 1, "s3://other/x");
+}
