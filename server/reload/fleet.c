@@ -466,7 +466,8 @@ static struct snapshot *fleet_build(struct fleet *f, time_t now)
     for (size_t i = 0; i < f->count; i++) {
         struct fleet_issuer *is = f->issuers[i];
         if (is->reload != NULL)
-            entries[n++] = (struct routes_entry){is->cfg->issuers.items[0], reload_current(is->reload)};
+            entries[n++] = (struct routes_entry){is->cfg->issuers.items[0], reload_current(is->reload),
+                                                 is->cfg->api_audiences.items, is->cfg->api_audiences.count};
     }
     snap = routes_build(entries, n, now);
     free(entries);
