@@ -134,7 +134,7 @@ const struct config_option config_options[] = {
              "answered by the issuer whose URL's host and path prefix the request's; files are followed live "
              "(docs/fleet.md)",
      EXCLUDES({"service-account-issuer", ": each file of --issuers-dir names its issuer"},
-              {"signing-key-dir signing-key-file upstream path-prefix enable-token-review publish-to",
+              {"signing-key-dir signing-key-file upstream path-prefix publish-to",
                ": not per issuer yet (docs/fleet.md)"})},
 
     /* Mirroring an API server: a key source of its own (serve only) */
