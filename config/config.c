@@ -777,6 +777,19 @@ static int name_the_file(const char *path, char *err, size_t errlen)
     return -1;
 }
 
+int config_issuer_name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len > CONFIG_ISSUER_NAME_MAX || name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+              c == '.'))
+            return 0;
+    }
+    return 1;
+}
+
 int config_issuer_parse(const struct config *fleet, const char *path, const char *name, struct config *out, char *err,
                         size_t errlen)
 {

@@ -126,13 +126,23 @@ const struct config_option config_options[] = {
              "PKI directory or a CA); repeatable"},
 
     {.name = "issuers-dir", .arg = "DIR", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
-     .commands = FOR_SERVE, .def_note = ": one issuer, --service-account-issuer", SCALAR(issuers_dir),
+     .commands = FOR_SERVE | FOR_KEYS | FOR_EXPORT, .def_note = ": one issuer, --service-account-issuer",
+     SCALAR(issuers_dir),
      .group = CONFIG_GROUP_DOCUMENTS, .also = "fleet issuers",
      .help = "Serve a fleet: one issuer per NAME.json file in DIR, keyed by the per-issuer flags "
              "(service-account-issuer, service-account-key-file, service-account-jwks-uri, max-age, "
              "jwks-content-type, key-retention, api-audiences; those given here are every issuer's defaults), "
              "answered by the issuer whose URL's host and path prefix the request's; files are followed live "
              "(docs/fleet.md)",
+     .help_for = (const struct config_help_variant[]){{FOR_KEYS, "List the keys of every issuer of a fleet, one "
+                                                                 "NAME.json file per issuer in DIR, under its name "
+                                                                 "(docs/fleet.md)",
+                                                       NULL},
+                                                      {FOR_EXPORT, "Export every issuer of a fleet, one NAME.json "
+                                                                   "file per issuer in DIR, into --out/NAME "
+                                                                   "(docs/fleet.md)",
+                                                       NULL},
+                                                      {0, NULL, NULL}},
      EXCLUDES({"service-account-issuer", ": each file of --issuers-dir names its issuer"},
               {"signing-key-dir signing-key-file upstream path-prefix publish-to",
                ": not per issuer yet (docs/fleet.md)"})},

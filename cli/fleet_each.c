@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli/fleet_each.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FLEET_EACH_SUFFIX ".json"
+
+static int fleet_each_by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The issuer names of dir (NAME of each NAME.json a fleet serves), sorted;
+ * malloc'ed, each and the array. NULL with errno set when dir cannot be
+ * read or memory ran out. */
+static char **fleet_each_names(const char *dir, size_t *count)
+{
+    DIR *d = opendir(dir);
+    const size_t slen = strlen(FLEET_EACH_SUFFIX);
+    char **names = NULL, **grown;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+
+    if (d == NULL)
+        return NULL;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len <= slen || strcmp(e->d_name + len - slen, FLEET_EACH_SUFFIX) != 0 ||
+            !config_issuer_name_ok(e->d_name, len - slen))
+            continue;
+        if (n == cap) {
+            if ((grown = realloc(names, (cap ? cap * 2 : 16) * sizeof(*names))) == NULL)
+                goto oom;
+            names = grown;
+            cap = cap ? cap * 2 : 16;
+        }
+        if ((names[n] = strndup(e->d_name, len - slen)) == NULL)
+            goto oom;
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof(*names), fleet_each_by_name);
+    *count = n;
+    return names != NULL ? names : calloc(1, sizeof(*names));
+oom:
+    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    errno = ENOMEM;
+    return NULL;
+}
+
+int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, void *arg)
+{
+    size_t n = 0;
+    char **names = fleet_each_names(cfg->issuers_dir, &n);
+    int worst = 0;
+
+    if (names == NULL) {
+        fprintf(stderr, "oidc-discovery %s: --issuers-dir %s: %s\n", command, cfg->issuers_dir, strerror(errno));
+        return 2;
+    }
+    if (n == 0) {
+        fprintf(stderr, "oidc-discovery %s: --issuers-dir %s: no issuer (NAME.json) file\n", command, cfg->issuers_dir);
+        worst = 2;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct config icfg;
+        char path[4096], err[CONFIG_ERR_MAX];
+        int rc;
+        snprintf(path, sizeof(path), "%s/%s%s", cfg->issuers_dir, names[i], FLEET_EACH_SUFFIX);
+        if (config_issuer_parse(cfg, path, names[i], &icfg, err, sizeof(err)) != 0) {
+            fprintf(stderr, "oidc-discovery %s: issuer %s: %s\n", command, names[i], err);
+            rc = 2;
+        } else {
+            rc = fn(&icfg, names[i], i, arg);
+            config_free(&icfg);
+        }
+        worst = rc > worst ? rc : worst;
+        free(names[i]);
+    }
+    free(names);
+    return worst;
+}

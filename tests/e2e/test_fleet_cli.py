@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one-shot commands over a fleet (--issuers-dir DIR): keys lists each
+issuer's keys under its name, export writes each issuer's documents under
+OUT/NAME/, each byte for byte what the one-issuer command writes; a file
+that is refused is reported with its name and fails the command (exit 2)
+while the others are still listed; a directory that cannot be read is an
+error.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import oidc_harness as H
+
+ISSUERS = {"a": "https://a.example/c/1", "b": "https://b.example"}
+
+
+class FleetCli(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        H.require_binary(cls)
+        cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-cli-")
+        keys = H.KeyFactory(cls.tmp)
+        cls.keys = {"a": keys.ec(), "b": keys.rsa()}
+        cls.dir = os.path.join(cls.tmp, "issuers")
+        os.mkdir(cls.dir)
+        for name, issuer in ISSUERS.items():
+            doc = {"service-account-issuer": issuer, "service-account-key-file": cls.keys[name].pub}
+            if name == "b":
+                doc["max-age"] = "5m"
+            H.atomic_write(os.path.join(cls.dir, name + ".json"), json.dumps(doc).encode())
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_ok(self, args):
+        rc, out, err = H.run_bin(args)
+        self.assertEqual(rc, 0, "%r: %s" % (args, err))
+        return out
+
+    def test_keys_lists_each_issuer(self):
+        out = self.run_ok(["keys", "--issuers-dir", self.dir])
+        blocks = out.split("\n\n")
+        self.assertEqual(len(blocks), 2, out)
+        for block, name in zip(blocks, sorted(ISSUERS)):
+            lines = block.strip().split("\n")
+            self.assertEqual(lines[0], "issuer %s: %s" % (name, ISSUERS[name]))
+            self.assertTrue(lines[1].startswith("KID"), block)
+            self.assertEqual(len(lines), 3, block)
+            self.assertTrue(lines[2].startswith(self.keys[name].kid + " "), block)
+        out = self.run_ok(["keys", "--issuers-dir", self.dir, "--output", "json"])
+        docs = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([d["issuer"] for d in docs], ["a", "b"])
+        for d in docs:
+            self.assertEqual([k["kid"] for k in d["keys"]], [self.keys[d["issuer"]].kid])
+
+    def test_export_each_issuer_under_its_name(self):
+        out = os.path.join(self.tmp, "out")
+        self.run_ok(["export", "--issuers-dir", self.dir, "--out", out])
+        self.assertEqual(sorted(os.listdir(out)), ["a", "b"])
+        for name, issuer in ISSUERS.items():
+            single = os.path.join(self.tmp, "single-" + name)
+            args = ["export", "--service-account-issuer", issuer, "--service-account-key-file",
+                    self.keys[name].pub, "--out", single]
+            if name == "b":
+                args += ["--max-age", "5m"]
+            self.run_ok(args)
+            for doc in (".well-known/openid-configuration", "openid/v1/jwks"):
+                with open(os.path.join(out, name, doc), "rb") as f, open(os.path.join(single, doc), "rb") as g:
+                    self.assertEqual(f.read(), g.read(), "%s %s" % (name, doc))
+
+    def test_refused_file_and_missing_dir(self):
+        d = os.path.join(self.tmp, "with-bad")
+        shutil.copytree(self.dir, d)
+        H.atomic_write(os.path.join(d, "bad.json"), b'{"service-account-issuer": "https://c.example", "listen": ":1"}')
+        rc, out, err = H.run_bin(["keys", "--issuers-dir", d])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("issuer bad:", err)
+        self.assertIn("listen", err)
+        self.assertIn("issuer a: " + ISSUERS["a"], out)
+        self.assertIn("issuer b: " + ISSUERS["b"], out)
+        rc, out, err = H.run_bin(["export", "--issuers-dir", os.path.join(self.tmp, "nope"), "--out",
+                                  os.path.join(self.tmp, "o2")])
+        self.assertEqual(rc, 2)
+        self.assertIn("--issuers-dir", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
