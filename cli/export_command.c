@@ -228,13 +228,15 @@ out:
     return rc;
 }
 
-/* fleet_each's step: one issuer of the fleet, into OUT/NAME. */
+/* fleet_each's step: one issuer of the fleet, into OUT/NAME (or, the
+ * one picked by --issuer, into OUT). */
 static int export_issuer(struct config *cfg, const char *name, size_t index, void *arg)
 {
     char *dir;
 
     (void)index;
-    (void)arg;
+    if (*(const int *)arg) /* the one --issuer picked */
+        return export_one(cfg);
     if (asprintf(&dir, "%s/%s", cfg->export_dir, name) < 0) {
         fprintf(stderr, "oidc-discovery export: out of memory\n");
         return 2;
@@ -247,6 +249,6 @@ static int export_issuer(struct config *cfg, const char *name, size_t index, voi
 int export_command(const struct config *cfg)
 {
     if (cfg->issuers_dir != NULL)
-        return fleet_each(cfg, "export", export_issuer, NULL);
+        return fleet_each(cfg, "export", export_issuer, &(int){cfg->mint_issuer != NULL});
     return export_one(cfg);
 }

@@ -55,21 +55,53 @@ oom:
     return NULL;
 }
 
+/* How many names the error of an unknown --issuer lists. */
+#define FLEET_EACH_NAMES_SHOWN 20
+
+/* Says on stderr that --issuer NAME is none of names (n, sorted). */
+static void fleet_each_unknown(const char *command, const struct config *cfg, char *const *names, size_t n)
+{
+    fprintf(stderr,
+            "oidc-discovery %s: --issuer %s: no such issuer in --issuers-dir %s (no %s.json); its issuers: ", command,
+            cfg->mint_issuer, cfg->issuers_dir, cfg->mint_issuer);
+    for (size_t i = 0; i < n && i < FLEET_EACH_NAMES_SHOWN; i++)
+        fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
+    if (n > FLEET_EACH_NAMES_SHOWN)
+        fprintf(stderr, " and %zu more", n - FLEET_EACH_NAMES_SHOWN);
+    fprintf(stderr, "%s\n", n == 0 ? "none" : "");
+}
+
+/* The index of --issuer's NAME in names (n, sorted), or n. */
+static size_t fleet_each_find(char *const *names, size_t n, const char *name)
+{
+    const char *key = name;
+    char *const *hit = bsearch(&key, names, n, sizeof(*names), fleet_each_by_name);
+
+    return hit != NULL ? (size_t)(hit - names) : n;
+}
+
 int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, void *arg)
 {
     size_t n = 0;
     char **names = fleet_each_names(cfg->issuers_dir, &n);
+    size_t first = 0, last = n;
     int worst = 0;
 
     if (names == NULL) {
         fprintf(stderr, "oidc-discovery %s: --issuers-dir %s: %s\n", command, cfg->issuers_dir, strerror(errno));
         return 2;
     }
-    if (n == 0) {
+    if (cfg->mint_issuer != NULL && (first = fleet_each_find(names, n, cfg->mint_issuer)) == n) {
+        fleet_each_unknown(command, cfg, names, n);
+        worst = 2;
+        first = last = n;
+    } else if (cfg->mint_issuer != NULL) {
+        last = first + 1;
+    } else if (n == 0) {
         fprintf(stderr, "oidc-discovery %s: --issuers-dir %s: no issuer (NAME.json) file\n", command, cfg->issuers_dir);
         worst = 2;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = first; i < last; i++) {
         struct config icfg;
         char path[4096], err[CONFIG_ERR_MAX];
         int rc;
@@ -78,12 +110,13 @@ int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, 
             fprintf(stderr, "oidc-discovery %s: issuer %s: %s\n", command, names[i], err);
             rc = 2;
         } else {
-            rc = fn(&icfg, names[i], i, arg);
+            rc = fn(&icfg, names[i], i - first, arg);
             config_free(&icfg);
         }
         worst = rc > worst ? rc : worst;
-        free(names[i]);
     }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
     free(names);
     return worst;
 }

@@ -15,7 +15,9 @@
  * (0 for the first). Returns the command's exit code. */
 typedef int (*fleet_each_fn)(struct config *issuer, const char *name, size_t index, void *arg);
 
-/* Runs fn for each issuer of cfg's --issuers-dir in name order. A file
+/* Runs fn for each issuer of cfg's --issuers-dir in name order, or with
+ * --issuer NAME (cfg->mint_issuer) for that one only; a NAME the
+ * directory does not hold is an error listing the names it holds. A file
  * whose settings are refused is reported on stderr ("oidc-discovery
  * COMMAND: ...") and counts as exit code 2. Returns the largest exit
  * code, or 2 when the directory cannot be read or holds no issuer. */

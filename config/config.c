@@ -446,10 +446,15 @@ static int check_values(struct parser *p)
 {
     char problem[CONFIG_PROBLEM_MAX];
 
+    /* keys and export take --issuer as the NAME of an issuer of the fleet
+     * (fleet_each checks it against the directory), not as a URL */
+    const struct config_option *by_name =
+        p->cmd == CONFIG_CMD_KEYS || p->cmd == CONFIG_CMD_EXPORT ? config_option("issuer") : NULL;
+
     for (size_t i = 0; i < config_option_count; i++) {
         const struct config_option *o = &config_options[i];
         const struct setting *s = parser_setting_of(p, o);
-        for (size_t j = 0; j < s->values.count; j++) {
+        for (size_t j = 0; j < s->values.count && o != by_name; j++) {
             const char *why = config_option_check(o, s->values.items[j], p->allow_http, problem);
             if (why)
                 return parser_fail_value(p, s->origin, o, s->values.items[j], why);
@@ -731,21 +736,23 @@ static int put_from_issuer(void *ctx, const struct config_option *o, const char 
     return parser_setting_put(p, o, p->config_path, value);
 }
 
-/* Starts p from the fleet's sources, without --issuers-dir itself: an
- * issuer's config is a one-issuer server's. */
+/* Starts p from the fleet's sources, without --issuers-dir itself nor the
+ * --issuer NAME that picked one of its files: an issuer's config is a
+ * one-issuer server's. */
 static int start_from(struct parser *p, const struct config_sources *src)
 {
-    const struct config_option *dir = config_option("issuers-dir");
+    const struct config_option *dir = config_option("issuers-dir"), *pick = config_option("issuer");
 
     p->cmd = src->cmd;
     if (!(p->settings = calloc(config_option_count, sizeof *p->settings)) ||
         !(p->flags = calloc(src->given_count + 1, sizeof *p->flags)))
         return fail(p, "out of memory");
     for (size_t i = 0; i < config_option_count; i++)
-        if (&config_options[i] != dir && setting_copy(&p->settings[i], &src->settings[i], src->config_path) < 0)
+        if (&config_options[i] != dir && &config_options[i] != pick &&
+            setting_copy(&p->settings[i], &src->settings[i], src->config_path) < 0)
             return fail(p, "out of memory");
     for (size_t i = 0; i < src->given_count; i++)
-        if (src->given[i] != dir)
+        if (src->given[i] != dir && src->given[i] != pick)
             p->flags[p->flag_count++] = (struct flag){src->given[i], NULL};
     return 0;
 }

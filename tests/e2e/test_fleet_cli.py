@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The one-shot commands over a fleet (--issuers-dir DIR): keys lists each
 issuer's keys under its name, export writes each issuer's documents under
-OUT/NAME/, each byte for byte what the one-issuer command writes; a file
+OUT/NAME/, each byte for byte what the one-issuer command writes; with
+--issuer NAME, only that issuer (export: into OUT itself), and a NAME the
+directory does not hold is an error listing the names it holds; a file
 that is refused is reported with its name and fails the command (exit 2)
 while the others are still listed; a directory that cannot be read is an
 error.
@@ -73,6 +75,30 @@ class FleetCli(unittest.TestCase):
             for doc in (".well-known/openid-configuration", "openid/v1/jwks"):
                 with open(os.path.join(out, name, doc), "rb") as f, open(os.path.join(single, doc), "rb") as g:
                     self.assertEqual(f.read(), g.read(), "%s %s" % (name, doc))
+
+    def test_one_issuer_by_name(self):
+        out = self.run_ok(["keys", "--issuers-dir", self.dir, "--issuer", "b"])
+        lines = out.strip().split("\n")
+        self.assertEqual(lines[0], "issuer b: " + ISSUERS["b"])
+        self.assertEqual(len(lines), 3, out)
+        self.assertNotIn(self.keys["a"].kid, out)
+        dest = os.path.join(self.tmp, "one")
+        self.run_ok(["export", "--issuers-dir", self.dir, "--issuer", "a", "--out", dest])
+        self.assertEqual(sorted(os.listdir(dest)), [".well-known", "openid"])
+        with open(os.path.join(dest, "openid/v1/jwks")) as f:
+            self.assertEqual([k["kid"] for k in json.load(f)["keys"]], [self.keys["a"].kid])
+
+    def test_unknown_issuer_name(self):
+        for command in (["keys"], ["export", "--out", os.path.join(self.tmp, "never")]):
+            rc, out, err = H.run_bin(command + ["--issuers-dir", self.dir, "--issuer", "zz"])
+            self.assertEqual(rc, 2, err)
+            self.assertIn("--issuer zz: no such issuer", err)
+            self.assertIn("its issuers: a, b", err)
+            self.assertEqual(out, "")
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "never")))
+        rc, out, err = H.run_bin(["keys", "--service-account-key-file", self.keys["a"].pub, "--issuer", "a"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--issuer NAME picks one issuer of --issuers-dir", err)
 
     def test_refused_file_and_missing_dir(self):
         d = os.path.join(self.tmp, "with-bad")
