@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/fields.h"
+#include "config/file.h"
+#include "config/options.h"
+
 #define FLEET_EACH_SUFFIX ".json"
 
 static int fleet_each_by_name(const void *a, const void *b)
@@ -80,7 +84,31 @@ static size_t fleet_each_find(char *const *names, size_t n, const char *name)
     return hit != NULL ? (size_t)(hit - names) : n;
 }
 
-int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, void *arg)
+/* config_file_put_fn of fleet_each_read_url: keeps the issuer URLs. */
+static int fleet_each_put_url(void *ctx, const struct config_option *o, const char *value)
+{
+    struct config *c = ctx;
+
+    if (strcmp(o->name, "service-account-issuer") != 0)
+        return 0;
+    return config_strlist_append(&c->issuers, value, strlen(value)) < 0 ? -1 : 0;
+}
+
+/* Reads only the issuer URLs of the file at path into out (zeroed). */
+static int fleet_each_read_url(const char *path, struct config *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    if (config_file_read_issuer(path, fleet_each_put_url, out, err, errlen) != 0)
+        return -1;
+    if (out->issuers.count == 0) {
+        snprintf(err, errlen, "%.300s: \"service-account-issuer\" is required (the issuer's URL)", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* fleet_each and fleet_each_url: url_only picks how a file is read. */
+static int fleet_each_run(const struct config *cfg, const char *command, int url_only, fleet_each_fn fn, void *arg)
 {
     size_t n = 0;
     char **names = fleet_each_names(cfg->issuers_dir, &n);
@@ -106,7 +134,9 @@ int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, 
         char path[4096], err[CONFIG_ERR_MAX];
         int rc;
         snprintf(path, sizeof(path), "%s/%s%s", cfg->issuers_dir, names[i], FLEET_EACH_SUFFIX);
-        if (config_issuer_parse(cfg, path, names[i], &icfg, err, sizeof(err)) != 0) {
+        if ((url_only ? fleet_each_read_url(path, &icfg, err, sizeof(err))
+                      : config_issuer_parse(cfg, path, names[i], &icfg, err, sizeof(err))) != 0) {
+            config_free(&icfg);
             fprintf(stderr, "oidc-discovery %s: issuer %s: %s\n", command, names[i], err);
             rc = 2;
         } else {
@@ -119,4 +149,14 @@ int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, 
         free(names[i]);
     free(names);
     return worst;
+}
+
+int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, void *arg)
+{
+    return fleet_each_run(cfg, command, 0, fn, arg);
+}
+
+int fleet_each_url(const struct config *cfg, const char *command, fleet_each_fn fn, void *arg)
+{
+    return fleet_each_run(cfg, command, 1, fn, arg);
 }

@@ -23,4 +23,10 @@ typedef int (*fleet_each_fn)(struct config *issuer, const char *name, size_t ind
  * code, or 2 when the directory cannot be read or holds no issuer. */
 int fleet_each(const struct config *cfg, const char *command, fleet_each_fn fn, void *arg);
 
+/* fleet_each for a command that needs only each issuer's URL (doctor,
+ * which checks the issuer from outside): the config fn gets holds only
+ * the file's service-account-issuer list; the file's other keys are
+ * checked to be per-issuer ones, not applied. */
+int fleet_each_url(const struct config *cfg, const char *command, fleet_each_fn fn, void *arg);
+
 #endif

@@ -446,10 +446,13 @@ static int check_values(struct parser *p)
 {
     char problem[CONFIG_PROBLEM_MAX];
 
-    /* keys and export take --issuer as the NAME of an issuer of the fleet
-     * (fleet_each checks it against the directory), not as a URL */
-    const struct config_option *by_name =
-        p->cmd == CONFIG_CMD_KEYS || p->cmd == CONFIG_CMD_EXPORT ? config_option("issuer") : NULL;
+    /* keys and export, and doctor over a fleet, take --issuer as the NAME
+     * of an issuer of the fleet (fleet_each checks it against the
+     * directory), not as a URL */
+    const struct config_option *by_name = p->cmd == CONFIG_CMD_KEYS || p->cmd == CONFIG_CMD_EXPORT ||
+                                                  (p->cmd == CONFIG_CMD_DOCTOR && parser_is_set(p, "issuers-dir"))
+                                              ? config_option("issuer")
+                                              : NULL;
 
     for (size_t i = 0; i < config_option_count; i++) {
         const struct config_option *o = &config_options[i];
@@ -505,12 +508,12 @@ unsigned long parser_seconds_of(struct parser *p, const char *name)
  * file's). */
 static int check_required(struct parser *p)
 {
-    const struct config_option *issuer = config_option("service-account-issuer");
+    const struct config_option *issuer = config_option("service-account-issuer"), *pick = config_option("issuer");
     int fleet = parser_is_set(p, "issuers-dir");
 
     for (size_t i = 0; i < config_option_count; i++) {
         const struct config_option *o = &config_options[i];
-        if (o == issuer && fleet)
+        if ((o == issuer || o == pick) && fleet)
             continue;
         if ((o->required & CMD(p->cmd)) && parser_setting_of(p, o)->values.count == 0)
             return fail(p, "--%s is required%s", o->name, o->why_required);

@@ -126,7 +126,7 @@ const struct config_option config_options[] = {
              "PKI directory or a CA); repeatable"},
 
     {.name = "issuers-dir", .arg = "DIR", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
-     .commands = FOR_SERVE | FOR_KEYS | FOR_EXPORT, .def_note = ": one issuer, --service-account-issuer",
+     .commands = FOR_SERVE | FOR_KEYS | FOR_EXPORT | FOR_DOCTOR, .def_note = ": one issuer, --service-account-issuer",
      SCALAR(issuers_dir),
      .group = CONFIG_GROUP_DOCUMENTS, .also = "fleet issuers",
      .help = "Serve a fleet: one issuer per NAME.json file in DIR, keyed by the per-issuer flags "
@@ -137,6 +137,10 @@ const struct config_option config_options[] = {
      .help_for = (const struct config_help_variant[]){{FOR_KEYS, "List the keys of every issuer of a fleet, one "
                                                                  "NAME.json file per issuer in DIR, under its name "
                                                                  "(docs/fleet.md)",
+                                                       NULL},
+                                                      {FOR_DOCTOR, "Check every issuer of a fleet, one NAME.json "
+                                                                   "file per issuer in DIR, one line each; the exit "
+                                                                   "code is the worst (docs/fleet.md)",
                                                        NULL},
                                                       {FOR_EXPORT, "Export every issuer of a fleet, one NAME.json "
                                                                    "file per issuer in DIR, into --out/NAME "
@@ -529,7 +533,9 @@ const struct config_option config_options[] = {
      .help = "Issuer: token's iss claim (https), or the issuer doctor checks; for keys and export, the NAME of the "
              "one issuer of --issuers-dir (NAME.json) to list or export",
      .help_for = (const struct config_help_variant[]){{FOR_TOKEN, "Token's iss claim (https)", NULL},
-                                                      {FOR_DOCTOR, "Issuer to check", NULL},
+                                                      {FOR_DOCTOR, "Issuer to check; with --issuers-dir, the NAME "
+                                                                   "of the one issuer to check",
+                                                       NULL},
                                                       {FOR_KEYS, "NAME of the one issuer of --issuers-dir "
                                                                  "(NAME.json) to list; a URL is not a name",
                                                        "every issuer"},

@@ -6,7 +6,9 @@ OUT/NAME/, each byte for byte what the one-issuer command writes; with
 directory does not hold is an error listing the names it holds; a file
 that is refused is reported with its name and fails the command (exit 2)
 while the others are still listed; a directory that cannot be read is an
-error.
+error. doctor over a fleet checks each issuer as relying parties do, one
+line each (a fleet server on a port the issuer URLs name), and exits with
+the worst result; --issuer NAME checks one.
 """
 
 import json
@@ -114,6 +116,65 @@ class FleetCli(unittest.TestCase):
                                   os.path.join(self.tmp, "o2")])
         self.assertEqual(rc, 2)
         self.assertIn("--issuers-dir", err)
+
+
+class FleetDoctor(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        H.require_binary(cls)
+        cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-doctor-")
+        cls.server = None
+        try:
+            key = H.KeyFactory(cls.tmp).rsa()
+            port, dead = H.free_port(), H.free_port()
+            cls.dir = os.path.join(cls.tmp, "issuers")
+            os.mkdir(cls.dir)
+            cls.urls = {"a": "http://127.0.0.1:%d/c/1" % port, "b": "http://127.0.0.1:%d/c/2" % port,
+                        "dead": "http://127.0.0.1:%d/x" % dead}
+            for name, url in cls.urls.items():
+                H.atomic_write(os.path.join(cls.dir, name + ".json"), json.dumps(
+                    {"service-account-issuer": url, "service-account-key-file": key.pub}).encode())
+            cls.server = H.Server(["--issuers-dir", cls.dir, "--allow-insecure-issuer"], port=port)
+            cls.server.start()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        problems = []
+        if cls.server is not None and cls.server.proc is not None:
+            rc = cls.server.stop()
+            if rc != 0:
+                problems.append("server exited %r on SIGTERM:\n%s" % (rc, cls.server.stderr()[-3000:]))
+        if cls.server is not None:
+            problems += cls.server.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        if problems:
+            raise AssertionError("\n\n".join(problems))
+
+    def test_each_issuer_one_line_worst_exit(self):
+        rc, out, err = H.run_bin(["doctor", "--issuers-dir", self.dir, "--allow-insecure-issuer"])
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 3, out + err)
+        # http issuers warn at best (--allow-insecure-issuer); nothing listens for dead
+        self.assertTrue(lines[0].startswith("WARN a %s: " % self.urls["a"]), out)
+        self.assertTrue(lines[1].startswith("WARN b %s: " % self.urls["b"]), out)
+        self.assertTrue(lines[2].startswith("FAIL dead %s: " % self.urls["dead"]), out)
+        self.assertIn("0 fail", lines[0])
+        self.assertIn("discovery.fetch", lines[2])
+        self.assertEqual(rc, 1, out + err)
+
+    def test_one_issuer_by_name(self):
+        rc, out, err = H.run_bin(["doctor", "--issuers-dir", self.dir, "--allow-insecure-issuer", "--issuer", "b"])
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(len(out.splitlines()), 1, out)
+        self.assertTrue(out.startswith("WARN b %s: " % self.urls["b"]), out)
+        rc, out, err = H.run_bin(["doctor", "--issuers-dir", self.dir, "--issuer", "zz"])
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--issuer zz: no such issuer", err)
+        self.assertIn("its issuers: a, b, dead", err)
 
 
 if __name__ == "__main__":
