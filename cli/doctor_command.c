@@ -73,12 +73,21 @@ static int doctor_check_ca_file(const char *path)
     return -1;
 }
 
-/* Checks issuer with cfg's options. Writes the full report, or with
+/* What every issuer's check shares: the options and the token, read
+ * once (a --token-file - is standard input, which cannot be read twice). */
+struct doctor_run {
+    const struct config *cfg;
+    const char *token;
+    size_t token_len;
+};
+
+/* Checks issuer with the run's options. Writes the full report, or with
  * name (a fleet's issuer), one line: the result, the name, the URL and the
  * count of each status, and the first failing (else warning) check.
  * Returns the exit code: 1 for a FAIL, else 0. */
-static int doctor_one(const struct config *cfg, const char *issuer, const char *name)
+static int doctor_one(const struct doctor_run *run, const char *issuer, const char *name)
 {
+    const struct config *cfg = run->cfg;
     struct doctor_options o = {
         .issuer = issuer,
         .ca_file = cfg->ca_file,
@@ -86,15 +95,15 @@ static int doctor_one(const struct config *cfg, const char *issuer, const char *
         .audiences = cfg->audiences.items,
         .naudiences = cfg->audiences.count,
         .now = time(NULL),
+        .token = run->token,
+        .token_len = run->token_len,
     };
     struct diag_report report = {0};
     const char *targets[RP_TARGET_COUNT];
     size_t ntargets = 0;
-    char *token = NULL, *out;
+    char *out;
     int rc;
 
-    if (doctor_check_ca_file(cfg->ca_file) != 0 || doctor_read_token(cfg, &o, &token) != 0)
-        return 2;
     for (size_t i = 0; i < cfg->targets.count; i++) {
         enum rp_target t;
         if (rp_target_parse(cfg->targets.items[i], &t) == 0)
@@ -117,7 +126,6 @@ static int doctor_one(const struct config *cfg, const char *issuer, const char *
         rc = diag_worst(&report) == DIAG_FAIL ? 1 : 0;
     }
     free(out);
-    free(token);
     diag_report_clear(&report);
     return rc;
 }
@@ -131,7 +139,19 @@ static int doctor_issuer(struct config *issuer, const char *name, size_t index, 
 
 int doctor_command(const struct config *cfg)
 {
+    struct doctor_options read = {0};
+    struct doctor_run run = {.cfg = cfg};
+    char *token = NULL;
+    int rc;
+
+    if (doctor_check_ca_file(cfg->ca_file) != 0 || doctor_read_token(cfg, &read, &token) != 0)
+        return 2;
+    run.token = read.token;
+    run.token_len = read.token_len;
     if (cfg->issuers_dir != NULL)
-        return fleet_each_url(cfg, "doctor", doctor_issuer, (void *)cfg);
-    return doctor_one(cfg, cfg->mint_issuer, NULL);
+        rc = fleet_each_url(cfg, "doctor", doctor_issuer, &run);
+    else
+        rc = doctor_one(&run, cfg->mint_issuer, NULL);
+    free(token);
+    return rc;
 }

@@ -126,7 +126,7 @@ class FleetDoctor(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-doctor-")
         cls.server = None
         try:
-            key = H.KeyFactory(cls.tmp).rsa()
+            cls.key = key = H.KeyFactory(cls.tmp).rsa()
             port, dead = H.free_port(), H.free_port()
             cls.dir = os.path.join(cls.tmp, "issuers")
             os.mkdir(cls.dir)
@@ -164,6 +164,25 @@ class FleetDoctor(unittest.TestCase):
         self.assertTrue(lines[2].startswith("FAIL dead %s: " % self.urls["dead"]), out)
         self.assertIn("0 fail", lines[0])
         self.assertIn("discovery.fetch", lines[2])
+        self.assertEqual(rc, 1, out + err)
+
+    def test_token_from_stdin_checked_per_issuer(self):
+        """--token-file - is read once and checked against each issuer:
+        a's token passes for a and is refused for b (another iss)."""
+        rc, token, err = H.run_bin(["token", "--signing-key-file", self.key.priv, "--issuer", self.urls["a"],
+                                    "--service-account-uid", "u-1", "--allow-insecure-issuer"])
+        self.assertEqual(rc, 0, err)
+        rc, out, err = H.run_bin(["doctor", "--issuers-dir", self.dir, "--allow-insecure-issuer", "--token-file", "-",
+                                  "--issuer", "a"], input=token)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("0 fail", out)
+        rc, out, err = H.run_bin(["doctor", "--issuers-dir", self.dir, "--allow-insecure-issuer", "--token-file", "-"],
+                                 input=token)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 3, out + err)
+        self.assertIn("0 fail", lines[0])
+        self.assertTrue(lines[1].startswith("FAIL b "), out)
+        self.assertIn("token.", lines[1])
         self.assertEqual(rc, 1, out + err)
 
     def test_one_issuer_by_name(self):
