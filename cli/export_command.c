@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cli/export_command.h"
 
+#include "cli/fleet_each.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -199,7 +201,8 @@ static const char *export_object_key(const char *url, const char *name)
     return path != NULL && path[1] != '\0' ? path + 1 : name;
 }
 
-int export_command(const struct config *cfg)
+/* Exports one issuer's documents into cfg's --out. */
+static int export_one(const struct config *cfg)
 {
     char err[PATH_MAX + 256] = "";
     struct snapshot *snap = NULL;
@@ -223,4 +226,29 @@ out:
         fprintf(stderr, "oidc-discovery export: %s\n", err[0] ? err : "out of memory");
     snapshot_release(snap);
     return rc;
+}
+
+/* fleet_each's step: one issuer of the fleet, into OUT/NAME (or, the
+ * one picked by --issuer, into OUT). */
+static int export_issuer(struct config *cfg, const char *name, size_t index, void *arg)
+{
+    char *dir;
+
+    (void)index;
+    if (*(const int *)arg) /* the one --issuer picked */
+        return export_one(cfg);
+    if (asprintf(&dir, "%s/%s", cfg->export_dir, name) < 0) {
+        fprintf(stderr, "oidc-discovery export: out of memory\n");
+        return 2;
+    }
+    free(cfg->export_dir);
+    cfg->export_dir = dir;
+    return export_one(cfg);
+}
+
+int export_command(const struct config *cfg)
+{
+    if (cfg->issuers_dir != NULL)
+        return fleet_each(cfg, "export", export_issuer, &(int){cfg->mint_issuer != NULL});
+    return export_one(cfg);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cli/keys_command.h"
 
+#include "cli/fleet_each.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,13 +178,22 @@ static void keys_json_int(struct jsonw *w, const char *name, int value)
     jsonw_raw(w, digits, (size_t)snprintf(digits, sizeof(digits), "%d", value));
 }
 
-static int keys_print_json(const struct keys_row *rows, size_t n, const struct keys_published *pub, size_t npub)
+/* The keys as one JSON line; with issuer (a fleet's name of it), that
+ * line starts with "issuer": the name. */
+static int keys_print_json(const char *issuer, const struct keys_row *rows, size_t n, const struct keys_published *pub,
+                           size_t npub)
 {
     struct jsonw w = {0};
     char *out;
     size_t len;
 
-    jsonw_lit(&w, "{\"keys\":[");
+    if (issuer != NULL) {
+        jsonw_lit(&w, "{\"issuer\":");
+        jsonw_str(&w, issuer);
+        jsonw_lit(&w, ",\"keys\":[");
+    } else {
+        jsonw_lit(&w, "{\"keys\":[");
+    }
     for (size_t i = 0; i < n; i++) {
         const struct key *k = rows[i].key;
         jsonw_lit(&w, i ? ",{\"kid\":" : "{\"kid\":");
@@ -286,7 +297,9 @@ static void keys_add_source(struct keys_row *row, const struct keydir *etcd_set,
         snprintf(row->role.text + n, sizeof(row->role.text) - n, " (%s)", row->store);
 }
 
-int keys_command(const struct config *cfg)
+/* The keys of one issuer: of the command line's, or (issuer set) of the
+ * fleet's issuer of that name, whose table a heading names. */
+static int keys_of(const struct config *cfg, const char *issuer, size_t index)
 {
     char err[1024] = "";
     time_t now = time(NULL);
@@ -321,11 +334,13 @@ int keys_command(const struct config *cfg)
         fprintf(stderr, "oidc-discovery keys: out of memory\n");
         goto out;
     }
+    if (!json && issuer != NULL)
+        printf("%sissuer %s: %s\n", index > 0 ? "\n" : "", issuer, cfg->issuers.items[0]);
     if (!json)
         keys_print_table(rows, ks->count);
     if (!json && pub != NULL)
         keys_print_published_table(pub, cfg->publish_to.count);
-    rc = json && keys_print_json(rows, ks->count, pub, cfg->publish_to.count) != 0 ? 2 : 0;
+    rc = json && keys_print_json(issuer, rows, ks->count, pub, cfg->publish_to.count) != 0 ? 2 : 0;
 out:
     keydir_free(signer);
     keydir_free(etcd_set);
@@ -335,4 +350,18 @@ out:
     snapshot_release(snap);
     history_free(h);
     return rc;
+}
+
+/* fleet_each's step: one issuer of the fleet. */
+static int keys_of_issuer(struct config *cfg, const char *name, size_t index, void *arg)
+{
+    (void)arg;
+    return keys_of(cfg, name, index);
+}
+
+int keys_command(const struct config *cfg)
+{
+    if (cfg->issuers_dir != NULL)
+        return fleet_each(cfg, "keys", keys_of_issuer, NULL);
+    return keys_of(cfg, NULL, 0);
 }

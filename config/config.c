@@ -446,10 +446,18 @@ static int check_values(struct parser *p)
 {
     char problem[CONFIG_PROBLEM_MAX];
 
+    /* keys and export, and doctor over a fleet, take --issuer as the NAME
+     * of an issuer of the fleet (fleet_each checks it against the
+     * directory), not as a URL */
+    const struct config_option *by_name = p->cmd == CONFIG_CMD_KEYS || p->cmd == CONFIG_CMD_EXPORT ||
+                                                  (p->cmd == CONFIG_CMD_DOCTOR && parser_is_set(p, "issuers-dir"))
+                                              ? config_option("issuer")
+                                              : NULL;
+
     for (size_t i = 0; i < config_option_count; i++) {
         const struct config_option *o = &config_options[i];
         const struct setting *s = parser_setting_of(p, o);
-        for (size_t j = 0; j < s->values.count; j++) {
+        for (size_t j = 0; j < s->values.count && o != by_name; j++) {
             const char *why = config_option_check(o, s->values.items[j], p->allow_http, problem);
             if (why)
                 return parser_fail_value(p, s->origin, o, s->values.items[j], why);
@@ -500,12 +508,12 @@ unsigned long parser_seconds_of(struct parser *p, const char *name)
  * file's). */
 static int check_required(struct parser *p)
 {
-    const struct config_option *issuer = config_option("service-account-issuer");
+    const struct config_option *issuer = config_option("service-account-issuer"), *pick = config_option("issuer");
     int fleet = parser_is_set(p, "issuers-dir");
 
     for (size_t i = 0; i < config_option_count; i++) {
         const struct config_option *o = &config_options[i];
-        if (o == issuer && fleet)
+        if ((o == issuer || o == pick) && fleet)
             continue;
         if ((o->required & CMD(p->cmd)) && parser_setting_of(p, o)->values.count == 0)
             return fail(p, "--%s is required%s", o->name, o->why_required);
@@ -744,21 +752,23 @@ static int put_from_issuer(void *ctx, const struct config_option *o, const char 
     return parser_setting_put(p, o, p->config_path, value);
 }
 
-/* Starts p from the fleet's sources, without --issuers-dir itself: an
- * issuer's config is a one-issuer server's. */
+/* Starts p from the fleet's sources, without --issuers-dir itself nor the
+ * --issuer NAME that picked one of its files: an issuer's config is a
+ * one-issuer server's. */
 static int start_from(struct parser *p, const struct config_sources *src)
 {
-    const struct config_option *dir = config_option("issuers-dir");
+    const struct config_option *dir = config_option("issuers-dir"), *pick = config_option("issuer");
 
     p->cmd = src->cmd;
     if (!(p->settings = calloc(config_option_count, sizeof *p->settings)) ||
         !(p->flags = calloc(src->given_count + 1, sizeof *p->flags)))
         return fail(p, "out of memory");
     for (size_t i = 0; i < config_option_count; i++)
-        if (&config_options[i] != dir && setting_copy(&p->settings[i], &src->settings[i], src->config_path) < 0)
+        if (&config_options[i] != dir && &config_options[i] != pick &&
+            setting_copy(&p->settings[i], &src->settings[i], src->config_path) < 0)
             return fail(p, "out of memory");
     for (size_t i = 0; i < src->given_count; i++)
-        if (src->given[i] != dir)
+        if (src->given[i] != dir && src->given[i] != pick)
             p->flags[p->flag_count++] = (struct flag){src->given[i], NULL};
     return 0;
 }
@@ -830,6 +840,19 @@ static int name_the_file(const char *path, char *err, size_t errlen)
     parser_say(err, errlen, "issuer file %s: %s", path, why);
     free(why);
     return -1;
+}
+
+int config_issuer_name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len > CONFIG_ISSUER_NAME_MAX || name[0] == '.')
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+              c == '.'))
+            return 0;
+    }
+    return 1;
 }
 
 int config_issuer_parse(const struct config *fleet, const char *path, const char *name, struct config *out, char *err,

@@ -226,6 +226,13 @@ int config_parse(int argc, char **argv, enum config_command *cmd, struct config 
 int config_issuer_parse(const struct config *fleet, const char *path, const char *name, struct config *out, char *err,
                         size_t errlen);
 
+/* Whether name (a file's name without ".json", len bytes) can name an
+ * issuer of a fleet: it becomes a directory under --state-dir (and
+ * export's --out) and a word of the log and the status page: letters,
+ * digits, '-', '_' and '.', not first, at most CONFIG_ISSUER_NAME_MAX. */
+#define CONFIG_ISSUER_NAME_MAX 200
+int config_issuer_name_ok(const char *name, size_t len);
+
 /* The help text of topic (see help_topic), written from the option table;
  * the caller frees it. NULL when out of memory. */
 char *config_usage(enum config_command topic);

@@ -126,7 +126,8 @@ const struct config_option config_options[] = {
              "PKI directory or a CA); repeatable"},
 
     {.name = "issuers-dir", .arg = "DIR", .kind = CONFIG_KIND_STRING, .flags = CONFIG_FILE_KEY,
-     .commands = FOR_SERVE, .def_note = ": one issuer, --service-account-issuer", SCALAR(issuers_dir),
+     .commands = FOR_SERVE | FOR_KEYS | FOR_EXPORT | FOR_DOCTOR, .def_note = ": one issuer, --service-account-issuer",
+     SCALAR(issuers_dir),
      .group = CONFIG_GROUP_DOCUMENTS, .also = "fleet issuers",
      .help = "Serve a fleet: one issuer per NAME.json file in DIR, keyed by the per-issuer flags "
              "(service-account-issuer, service-account-key-file, service-account-jwks-uri, max-age, "
@@ -134,8 +135,21 @@ const struct config_option config_options[] = {
              "here are every issuer's defaults, --publish-to with the issuer URL's path or NAME appended), "
              "answered by the issuer whose URL's host and path prefix the request's; files are followed live "
              "(docs/fleet.md)",
+     .help_for = (const struct config_help_variant[]){{FOR_KEYS, "List the keys of every issuer of a fleet, one "
+                                                                 "NAME.json file per issuer in DIR, under its name "
+                                                                 "(docs/fleet.md)",
+                                                       NULL},
+                                                      {FOR_DOCTOR, "Check every issuer of a fleet, one NAME.json "
+                                                                   "file per issuer in DIR, one line each; the exit "
+                                                                   "code is the worst (docs/fleet.md)",
+                                                       NULL},
+                                                      {FOR_EXPORT, "Export every issuer of a fleet, one NAME.json "
+                                                                   "file per issuer in DIR, into --out/NAME "
+                                                                   "(docs/fleet.md)",
+                                                       NULL},
+                                                      {0, NULL, NULL}},
      EXCLUDES({"service-account-issuer", ": each file of --issuers-dir names its issuer"},
-              {"signing-key-dir signing-key-file path-prefix enable-token-review",
+              {"signing-key-dir signing-key-file path-prefix token-review-check-bound-objects",
                ": not per issuer yet (docs/fleet.md)"})},
 
     /* Mirroring an API server: a key source of its own (serve only) */
@@ -515,11 +529,20 @@ const struct config_option config_options[] = {
 
     /* token */
     {.name = "issuer", .arg = "URL", .kind = CONFIG_KIND_STRING, .check = config_check_web_url_row,
-     .commands = FOR_TOKEN | FOR_DOCTOR, .required = FOR_TOKEN | FOR_DOCTOR, .why_required = "", SCALAR(mint_issuer),
-     .group = CONFIG_GROUP_TOKEN, .also = "service-account-issuer",
-     .help = "Issuer: token's iss claim (https), or the issuer doctor checks",
+     .commands = FOR_TOKEN | FOR_DOCTOR | FOR_KEYS | FOR_EXPORT, .required = FOR_TOKEN | FOR_DOCTOR,
+     .why_required = "", SCALAR(mint_issuer), .group = CONFIG_GROUP_TOKEN, .also = "service-account-issuer",
+     .help = "Issuer: token's iss claim (https), or the issuer doctor checks; for keys and export, the NAME of the "
+             "one issuer of --issuers-dir (NAME.json) to list or export",
      .help_for = (const struct config_help_variant[]){{FOR_TOKEN, "Token's iss claim (https)", NULL},
-                                                      {FOR_DOCTOR, "Issuer to check", NULL},
+                                                      {FOR_DOCTOR, "Issuer to check; with --issuers-dir, the NAME "
+                                                                   "of the one issuer to check",
+                                                       NULL},
+                                                      {FOR_KEYS, "NAME of the one issuer of --issuers-dir "
+                                                                 "(NAME.json) to list; a URL is not a name",
+                                                       "every issuer"},
+                                                      {FOR_EXPORT, "NAME of the one issuer of --issuers-dir "
+                                                                   "(NAME.json) to export, into --out itself",
+                                                       "every issuer, into --out/NAME"},
                                                       {0, NULL, NULL}}},
     {.name = "audience", .arg = "AUD", .kind = CONFIG_KIND_LIST, .commands = FOR_TOKEN | FOR_DOCTOR,
      .def_text = "token: the issuer; doctor: none", SCALAR(audiences), .group = CONFIG_GROUP_TOKEN,
@@ -644,9 +667,9 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                          "until); needs no issuer, and takes serve's flags so that serve's command line can be "
                          "checked",
                          NULL,
-                         {CONFIG_GROUP_KEYS, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
-                          CONFIG_GROUP_GENERAL, CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW, CONFIG_GROUP_PUBLISH,
-                          CONFIG_GROUP_COUNT}},
+                         {CONFIG_GROUP_KEYS, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_TOKEN, CONFIG_GROUP_ROTATION,
+                          CONFIG_GROUP_SIGNER, CONFIG_GROUP_GENERAL, CONFIG_GROUP_SERVING, CONFIG_GROUP_REVIEW,
+                          CONFIG_GROUP_PUBLISH, CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_VERIFY] = {"verify",
                            "Verify one token and print a TokenReview-style result",
                            "--service-account-issuer is required unless --discovery-url is given. verify checks "
@@ -664,8 +687,8 @@ const struct config_command_info config_commands[CONFIG_COMMAND_COUNT] = {
                            "Write the documents serve would serve into --out DIR, for a bucket, and print the "
                            "headers to upload each with",
                            NULL,
-                           {CONFIG_GROUP_EXPORT, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_ROTATION, CONFIG_GROUP_SIGNER,
-                            CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
+                           {CONFIG_GROUP_EXPORT, CONFIG_GROUP_DOCUMENTS, CONFIG_GROUP_TOKEN, CONFIG_GROUP_ROTATION,
+                            CONFIG_GROUP_SIGNER, CONFIG_GROUP_GENERAL, CONFIG_GROUP_COUNT}},
     [CONFIG_CMD_PUBLISH] = {"publish",
                             "Push the documents serve would serve to object storage once (S3, GCS, Azure Blob), with "
                             "serve's headers, checked by reading them back",

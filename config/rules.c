@@ -360,6 +360,9 @@ static int check_publishing(struct parser *p)
  * rule can apply to them. doctor's flags are independent of each other. */
 int config_check_rules(struct parser *p)
 {
+    if ((p->cmd == CONFIG_CMD_KEYS || p->cmd == CONFIG_CMD_EXPORT) && parser_is_set(p, "issuer") &&
+        !parser_is_set(p, "issuers-dir"))
+        return fail(p, "--issuer NAME picks one issuer of --issuers-dir, which is not given");
     if ((CMD(p->cmd) & (CONFIG_FOR_SERVING | CONFIG_CMD_BIT(CONFIG_CMD_PUBLISH))) && check_publishing(p) < 0)
         return -1;
     if (CMD(p->cmd) & CONFIG_FOR_DOCUMENTS)

@@ -99,6 +99,26 @@ static const struct config_help_variant *variant_of(const struct config_option *
     return NULL;
 }
 
+/* The names of flags (a relation's, space-separated) that a command of
+ * commands takes, written into buf: a command's help names no flag it
+ * does not take. flags itself when every one is taken or buf is short. */
+static const char *relation_taken(const char *flags, unsigned commands, char *buf, size_t size)
+{
+    const char *at = flags;
+    const struct config_option *other;
+    size_t n = 0;
+
+    while ((other = config_option_next(&at)) != NULL) {
+        size_t len = strlen(other->name);
+        if (!(other->commands & commands))
+            continue;
+        if (n + len + 2 > size)
+            return flags;
+        n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? " " : "", other->name);
+    }
+    return n > 0 ? buf : flags;
+}
+
 /* Writes ". Needs --a and --b" for each relation (needs or excludes) of
  * row o that holds for command cmd: one that names a flag cmd takes (ALL:
  * a flag every command of the row takes; a flag of one of them only is
@@ -108,7 +128,7 @@ static void put_relations(FILE *f, const struct config_option *o, const struct c
                           int cmd)
 {
     unsigned commands = cmd == ALL ? o->commands : CONFIG_CMD_BIT(cmd);
-    char names[256];
+    char names[256], taken_names[256];
 
     for (; r && r->flags; r++) {
         const struct config_option *other;
@@ -117,7 +137,7 @@ static void put_relations(FILE *f, const struct config_option *o, const struct c
             taken |= other->commands;
         if ((commands & taken) != commands)
             continue;
-        config_option_names(r->flags, names, sizeof names);
+        config_option_names(relation_taken(r->flags, commands, taken_names, sizeof taken_names), names, sizeof names);
         fprintf(f, ". %s %s", verb, names);
     }
 }

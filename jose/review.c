@@ -27,20 +27,28 @@ void review_clear(struct review *r)
     r->cache = NULL;
 }
 
-/* The verification policy of one review at now; caller: of a TokenReview
- * caller's own token. */
-static void review_policy(const struct review *r, char *const *audiences, size_t naudiences, int caller, time_t now,
-                          struct token_policy *p)
+/* The verification policy of one review at now, of scope's issuer (NULL:
+ * r's issuers); caller: of a TokenReview caller's own token (audiences
+ * NULL: the caller audiences). */
+static void review_policy(const struct review *r, const struct review_scope *scope, char *const *audiences,
+                          size_t naudiences, int caller, time_t now, struct token_policy *p)
 {
     const struct config *cfg = r->cfg;
 
     memset(p, 0, sizeof(*p));
-    p->issuers = r->issuers;
-    p->nissuers = r->nissuers;
-    p->api_audiences = r->api_audiences;
-    p->napi_audiences = r->napi_audiences;
-    p->audiences = naudiences > 0 ? audiences : r->api_audiences;
-    p->naudiences = naudiences > 0 ? naudiences : r->napi_audiences;
+    p->issuers = scope ? scope->issuer : r->issuers;
+    p->nissuers = scope ? 1 : r->nissuers;
+    p->api_audiences = scope ? scope->audiences : r->api_audiences;
+    p->napi_audiences = scope ? scope->naudiences : r->napi_audiences;
+    if (caller && audiences == NULL && cfg->token_review_caller_audiences.count == 0) {
+        audiences = p->api_audiences;
+        naudiences = p->napi_audiences;
+    } else if (caller && audiences == NULL) {
+        audiences = cfg->token_review_caller_audiences.items;
+        naudiences = cfg->token_review_caller_audiences.count;
+    }
+    p->audiences = naudiences > 0 ? audiences : p->api_audiences;
+    p->naudiences = naudiences > 0 ? naudiences : p->napi_audiences;
     p->algs = TOKEN_ALG_ALL;
     p->leeway = cfg->token_leeway;
     p->max_size = cfg->max_token_size;
@@ -51,13 +59,14 @@ static void review_policy(const struct review *r, char *const *audiences, size_t
 
 /* review_token, and the check of a caller's token (caller set), which
  * must cost one signature check at most: the caller is not known yet. */
-static int review_verify(struct review *r, const struct verifier *v, const char *token, size_t len,
-                         char *const *audiences, size_t naudiences, int caller, time_t now, struct review_result *out)
+static int review_verify(struct review *r, const struct review_scope *scope, const struct verifier *v,
+                         const char *token, size_t len, char *const *audiences, size_t naudiences, int caller,
+                         time_t now, struct review_result *out)
 {
     struct token_policy p;
 
     memset(out, 0, sizeof(*out));
-    review_policy(r, audiences, naudiences, caller, now, &p);
+    review_policy(r, scope, audiences, naudiences, caller, now, &p);
     if (r->cache != NULL &&
         (out->user = vcache_get(r->cache, v->keys->id, token, len, p.audiences, p.naudiences, now)) != NULL) {
         out->cached = 1;
@@ -74,7 +83,13 @@ static int review_verify(struct review *r, const struct verifier *v, const char 
 int review_token(struct review *r, const struct verifier *v, const char *token, size_t len, char *const *audiences,
                  size_t naudiences, time_t now, struct review_result *out)
 {
-    return review_verify(r, v, token, len, audiences, naudiences, 0, now, out);
+    return review_verify(r, NULL, v, token, len, audiences, naudiences, 0, now, out);
+}
+
+int review_token_in(struct review *r, const struct review_scope *scope, const struct verifier *v, const char *token,
+                    size_t len, char *const *audiences, size_t naudiences, time_t now, struct review_result *out)
+{
+    return review_verify(r, scope, v, token, len, audiences, naudiences, 0, now, out);
 }
 
 void review_result_clear(struct review_result *out)
@@ -114,7 +129,15 @@ enum review_caller review_caller_allowed(const struct review *r, const char *nam
 enum review_caller review_caller_token(struct review *r, const struct verifier *v, const char *token, size_t len,
                                        time_t now, struct review_result *out)
 {
-    if (review_verify(r, v, token, len, r->caller_audiences, r->ncaller_audiences, 1, now, out) != 0)
+    if (review_verify(r, NULL, v, token, len, r->caller_audiences, r->ncaller_audiences, 1, now, out) != 0)
+        return REVIEW_CALLER_UNAUTHENTICATED;
+    return review_caller_allowed(r, out->user->username);
+}
+
+enum review_caller review_caller_token_in(struct review *r, const struct review_scope *scope, const struct verifier *v,
+                                          const char *token, size_t len, time_t now, struct review_result *out)
+{
+    if (review_verify(r, scope, v, token, len, NULL, 0, 1, now, out) != 0)
         return REVIEW_CALLER_UNAUTHENTICATED;
     return review_caller_allowed(r, out->user->username);
 }

@@ -43,6 +43,17 @@ struct review {
     struct vcache *cache; /* NULL: every review checks the signature */
 };
 
+/* One issuer of a fleet as a review holds a token to it: the token must
+ * name exactly issuer and, without a review's own audiences, carry one of
+ * the audiences (kube-apiserver's --api-audiences of that issuer). A
+ * caller's token must carry one of --token-review-caller-audiences, else
+ * of these. The strings belong to the caller. */
+struct review_scope {
+    char *const *issuer; /* one */
+    char *const *audiences;
+    size_t naudiences;
+};
+
 /* The outcome of one review. */
 struct review_result {
     struct token_result token;     /* the error and message; its user is filled only by a fresh verification */
@@ -65,6 +76,11 @@ void review_clear(struct review *r);
  * review_result_clear. Always call review_result_clear afterwards. */
 int review_token(struct review *r, const struct verifier *v, const char *token, size_t len, char *const *audiences,
                  size_t naudiences, time_t now, struct review_result *out);
+
+/* review_token for one issuer of a fleet (scope) instead of r's issuers
+ * and API audiences; v holds that issuer's keys. */
+int review_token_in(struct review *r, const struct review_scope *scope, const struct verifier *v, const char *token,
+                    size_t len, char *const *audiences, size_t naudiences, time_t now, struct review_result *out);
 
 void review_result_clear(struct review_result *out);
 
@@ -91,6 +107,10 @@ size_t review_bearer(const char *value, size_t len, const char **token);
  * review_result_clear afterwards. */
 enum review_caller review_caller_token(struct review *r, const struct verifier *v, const char *token, size_t len,
                                        time_t now, struct review_result *out);
+
+/* review_caller_token for a caller's token of one issuer of a fleet. */
+enum review_caller review_caller_token_in(struct review *r, const struct review_scope *scope, const struct verifier *v,
+                                          const char *token, size_t len, time_t now, struct review_result *out);
 
 /* Authorises a caller authenticated otherwise (name: a client
  * certificate's RFC 4514 subject): exact, case-sensitive comparison with

@@ -2,7 +2,8 @@
 /*
  * routes.c: the fleet's routing table (see routes.h): open addressing with
  * linear probing over a power-of-two array at most half full, keyed by an
- * FNV-1a hash of the lowercased host and the issuer's path.
+ * FNV-1a hash of the lowercased host and the issuer's path; a second
+ * array of slots finds an issuer by its exact URL (TokenReview).
  */
 #include "publish/routes.h"
 
@@ -21,13 +22,19 @@ struct route {
     size_t key_len;
     uint64_t hash;
     struct snapshot *snap;
+    char *iss; /* the issuer's exact URL */
+    size_t iss_len;
+    uint64_t iss_hash;
+    char **audiences; /* owned copy of the entry's, or NULL: iss alone */
+    struct routes_issuer found;
 };
 
 struct routes {
     struct route *routes;
     size_t count;
-    uint32_t *slots; /* 0: empty; else an index into routes plus one */
-    size_t mask;     /* slots - 1, a power of two minus one */
+    uint32_t *slots;     /* 0: empty; else an index into routes plus one */
+    uint32_t *iss_slots; /* the same, by exact issuer URL */
+    size_t mask;         /* slots - 1, a power of two minus one */
 };
 
 /* A byte of a host name as it is compared: ASCII lowercase. */
@@ -113,6 +120,30 @@ const struct snapshot *routes_find(const struct routes *r, const char *host, siz
     return r->slots[i] != 0 ? r->routes[r->slots[i] - 1].snap : NULL;
 }
 
+/* The slot of iss (hash h) in r's issuer slots, or the empty one where
+ * it would go. */
+static size_t probe_iss(const struct routes *r, uint64_t h, const char *iss, size_t len)
+{
+    size_t i = (size_t)h & r->mask;
+
+    for (; r->iss_slots[i] != 0; i = (i + 1) & r->mask) {
+        const struct route *e = &r->routes[r->iss_slots[i] - 1];
+        if (e->iss_hash == h && e->iss_len == len && memcmp(e->iss, iss, len) == 0)
+            return i;
+    }
+    return i;
+}
+
+const struct routes_issuer *routes_find_issuer(const struct routes *r, const char *iss, size_t len)
+{
+    size_t i;
+
+    if (r->count == 0)
+        return NULL;
+    i = probe_iss(r, hash_more(FNV_OFFSET, iss, len, 0), iss, len);
+    return r->iss_slots[i] != 0 ? &r->routes[r->iss_slots[i] - 1].found : NULL;
+}
+
 size_t routes_count(const struct routes *r)
 {
     return r->count;
@@ -125,10 +156,39 @@ void routes_free(struct routes *r)
     for (size_t i = 0; i < r->count; i++) {
         snapshot_release(r->routes[i].snap);
         free(r->routes[i].key);
+        free(r->routes[i].iss);
+        for (size_t j = 0; r->routes[i].audiences && j < r->routes[i].found.naudiences; j++)
+            free(r->routes[i].audiences[j]);
+        free(r->routes[i].audiences);
     }
     free(r->routes);
     free(r->slots);
+    free(r->iss_slots);
     free(r);
+}
+
+/* Makes route rt (of entry e, already counted in r) findable by its
+ * exact issuer URL, with a copy of its audiences. 0, or -1 when out of
+ * memory (routes_free frees what was copied). */
+static int routes_add_issuer(struct routes *r, struct route *rt, const struct routes_entry *e)
+{
+    if ((rt->iss = strdup(e->issuer)) == NULL)
+        return -1;
+    rt->iss_len = strlen(rt->iss);
+    rt->iss_hash = hash_more(FNV_OFFSET, rt->iss, rt->iss_len, 0);
+    rt->found = (struct routes_issuer){&rt->iss, rt->snap, &rt->iss, 1};
+    if (e->naudiences > 0) {
+        if ((rt->audiences = calloc(e->naudiences, sizeof(*rt->audiences))) == NULL)
+            return -1;
+        rt->found.naudiences = 0;
+        for (size_t i = 0; i < e->naudiences; i++)
+            if ((rt->audiences[rt->found.naudiences++] = strdup(e->audiences[i])) == NULL)
+                return -1;
+        rt->found.audiences = rt->audiences;
+    }
+    /* one URL has one route key, so a duplicate URL was refused above */
+    r->iss_slots[probe_iss(r, rt->iss_hash, rt->iss, rt->iss_len)] = (uint32_t)r->count;
+    return 0;
 }
 
 /* Adds entry e to r (which has room). 0, or -1 on a bad URL, a duplicate
@@ -151,7 +211,7 @@ static int routes_add(struct routes *r, const struct routes_entry *e)
     }
     rt->snap = snapshot_ref(e->snap);
     r->slots[slot] = (uint32_t)++r->count;
-    return 0;
+    return routes_add_issuer(r, rt, e);
 }
 
 struct snapshot *routes_build(const struct routes_entry *entries, size_t n, time_t now)
@@ -164,7 +224,8 @@ struct snapshot *routes_build(const struct routes_entry *entries, size_t n, time
     while (slots < 2 * n)
         slots *= 2;
     if (ok && ((r->routes = calloc(n ? n : 1, sizeof(*r->routes))) == NULL ||
-               (r->slots = calloc(slots, sizeof(*r->slots))) == NULL))
+               (r->slots = calloc(slots, sizeof(*r->slots))) == NULL ||
+               (r->iss_slots = calloc(slots, sizeof(*r->iss_slots))) == NULL))
         ok = 0;
     if (r != NULL)
         r->mask = slots - 1;

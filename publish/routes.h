@@ -36,8 +36,19 @@
 
 /* One issuer as the table is built from it. */
 struct routes_entry {
-    const char *issuer;    /* its URL (the first --service-account-issuer) */
-    struct snapshot *snap; /* what it serves; the table takes a reference */
+    const char *issuer;     /* its URL (the first --service-account-issuer) */
+    struct snapshot *snap;  /* what it serves; the table takes a reference */
+    char *const *audiences; /* its API audiences (copied); none: its URL, as kube-apiserver's default */
+    size_t naudiences;
+};
+
+/* An issuer as the TokenReview API finds it by a token's iss: what it
+ * verifies with. Valid as long as the table. */
+struct routes_issuer {
+    char *const *issuer; /* its exact URL, one string */
+    const struct snapshot *snap;
+    char *const *audiences; /* its API audiences, never none */
+    size_t naudiences;
 };
 
 struct routes;
@@ -59,6 +70,11 @@ struct snapshot *routes_build(const struct routes_entry *entries, size_t n, time
  * is for, or NULL. */
 const struct snapshot *routes_find(const struct routes *r, const char *host, size_t host_len, const char *issuer_path,
                                    size_t path_len);
+
+/* The issuer whose URL is exactly iss (len bytes, case-sensitive, as a
+ * token's iss claim is compared), or NULL. One probe of a hash table: no
+ * allocation, no lock. */
+const struct routes_issuer *routes_find_issuer(const struct routes *r, const char *iss, size_t len);
 
 /* How many issuers the table routes to. */
 size_t routes_count(const struct routes *r);

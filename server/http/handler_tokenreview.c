@@ -7,8 +7,10 @@
 
 #include "jose/bound.h"
 #include "jose/review.h"
+#include "jose/token_iss.h"
 #include "jose/token_user.h"
 #include "jose/tokenreview.h"
+#include "publish/routes.h"
 #include "util/clock.h"
 #include "util/paths.h"
 #include "server/http/request_log.h"
@@ -102,26 +104,75 @@ static void tokenreview_count_cache(struct metrics_thread *m, const struct revie
         atomic_store_explicit(&m->cache_entries, vcache_size(rv->cache), memory_order_relaxed);
 }
 
+/* Whose keys and policy a token is verified with. For one issuer, the
+ * snapshot's keys and the review's own issuers (scope NULL). For a fleet
+ * (top routes), the issuer the token's unverified iss names exactly, so
+ * that each issuer's tokens are held to its own keys and audiences; a
+ * token naming none of them gets no verifier and a reason in why. */
+struct tokenreview_issuer {
+    const struct verifier *v;
+    const struct review_scope *scope;
+    struct review_scope own; /* what scope points to in a fleet */
+};
+
+/* Fills is for token (len bytes) under the pinned snapshot top. Returns
+ * 0; -1 with why (a TokenReview's error) when the token names no issuer
+ * of the fleet; -2 when its issuer has no keys yet (answered 503). */
+static int tokenreview_issuer_of(const struct snapshot *top, const char *token, size_t len,
+                                 struct tokenreview_issuer *is, char *why, size_t whylen)
+{
+    const struct routes_issuer *ri;
+    char iss[512];
+    long n;
+
+    memset(is, 0, sizeof(*is));
+    if (top->routes == NULL) {
+        is->v = top->verifier;
+        return 0;
+    }
+    if ((n = token_iss_peek(token, len, iss, sizeof(iss))) < 0) {
+        snprintf(why, whylen, "token names no issuer this server reviews for (no readable iss claim)");
+        return -1;
+    }
+    if ((ri = routes_find_issuer(top->routes, iss, (size_t)n)) == NULL) {
+        iss[strcspn(iss, "\"\\\r\n")] = '\0'; /* a reason quotes it, cut at a character it cannot show */
+        snprintf(why, whylen, "token issuer \"%.180s\" is not an issuer this server reviews for", iss);
+        return -1;
+    }
+    if (ri->snap->unavailable || ri->snap->verifier == NULL)
+        return -2;
+    is->own = (struct review_scope){ri->issuer, ri->audiences, ri->naudiences};
+    is->scope = &is->own;
+    is->v = ri->snap->verifier;
+    return 0;
+}
+
 /* Who calls, as kube-apiserver's authenticators find out: a verified
  * client certificate first (its subject), else the bearer token of the
  * Authorization header, verified as a review would (the same keys and
- * cache). The caller's name goes to the access log. */
-static enum review_caller tokenreview_caller(struct review *rv, struct metrics_thread *m, const struct verifier *v,
+ * cache; in a fleet, those of the issuer it names). The caller's name
+ * goes to the access log. */
+static enum review_caller tokenreview_caller(struct review *rv, struct metrics_thread *m, const struct snapshot *top,
                                              h2o_req_t *req, const char **name)
 {
     char *subject;
     size_t len = worker_client_subject(req, &subject);
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
     struct review_result res;
+    struct tokenreview_issuer is;
     enum review_caller who = REVIEW_CALLER_UNAUTHENTICATED;
     const char *token;
+    char why[8];
 
     if (len > 0) {
         who = review_caller_allowed(rv, subject);
         *name = subject;
-    } else if (i >= 0 && (len = review_bearer(req->headers.entries[i].value.base, req->headers.entries[i].value.len,
-                                              &token)) > 0) {
-        who = review_caller_token(rv, v, token, len, time(NULL), &res);
+    } else if (i >= 0 &&
+               (len = review_bearer(req->headers.entries[i].value.base, req->headers.entries[i].value.len, &token)) >
+                   0 &&
+               tokenreview_issuer_of(top, token, len, &is, why, sizeof(why)) == 0) {
+        who = is.scope != NULL ? review_caller_token_in(rv, is.scope, is.v, token, len, time(NULL), &res)
+                               : review_caller_token(rv, is.v, token, len, time(NULL), &res);
         tokenreview_count_cache(m, rv, &res);
         if (res.user != NULL)
             *name = h2o_strdup(&req->pool, res.user->username, SIZE_MAX).base;
@@ -273,14 +324,25 @@ static int tokenreview_bound(struct tokenreview_thread *t, struct metrics_thread
 /* Reviews one token with the thread's review (its cache answers a token
  * seen before), then, when the check is on, its bound objects; answers
  * now or, for objects not cached, once they are known. */
-static int tokenreview_answer(struct tokenreview_thread *t, struct metrics_thread *m, const struct verifier *v,
+static int tokenreview_answer(struct tokenreview_thread *t, struct metrics_thread *m, const struct snapshot *top,
                               h2o_req_t *req, struct tokenreview_request *review)
 {
     struct review_result res;
+    struct tokenreview_issuer is;
+    size_t len = strlen(review->token);
+    char why[256];
     int rc;
 
-    review_token(&t->rv, v, review->token, strlen(review->token), review->audiences, review->naudiences, time(NULL),
-                 &res);
+    if ((rc = tokenreview_issuer_of(top, review->token, len, &is, why, sizeof(why))) == -1)
+        return tokenreview_finish(req, m, review, NULL, TOKEN_ERR_ISSUER, BOUND_OK, why);
+    if (rc == -2)
+        return tokenreview_refuse(req, 503, "ServiceUnavailable",
+                                  "the token's issuer has no keys published yet; retry later");
+    if (is.scope != NULL)
+        review_token_in(&t->rv, is.scope, is.v, review->token, len, review->audiences, review->naudiences, time(NULL),
+                        &res);
+    else
+        review_token(&t->rv, is.v, review->token, len, review->audiences, review->naudiences, time(NULL), &res);
     tokenreview_count_cache(m, &t->rv, &res);
     if (res.user != NULL && t->bound)
         rc = tokenreview_bound(t, m, req, review, res.user);
@@ -298,7 +360,6 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
 {
     struct tokenreview_thread *t = h2o_context_get_handler_context(req->conn->ctx, super);
     struct metrics_thread *m = worker_metrics(req->conn->ctx);
-    const struct verifier *v;
     struct tokenreview_request review;
     const struct snapshot *snap;
     enum review_caller who;
@@ -313,8 +374,7 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
      * authenticated" would be a wrong answer, not a late one. */
     if ((snap = worker_pin_snapshot(req))->unavailable)
         return tokenreview_refuse(req, 503, "ServiceUnavailable", "no keys are published yet; retry later");
-    v = snap->verifier;
-    if ((who = tokenreview_caller(&t->rv, m, v, req, &name)) != REVIEW_CALLER_ALLOWED)
+    if ((who = tokenreview_caller(&t->rv, m, snap, req, &name)) != REVIEW_CALLER_ALLOWED)
         return tokenreview_refuse_caller(req, m, who, name);
     if (!h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT(PATHS_TOKENREVIEW)))
         return tokenreview_refuse(req, 404, "NotFound", "the server could not find the requested resource");
@@ -326,7 +386,7 @@ static int tokenreview_on_req(h2o_handler_t *super, h2o_req_t *req)
         return tokenreview_refuse(req, 415, "UnsupportedMediaType", "Content-Type must be application/json");
     if (tokenreview_parse(req->entity.base, req->entity.len, &review, err, sizeof(err)) != 0)
         return tokenreview_refuse(req, 400, "BadRequest", err);
-    rc = tokenreview_answer(t, m, v, req, &review);
+    rc = tokenreview_answer(t, m, snap, req, &review);
     tokenreview_request_clear(&review);
     return rc;
 }

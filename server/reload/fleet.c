@@ -28,7 +28,7 @@
 #include "util/log.h"
 
 #define FLEET_SUFFIX   ".json"
-#define FLEET_NAME_MAX 200
+#define FLEET_NAME_MAX CONFIG_ISSUER_NAME_MAX
 
 /* Each issuer that publishes to object storage has a publisher thread of
  * its own (push/publisher.h, reused as it is: its retries, backoff and
@@ -194,19 +194,11 @@ static struct fleet_issuer *fleet_issuer_new(const char *dir, const char *file, 
     return is;
 }
 
-/* Whether name (without .json) can name an issuer: it becomes a directory
- * under --state-dir and a word of the log and the status page. */
+/* Whether name (without .json) can name an issuer (config.h's rule, which
+ * the commands reading a fleet share). */
 static int fleet_name_ok(const char *name, size_t len)
 {
-    if (len == 0 || len > FLEET_NAME_MAX || name[0] == '.')
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-              c == '.'))
-            return 0;
-    }
-    return 1;
+    return config_issuer_name_ok(name, len);
 }
 
 static int fleet_by_name(const void *a, const void *b)
@@ -556,7 +548,8 @@ static struct snapshot *fleet_build(struct fleet *f, time_t now)
     for (size_t i = 0; i < f->count; i++) {
         struct fleet_issuer *is = f->issuers[i];
         if (is->reload != NULL)
-            entries[n++] = (struct routes_entry){is->cfg->issuers.items[0], reload_current(is->reload)};
+            entries[n++] = (struct routes_entry){is->cfg->issuers.items[0], reload_current(is->reload),
+                                                 is->cfg->api_audiences.items, is->cfg->api_audiences.count};
     }
     snap = routes_build(entries, n, now);
     free(entries);

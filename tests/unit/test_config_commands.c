@@ -71,16 +71,11 @@ static const struct flag_case verify_flags[] = {
     {"--no-cache", NULL},
 };
 
+/* --issuer is token's and doctor's, and (the NAME of an issuer of
+ * --issuers-dir) keys' and export's: see issuer_for_four_commands. */
 static const struct flag_case token_flags[] = {
-    {"--issuer", "https://a.example"},
-    {"--audience", "a"},
-    {"--namespace", "ns"},
-    {"--service-account", "sa"},
-    {"--service-account-uid", "u"},
-    {"--pod-name", "p"},
-    {"--pod-uid", "pu"},
-    {"--node-name", "n"},
-    {"--node-uid", "nu"},
+    {"--audience", "a"},  {"--namespace", "ns"}, {"--service-account", "sa"}, {"--service-account-uid", "u"},
+    {"--pod-name", "p"},  {"--pod-uid", "pu"},   {"--node-name", "n"},        {"--node-uid", "nu"},
     {"--duration", "1h"},
 };
 
@@ -411,6 +406,18 @@ Test(config, token_flags_only_for_token)
     EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, SERVE_ARGS);
     EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, "dev");
     EACH_FLAG_FAILS(token_flags, ONLY_FOR_TOKEN, "keys", "--service-account-key-file", "/k");
+}
+
+Test(config, issuer_for_four_commands)
+{
+    fails("--issuer is not valid for the serve command; did you mean --service-account-issuer?", SERVE_ARGS, "--issuer",
+          "https://a.example", NULL);
+    fails("--issuer is not valid for the verify command; did you mean --service-account-issuer?", "verify", "--issuer",
+          "https://a.example", NULL);
+    fails("--issuer NAME picks one issuer of --issuers-dir, which is not given", "keys", "--service-account-key-file",
+          "/k", "--issuer", "a", NULL);
+    ok("keys", "--issuers-dir", "/d", "--issuer", "a", NULL);
+    ok("export", "--issuers-dir", "/d", "--issuer", "a.b-c_1", "--out", "/o", NULL);
 }
 
 Test(config, token_with_config_file)

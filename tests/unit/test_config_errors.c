@@ -79,7 +79,7 @@ static const struct suggestion_case {
     const char *want;
 } suggestion_cases[] = {
     {{"--issuer", "https://a.example"},
-     "--issuer is only valid for the token and doctor commands; did you mean --service-account-issuer?"},
+     "--issuer is not valid for the serve command; did you mean --service-account-issuer?"},
     {{"--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --service-account-key-file? (see --help)"},
     {{"token", "--key-file", "/k"}, "unknown flag \"--key-file\"; did you mean --signing-key-file? (see --help)"},
     {{"--port", "8080"}, "unknown flag \"--port\"; did you mean --listen? (see --help)"},

@@ -80,7 +80,7 @@ Test(fleet, one_way_to_declare_issuers)
           "--issuers-dir", "/d", "--service-account-issuer", "https://a.example", NULL);
     fails("--issuers-dir and --signing-key-dir are mutually exclusive: not per issuer yet (docs/fleet.md)",
           "--issuers-dir", "/d", "--signing-key-dir", "/s", NULL);
-    fails("--issuers-dir is only valid for the serve command", "keys", "--issuers-dir", "/d", NULL);
+    fails("--issuers-dir is not valid for the publish command", "publish", "--issuers-dir", "/d", NULL);
 }
 
 Test(fleet, file_overrides_command_line_defaults)

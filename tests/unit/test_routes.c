@@ -52,10 +52,10 @@ Test(routes, longest_prefix_by_host_and_path)
 {
     struct snapshot *a = issuer_snapshot("https://a.example/c/1"), *b = issuer_snapshot("https://a.example/c/1/x"),
                     *c = issuer_snapshot("https://B.example"), *d = issuer_snapshot("https://[::1]:8443/z");
-    const struct routes_entry entries[] = {{"https://a.example/c/1", a},
-                                           {"https://a.example/c/1/x", b},
-                                           {"https://B.example", c},
-                                           {"https://[::1]:8443/z", d}};
+    const struct routes_entry entries[] = {{"https://a.example/c/1", a, NULL, 0},
+                                           {"https://a.example/c/1/x", b, NULL, 0},
+                                           {"https://B.example", c, NULL, 0},
+                                           {"https://[::1]:8443/z", d, NULL, 0}};
     struct snapshot *fleet = routes_build(entries, 4, 0);
 
     cr_assert_not_null(fleet);
@@ -87,7 +87,8 @@ Test(routes, longest_prefix_by_host_and_path)
 Test(routes, duplicates_refused)
 {
     struct snapshot *a = issuer_snapshot("https://a.example/c/1");
-    const struct routes_entry entries[] = {{"https://a.example/c/1", a}, {"https://A.example:9/c/1/", a}};
+    const struct routes_entry entries[] = {{"https://a.example/c/1", a, NULL, 0},
+                                           {"https://A.example:9/c/1/", a, NULL, 0}};
 
     cr_assert_null(routes_build(entries, 2, 0));
     snapshot_release(a);
@@ -106,7 +107,7 @@ Test(routes, empty_and_many)
     snapshot_release(fleet);
     for (int i = 0; i < N; i++) {
         snprintf(urls[i], sizeof urls[i], "https://h%d.example/id/%d", i % 7, i);
-        entries[i] = (struct routes_entry){urls[i], one};
+        entries[i] = (struct routes_entry){urls[i], one, NULL, 0};
     }
     cr_assert_not_null(fleet = routes_build(entries, N, 0));
     cr_assert_eq(routes_count(fleet->routes), N);
@@ -120,4 +121,34 @@ Test(routes, empty_and_many)
     }
     snapshot_release(fleet);
     snapshot_release(one);
+}
+
+Test(routes, issuer_by_exact_url)
+{
+    struct snapshot *a = issuer_snapshot("https://a.example/c/1"), *b = issuer_snapshot("https://b.example");
+    char *aud[] = {"vault", "sts"};
+    const struct routes_entry entries[] = {{"https://a.example/c/1", a, aud, 2}, {"https://b.example", b, NULL, 0}};
+    struct snapshot *fleet = routes_build(entries, 2, 0);
+    const struct routes_issuer *ri;
+
+    cr_assert_not_null(fleet);
+    cr_assert_not_null(ri = routes_find_issuer(fleet->routes, "https://a.example/c/1", 21));
+    cr_assert_eq(ri->snap, a);
+    cr_assert_str_eq(ri->issuer[0], "https://a.example/c/1");
+    cr_assert_eq(ri->naudiences, 2);
+    cr_assert_str_eq(ri->audiences[0], "vault");
+    cr_assert_str_eq(ri->audiences[1], "sts");
+    cr_assert_neq(ri->audiences[0], aud[0], "the table keeps copies");
+    cr_assert_not_null(ri = routes_find_issuer(fleet->routes, "https://b.example", 17));
+    cr_assert_eq(ri->snap, b);
+    cr_assert_eq(ri->naudiences, 1, "no audiences: the issuer itself");
+    cr_assert_str_eq(ri->audiences[0], "https://b.example");
+    /* exact: not a prefix, not another case, not a trailing slash, not a port */
+    cr_assert_null(routes_find_issuer(fleet->routes, "https://a.example/c/", 19));
+    cr_assert_null(routes_find_issuer(fleet->routes, "https://A.example/c/1", 21));
+    cr_assert_null(routes_find_issuer(fleet->routes, "https://b.example/", 18));
+    cr_assert_null(routes_find_issuer(fleet->routes, "https://b.example:443", 21));
+    snapshot_release(fleet);
+    snapshot_release(a);
+    snapshot_release(b);
 }
