@@ -80,6 +80,11 @@ Test(fleet, one_way_to_declare_issuers)
           "--issuers-dir", "/d", "--service-account-issuer", "https://a.example", NULL);
     fails("--issuers-dir and --signing-key-dir are mutually exclusive: not per issuer yet (docs/fleet.md)",
           "--issuers-dir", "/d", "--signing-key-dir", "/s", NULL);
+    /* one API server cannot answer for every cluster of a fleet */
+    fails("--issuers-dir and --token-review-check-bound-objects are mutually exclusive: not per issuer yet "
+          "(docs/fleet.md)",
+          "--issuers-dir", "/d", "--enable-token-review", "--token-review-listen", "127.0.0.1:0", "--upstream",
+          "https://api.example", "--token-review-check-bound-objects", NULL);
     fails("--issuers-dir is not valid for the publish command", "publish", "--issuers-dir", "/d", NULL);
 }
 
