@@ -4,34 +4,21 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include "jose/ecdsa_raw.h"
 
-#include <pthread.h>
-
 #include <openssl/ec.h>
 #include <openssl/err.h>
 
-static pthread_once_t ecdsa_raw_once = PTHREAD_ONCE_INIT;
-static OSSL_LIB_CTX *ecdsa_raw_libctx; /* lives as long as the process */
+#include "jose/signctx.h"
 
-static void ecdsa_raw_libctx_new(void)
-{
-    ecdsa_raw_libctx = OSSL_LIB_CTX_new();
-}
-
-/* The signing copy lives in a library context of its own, so that each
- * signature's nonce comes from that context's random generator: in
- * OpenSSL 3.0 every draw from a thread's generator takes the lock of its
- * context's primary one, which every other thread's TLS handshakes, key
- * generation and sealing also take (the external signer's thread was seen
- * waiting there for the etcd thread). With no context of its own, the key
- * as it is. */
+/* The signing copy lives in the signing library context (signctx.h says
+ * why); with no such context, the key as it is. */
 EC_KEY *ecdsa_raw_key(EVP_PKEY *priv)
 {
     EC_KEY *from = EVP_PKEY_get1_EC_KEY(priv), *ec = NULL;
+    OSSL_LIB_CTX *libctx = signctx_libctx();
     int nid;
 
-    if (from != NULL && pthread_once(&ecdsa_raw_once, ecdsa_raw_libctx_new) == 0 && ecdsa_raw_libctx != NULL &&
-        (nid = EC_GROUP_get_curve_name(EC_KEY_get0_group(from))) != NID_undef &&
-        (ec = EC_KEY_new_by_curve_name_ex(ecdsa_raw_libctx, NULL, nid)) != NULL &&
+    if (from != NULL && libctx != NULL && (nid = EC_GROUP_get_curve_name(EC_KEY_get0_group(from))) != NID_undef &&
+        (ec = EC_KEY_new_by_curve_name_ex(libctx, NULL, nid)) != NULL &&
         (EC_KEY_set_private_key(ec, EC_KEY_get0_private_key(from)) != 1 ||
          EC_KEY_set_public_key(ec, EC_KEY_get0_public_key(from)) != 1)) {
         EC_KEY_free(ec);

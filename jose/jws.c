@@ -2,6 +2,7 @@
 #include "jose/jws.h"
 
 #include "jose/ecdsa_raw.h"
+#include "jose/signctx.h"
 
 #include <openssl/ec.h>
 #include <openssl/err.h>
@@ -46,12 +47,12 @@ static atomic_ullong jws_ctx_ids;
  * init (EVP_PKEY_verify_init or EVP_PKEY_sign_init) for a's padding and
  * digest, with a fresh id for its per-thread copies into *id. 0, or -1
  * (the caller frees what was made). */
-static int jws_prepare_ctx(const struct jws_alg *a, EVP_PKEY *pkey, int (*init)(EVP_PKEY_CTX *), EVP_MD **md,
-                           EVP_PKEY_CTX **ctx, unsigned long long *id)
+static int jws_prepare_ctx(const struct jws_alg *a, EVP_PKEY *pkey, OSSL_LIB_CTX *libctx, int (*init)(EVP_PKEY_CTX *),
+                           EVP_MD **md, EVP_PKEY_CTX **ctx, unsigned long long *id)
 {
     *id = atomic_fetch_add(&jws_ctx_ids, 1) + 1;
-    *md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
-    *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+    *md = EVP_MD_fetch(libctx, EVP_MD_get0_name(a->md()), NULL);
+    *ctx = EVP_PKEY_CTX_new_from_pkey(libctx, pkey, NULL);
     if (*md == NULL || *ctx == NULL || init(*ctx) != 1 ||
         (a->coord_len == 0 && EVP_PKEY_CTX_set_rsa_padding(*ctx, RSA_PKCS1_PADDING) != 1) ||
         EVP_PKEY_CTX_set_signature_md(*ctx, *md) != 1) {
@@ -69,7 +70,7 @@ int jws_key_prepare(struct jws_key *v, const struct key *k)
     v->key = k;
     if (a == NULL || (a->coord_len != 0 && jws_curve_order(a, v->order) != 0))
         return -1;
-    return jws_prepare_ctx(a, k->pub, EVP_PKEY_verify_init, &v->md, &v->verify_ctx, &v->verify_id);
+    return jws_prepare_ctx(a, k->pub, NULL, EVP_PKEY_verify_init, &v->md, &v->verify_ctx, &v->verify_id);
 }
 
 void jws_key_clear(struct jws_key *v)
@@ -280,7 +281,7 @@ int jws_signer_prepare(struct jws_signer *s, const struct jws_alg *a, EVP_PKEY *
         return -1;
     s->priv = priv;
     if (a->coord_len == 0)
-        return jws_prepare_ctx(a, priv, EVP_PKEY_sign_init, &s->md, &s->sign_ctx, &s->sign_id);
+        return jws_prepare_ctx(a, priv, signctx_libctx(), EVP_PKEY_sign_init, &s->md, &s->sign_ctx, &s->sign_id);
     s->md = EVP_MD_fetch(NULL, EVP_MD_get0_name(a->md()), NULL);
     s->ec = ecdsa_raw_key(priv);
     ERR_clear_error();

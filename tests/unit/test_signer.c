@@ -166,15 +166,16 @@ static unsigned reseeds(EVP_RAND_CTX *r)
     return n;
 }
 
-/* An ES256 nonce comes from a random generator of the signer's own: every
- * draw from the process's shared one takes a lock (OpenSSL 3.0) that
- * other threads' TLS handshakes and key generation take too. This
- * thread's shared generator is set to reseed at every draw, so a draw
- * shows in its reseed count (checked first), and signing leaves it be. */
-Test(signer, es256_nonces_do_not_come_from_the_shared_random_generator)
+/* Signing draws from a random generator of the signer's own (an ES256
+ * nonce, RS256's blinding): every draw from the process's shared one takes
+ * a lock (OpenSSL 3.0) that other threads' TLS handshakes and key
+ * generation take too. This thread's shared generator is set to reseed at
+ * every draw, so a draw shows in its reseed count (checked first), and
+ * signing with the fixture key priv_name leaves it be. */
+static void assert_signing_leaves_the_shared_generator(const char *priv_name, const char *pub_name)
 {
-    EVP_PKEY *priv = fixture_private_key("ec256.sec1.key");
-    struct keyset *ks = fixture_keyset1("ec256.pub");
+    EVP_PKEY *priv = fixture_private_key(priv_name);
+    struct keyset *ks = fixture_keyset1(pub_name);
     struct signer_state *s = state_of(ks, priv, ks->keys[0].kid);
     char *claims = claims_of(priv), *signature;
     EVP_RAND_CTX *shared = RAND_get0_private(NULL);
@@ -190,15 +191,26 @@ Test(signer, es256_nonces_do_not_come_from_the_shared_random_generator)
     cr_assert_eq(RAND_priv_bytes(&byte, 1), 1);
     cr_assert_gt(reseeds(shared), before, "a draw from the shared generator shows");
     before = reseeds(shared);
-    for (int i = 0; i < 10; i++) {
+    /* more than the 32 uses after which RSA's blinding is made anew */
+    for (int i = 0; i < 40; i++) {
         cr_assert_eq(signer_sign(s, claims, strlen(claims), 16384, &signature), SIGNER_OK);
         free(signature);
     }
-    cr_expect_eq(reseeds(shared), before, "ES256 signing drew from the shared generator");
+    cr_expect_eq(reseeds(shared), before, "signing with %s drew from the shared generator", priv_name);
     free(claims);
     signer_state_release(s);
     keyset_free(ks);
     EVP_PKEY_free(priv);
+}
+
+Test(signer, es256_nonces_do_not_come_from_the_shared_random_generator)
+{
+    assert_signing_leaves_the_shared_generator("ec256.sec1.key", "ec256.pub");
+}
+
+Test(signer, rs256_blinding_does_not_come_from_the_shared_random_generator)
+{
+    assert_signing_leaves_the_shared_generator("rsa2048.pkcs8.key", "rsa2048.pub");
 }
 
 Test(signer, claims_must_be_base64url_and_bounded)
