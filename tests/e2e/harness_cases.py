@@ -20,7 +20,7 @@ from harness_keys import Key, KeyFactory, pyjwt_problem, make_ca, make_server_ce
 
 __all__ = ["json_str", "expected_discovery", "default_jwks_uri", "expected_jwks", "ServerTestCase", "PUBLISH_SETTLE",
            "wait_for_jwks", "FixtureKeysTestCase", "TLSServerTestCase", "SANITIZER_ERROR", "SanitizerCheck",
-           "html_tables", "html_rows", "RFC3339", "parse_rfc3339"]
+           "html_tables", "html_rows", "RFC3339", "parse_rfc3339", "SharedSetUpCase"]
 
 
 # --------------------------------------------------------------------------
@@ -250,3 +250,42 @@ def parse_rfc3339(text):
     """Unix seconds of a time of RFC3339's form."""
     import calendar
     return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+class SharedSetUpCase(unittest.TestCase):
+    """A test class whose cases share one set-up made once for the class
+    (servers, stand-ins), as the fleet's tests do to keep the suite fast.
+    A subclass sets TMP_PREFIX and defines _start(cls), which registers each
+    server it makes in cls.servers (before starting it) and anything else
+    to stop in cls.cleanups. tearDownClass, also run when _start fails,
+    stops the servers, each of which must exit 0 on SIGTERM (so an ASan
+    leak report fails the class), then runs the cleanups and removes
+    cls.tmp."""
+
+    TMP_PREFIX = "oidc-e2e-shared-"
+
+    @classmethod
+    def setUpClass(cls):
+        require_binary(cls)
+        cls.tmp = tempfile.mkdtemp(prefix=cls.TMP_PREFIX)
+        cls.servers, cls.cleanups = [], []
+        try:
+            cls._start()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def _start(cls):
+        raise NotImplementedError
+
+    @classmethod
+    def tearDownClass(cls):
+        problems = ["%r exited %r on SIGTERM:\n%s" % (s.argv, rc, s.stderr()[-3000:])
+                    for s in cls.servers if s.proc is not None for rc in [s.stop()] if rc != 0]
+        problems += [p for s in cls.servers for p in s.cleanup()]
+        for stop in reversed(cls.cleanups):
+            stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        if problems:
+            raise AssertionError("\n\n".join(problems))

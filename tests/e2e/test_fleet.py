@@ -30,7 +30,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import threading
 import unittest
 
@@ -56,18 +55,8 @@ def write_json(path, obj):
     H.atomic_write(path, json.dumps(obj).encode())
 
 
-class Fleet(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        H.require_binary(cls)
-        cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-")
-        cls.servers = []
-        try:
-            cls._start()
-        except BaseException:
-            cls.tearDownClass()
-            raise
+class Fleet(H.SharedSetUpCase):
+    TMP_PREFIX = "oidc-e2e-fleet-"
 
     @classmethod
     def _start(cls):
@@ -106,16 +95,6 @@ class Fleet(unittest.TestCase):
         s = H.Server(args)
         cls.servers.append(s)
         return s.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        # a clean exit on SIGTERM (under ASan: without a leak report)
-        problems = ["%r exited %r on SIGTERM:\n%s" % (s.argv, rc, s.stderr()[-3000:])
-                    for s in cls.servers if s.proc is not None for rc in [s.stop()] if rc != 0]
-        problems += [p for s in cls.servers for p in s.cleanup()]
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        if problems:
-            raise AssertionError("\n\n".join(problems))
 
     def fleet_request(self, method, host, path, headers=None):
         h = {"Host": host}

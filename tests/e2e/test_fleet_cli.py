@@ -118,41 +118,23 @@ class FleetCli(unittest.TestCase):
         self.assertIn("--issuers-dir", err)
 
 
-class FleetDoctor(unittest.TestCase):
+class FleetDoctor(H.SharedSetUpCase):
+    TMP_PREFIX = "oidc-e2e-fleet-doctor-"
 
     @classmethod
-    def setUpClass(cls):
-        H.require_binary(cls)
-        cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-doctor-")
-        cls.server = None
-        try:
-            cls.key = key = H.KeyFactory(cls.tmp).rsa()
-            port, dead = H.free_port(), H.free_port()
-            cls.dir = os.path.join(cls.tmp, "issuers")
-            os.mkdir(cls.dir)
-            cls.urls = {"a": "http://127.0.0.1:%d/c/1" % port, "b": "http://127.0.0.1:%d/c/2" % port,
-                        "dead": "http://127.0.0.1:%d/x" % dead}
-            for name, url in cls.urls.items():
-                H.atomic_write(os.path.join(cls.dir, name + ".json"), json.dumps(
-                    {"service-account-issuer": url, "service-account-key-file": key.pub}).encode())
-            cls.server = H.Server(["--issuers-dir", cls.dir, "--allow-insecure-issuer"], port=port)
-            cls.server.start()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = []
-        if cls.server is not None and cls.server.proc is not None:
-            rc = cls.server.stop()
-            if rc != 0:
-                problems.append("server exited %r on SIGTERM:\n%s" % (rc, cls.server.stderr()[-3000:]))
-        if cls.server is not None:
-            problems += cls.server.cleanup()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        if problems:
-            raise AssertionError("\n\n".join(problems))
+    def _start(cls):
+        cls.key = key = H.KeyFactory(cls.tmp).rsa()
+        port, dead = H.free_port(), H.free_port()
+        cls.dir = os.path.join(cls.tmp, "issuers")
+        os.mkdir(cls.dir)
+        cls.urls = {"a": "http://127.0.0.1:%d/c/1" % port, "b": "http://127.0.0.1:%d/c/2" % port,
+                    "dead": "http://127.0.0.1:%d/x" % dead}
+        for name, url in cls.urls.items():
+            H.atomic_write(os.path.join(cls.dir, name + ".json"), json.dumps(
+                {"service-account-issuer": url, "service-account-key-file": key.pub}).encode())
+        cls.server = H.Server(["--issuers-dir", cls.dir, "--allow-insecure-issuer"], port=port)
+        cls.servers.append(cls.server)
+        cls.server.start()
 
     def test_each_issuer_one_line_worst_exit(self):
         rc, out, err = H.run_bin(["doctor", "--issuers-dir", self.dir, "--allow-insecure-issuer"])

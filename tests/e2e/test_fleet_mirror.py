@@ -21,8 +21,6 @@ One fleet server and three stand-ins are shared by the cases.
 
 import json
 import os
-import shutil
-import tempfile
 import unittest
 
 import oidc_harness as H
@@ -45,22 +43,12 @@ def threads_of(pid):
     raise AssertionError("no Threads line for %d" % pid)
 
 
-class FleetMirror(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        H.require_binary(cls)
-        cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-mirror-")
-        cls.apis = {}
-        cls.server = None
-        try:
-            cls._start()
-        except BaseException:
-            cls.tearDownClass()
-            raise
+class FleetMirror(H.SharedSetUpCase):
+    TMP_PREFIX = "oidc-e2e-fleet-mirror-"
 
     @classmethod
     def _start(cls):
+        cls.apis = {}
         cls.keys = H.KeyFactory(cls.tmp)
         cls.token = os.path.join(cls.tmp, "token")
         H.atomic_write(cls.token, b"token-one\n")
@@ -69,12 +57,15 @@ class FleetMirror(unittest.TestCase):
         for name in NAMES:
             api = StandInAPIServer(os.path.join(cls.tmp, "api-" + name), tokens=("token-one",))
             api.__enter__()
+            cls.cleanups.append(api.stop)
             cls.apis[name] = api
             api.set_documents(issuer_of(name), [cls.keys.rsa(), cls.keys.ec()])
             cls.write(name, api)
         # the command line's upstream settings are every file's defaults
         cls.server = H.Server(["--issuers-dir", cls.dir, "--allow-insecure-issuer", "--upstream-token-file",
-                               cls.token, "--upstream-refresh-interval", "1s"]).start()
+                               cls.token, "--upstream-refresh-interval", "1s"])
+        cls.servers.append(cls.server)
+        cls.server.start()
         for name in NAMES:
             cls.wait_jwks(name, cls.apis[name].document(H.JWKS))
 
@@ -83,20 +74,6 @@ class FleetMirror(unittest.TestCase):
         doc = {"service-account-issuer": issuer or issuer_of(name), "upstream": api.url,
                "upstream-ca-file": api.ca_file}
         H.atomic_write(os.path.join(cls.dir, name + ".json"), json.dumps(doc).encode())
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = []
-        if cls.server is not None and cls.server.proc is not None:
-            rc = cls.server.stop()
-            if rc != 0:
-                problems.append("exited %r on SIGTERM:\n%s" % (rc, cls.server.stderr()[-3000:]))
-            problems += cls.server.cleanup()
-        for api in cls.apis.values():
-            api.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        if problems:
-            raise AssertionError("\n\n".join(problems))
 
     @classmethod
     def get(cls, name, doc):

@@ -13,7 +13,6 @@ b. a rotation of one issuer's key file reaches its objects, and the other
 import json
 import os
 import shutil
-import tempfile
 import unittest
 
 import oidc_harness as H
@@ -29,23 +28,13 @@ ISSUERS = {"one": ("http://localhost/c/1", "/c/1", "fleet/c/1"),
 WAIT = 20.0
 
 
-class FleetPublish(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        H.require_binary(cls)
-        cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-publish-")
-        cls.server = None
-        cls.s3 = None
-        try:
-            cls._start()
-        except BaseException:
-            cls.tearDownClass()
-            raise
+class FleetPublish(H.SharedSetUpCase):
+    TMP_PREFIX = "oidc-e2e-fleet-publish-"
 
     @classmethod
     def _start(cls):
         cls.s3 = S3Standin(KEY_ID, SECRET, region="eu-west-1", buckets=[BUCKET]).start()
+        cls.cleanups.append(cls.s3.stop)
         keys = H.KeyFactory(cls.tmp)
         cls.keys = keys
         cls.dir = os.path.join(cls.tmp, "issuers")
@@ -64,27 +53,15 @@ class FleetPublish(unittest.TestCase):
         try:
             cls.server = H.Server(["--issuers-dir", cls.dir, "--allow-insecure-issuer", "--publish-to",
                                    "s3://%s/fleet" % BUCKET, "--s3-endpoint", cls.s3.endpoint, "--s3-region",
-                                   "eu-west-1", "--publish-check-interval", "1s"]).start()
+                                   "eu-west-1", "--publish-check-interval", "1s"])
+            cls.servers.append(cls.server)
+            cls.server.start()
         finally:
             for k, v in old.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = []
-        if cls.server is not None and cls.server.proc is not None:
-            rc = cls.server.stop()
-            if rc != 0:
-                problems.append("exited %r on SIGTERM:\n%s" % (rc, cls.server.stderr()[-3000:]))
-            problems += cls.server.cleanup()
-        if cls.s3 is not None:
-            cls.s3.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        if problems:
-            raise AssertionError("\n\n".join(problems))
 
     def served(self, name, doc):
         return self.server.request("GET", ISSUERS[name][1] + doc, {"Host": "localhost:%d" % self.server.port})

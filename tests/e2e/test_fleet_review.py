@@ -21,8 +21,6 @@ One fleet server is shared by the cases.
 """
 
 import os
-import shutil
-import tempfile
 import json
 import unittest
 
@@ -34,18 +32,8 @@ AUD_A = "aud-of-a"
 AUD_DEFAULT = "aud-of-the-command-line"
 
 
-class FleetReview(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        H.require_binary(cls)
-        cls.tmp = tempfile.mkdtemp(prefix="oidc-e2e-fleet-review-")
-        cls.server = None
-        try:
-            cls._start()
-        except BaseException:
-            cls.tearDownClass()
-            raise
+class FleetReview(H.SharedSetUpCase):
+    TMP_PREFIX = "oidc-e2e-fleet-review-"
 
     @classmethod
     def _start(cls):
@@ -60,22 +48,10 @@ class FleetReview(unittest.TestCase):
             "service-account-issuer": ISSUER_B, "service-account-key-file": cls.key_b.pub}).encode())
         cls.server = H.Server(["--issuers-dir", d, "--api-audiences", AUD_DEFAULT, "--enable-token-review",
                                "--token-review-listen", "127.0.0.1:0"] + H.review_caller_args())
+        cls.servers.append(cls.server)
         cls.server.start()
         cls.server.review_port = cls.server.port_of("--token-review-listen")
         cls.server.review_bearer = H.review_caller_token(cls.key_a.priv, ISSUER_A)
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = []
-        if cls.server is not None and cls.server.proc is not None:
-            rc = cls.server.stop()
-            if rc != 0:
-                problems.append("server exited %r on SIGTERM:\n%s" % (rc, cls.server.stderr()[-3000:]))
-        if cls.server is not None:
-            problems += cls.server.cleanup()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        if problems:
-            raise AssertionError("\n\n".join(problems))
 
     def accepted(self, token, audiences=None, bearer=H.DEFAULT_BEARER):
         st, doc = H.review(self.server, token, audiences, bearer=bearer)
